@@ -1,0 +1,355 @@
+"""The numpy reference backend: the executable specification of interface v1.
+
+Registered as device ``numpy`` through the ``lamina.backends`` entry point of
+lamina-ndarray's own pyproject, exactly like any third-party plugin. Buffers
+are 1-D numpy arrays; every kernel writes into ``out`` with numpy's ``out=``
+so it allocates nothing beyond numpy's own temporaries.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ._interface import API_VERSION
+
+Shape = tuple[int, ...]
+
+_DTYPES = ("float32", "float64", "int64")
+
+
+class Array:
+    """A flat buffer: ``data`` is a 1-D numpy array that owns its memory."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, size: int, dtype: str) -> None:
+        if dtype not in _DTYPES:
+            raise TypeError(f"Array: unsupported dtype {dtype!r}; numpy lists {_DTYPES}")
+        if size < 0:
+            raise ValueError(f"Array: size must be >= 0, got {size}")
+        self.data = np.empty(size, dtype=dtype)
+
+    @property
+    def size(self) -> int:
+        return self.data.size
+
+    @property
+    def dtype(self) -> str:
+        return self.data.dtype.name
+
+    def __repr__(self) -> str:
+        return f"numpy.Array(size={self.size}, dtype={self.dtype})"
+
+
+def _view(a: Array, shape: Shape, strides: Shape, offset: int, op: str) -> np.ndarray:
+    """The strided numpy view of ``a``, after checking it stays inside the buffer."""
+    if len(shape) != len(strides):
+        raise ValueError(f"{op}: shape {shape} and strides {strides} differ in length")
+    if any(s < 0 for s in shape):
+        raise ValueError(f"{op}: negative dimension in shape {shape}")
+    if 0 not in shape:
+        lo = offset + sum(st * (n - 1) for n, st in zip(shape, strides) if st < 0)
+        hi = offset + sum(st * (n - 1) for n, st in zip(shape, strides) if st > 0)
+        if lo < 0 or hi >= a.data.size:
+            raise ValueError(
+                f"{op}: view (shape {shape}, strides {strides}, offset {offset}) reaches "
+                f"elements {lo}..{hi} of a buffer of {a.data.size}")
+    item = a.data.itemsize
+    base = a.data[offset:] if 0 not in shape else a.data[:0]
+    return as_strided(base, shape=shape, strides=tuple(s * item for s in strides),
+                      writeable=True)
+
+
+def _check_size(op: str, out: Array, *arrays: Array) -> int:
+    size = out.data.size
+    for i, x in enumerate(arrays):
+        if x.data.size < size:
+            raise ValueError(f"{op}: operand {i} has {x.data.size} elements, out has {size}")
+    return size
+
+
+class NumpyBackend:
+    """Interface v1 implemented with numpy (see docs/backend-interface.md)."""
+
+    name = "numpy"
+    api_version = API_VERSION
+    dtypes = _DTYPES
+    Array = Array
+
+    @staticmethod
+    def is_available() -> bool:
+        return True
+
+    @staticmethod
+    def unavailable_reason() -> str:
+        return ""
+
+    # ----------------------------------------------------------- buffers
+    @staticmethod
+    def from_numpy(src: np.ndarray, out: Array) -> None:
+        if src.size != out.data.size:
+            raise ValueError(f"from_numpy: source has {src.size} elements, out has "
+                             f"{out.data.size}")
+        np.copyto(out.data, src.reshape(-1), casting="same_kind")
+
+    @staticmethod
+    def to_numpy(a: Array, shape: Shape, strides: Shape, offset: int) -> np.ndarray:
+        return np.array(_view(a, shape, strides, offset, "to_numpy"), copy=True, order="C")
+
+    @staticmethod
+    def fill(out: Array, value: float) -> None:
+        out.data.fill(value)
+
+    # ----------------------------------------------------------- strided access
+    @staticmethod
+    def compact(a: Array, out: Array, shape: Shape, strides: Shape, offset: int) -> None:
+        view = _view(a, shape, strides, offset, "compact")
+        size = view.size
+        if out.data.size < size:
+            raise ValueError(f"compact: out has {out.data.size} elements, view has {size}")
+        np.copyto(out.data[:size].reshape(shape), view)
+
+    @staticmethod
+    def ewise_setitem(a: Array, out: Array, shape: Shape, strides: Shape,
+                      offset: int) -> None:
+        view = _view(out, shape, strides, offset, "ewise_setitem")
+        if a.data.size < view.size:
+            raise ValueError(f"ewise_setitem: source has {a.data.size} elements, view "
+                             f"has {view.size}")
+        np.copyto(view, a.data[:view.size].reshape(shape))
+
+    @staticmethod
+    def scalar_setitem(size: int, value: float, out: Array, shape: Shape, strides: Shape,
+                       offset: int) -> None:
+        view = _view(out, shape, strides, offset, "scalar_setitem")
+        if view.size != size:
+            raise ValueError(f"scalar_setitem: size {size} != prod(shape {shape})")
+        view[...] = value
+
+    # ----------------------------------------------------------- elementwise
+    @staticmethod
+    def ewise_where(cond: Array, a: Array, b: Array, out: Array) -> None:
+        n = _check_size("ewise_where", out, cond, a, b)
+        np.copyto(out.data, np.where(cond.data[:n] != 0, a.data[:n], b.data[:n]))
+
+    @staticmethod
+    def ewise_cast(a: Array, out: Array) -> None:
+        n = _check_size("ewise_cast", out, a)
+        np.copyto(out.data, a.data[:n], casting="unsafe")
+
+    # ----------------------------------------------------------- reductions
+    @staticmethod
+    def reduce_sum(a: Array, out: Array, size: int) -> None:
+        rows = _rows(a, out, size, "reduce_sum")
+        np.sum(rows, axis=1, out=out.data)
+
+    @staticmethod
+    def reduce_max(a: Array, out: Array, size: int) -> None:
+        np.max(_rows(a, out, size, "reduce_max", nonempty=True), axis=1, out=out.data)
+
+    @staticmethod
+    def reduce_min(a: Array, out: Array, size: int) -> None:
+        np.min(_rows(a, out, size, "reduce_min", nonempty=True), axis=1, out=out.data)
+
+    @staticmethod
+    def reduce_argmax(a: Array, out: Array, size: int) -> None:
+        rows = _rows(a, out, size, "reduce_argmax", nonempty=True)
+        np.copyto(out.data, np.argmax(rows, axis=1))
+
+    @staticmethod
+    def reduce_sum_axis(a: Array, out: Array, outer: int, size: int, inner: int) -> None:
+        if a.data.size < outer * size * inner or out.data.size != outer * inner:
+            raise ValueError(f"reduce_sum_axis: buffers of {a.data.size} and "
+                             f"{out.data.size} do not fit ({outer}, {size}, {inner})")
+        src = a.data[:outer * size * inner].reshape(outer, size, inner)
+        np.sum(src, axis=1, out=out.data.reshape(outer, inner))
+
+    # ----------------------------------------------------------- fused
+    @staticmethod
+    def softmax_last(a: Array, out: Array, size: int) -> None:
+        rows = _rows(a, out, size, "softmax_last", per_row=False)
+        shifted = rows - rows.max(axis=1, keepdims=True)
+        np.exp(shifted, out=shifted)
+        shifted /= shifted.sum(axis=1, keepdims=True)
+        np.copyto(out.data.reshape(rows.shape), shifted)
+
+    @staticmethod
+    def logsumexp_last(a: Array, out: Array, size: int) -> None:
+        rows = _rows(a, out, size, "logsumexp_last", nonempty=True)
+        peak = rows.max(axis=1)
+        finite = np.where(np.isfinite(peak), peak, 0)
+        np.log(np.exp(rows - finite[:, None]).sum(axis=1), out=out.data)
+        out.data += finite
+
+    # ----------------------------------------------------------- indexing
+    @staticmethod
+    def index_gather(a: Array, idx: Array, out: Array, outer: int, axis_size: int,
+                     inner: int) -> None:
+        src = _index_operand(a, idx, outer, axis_size, inner, "index_gather")
+        n = idx.data.size
+        if out.data.size != outer * n * inner:
+            raise ValueError(f"index_gather: out has {out.data.size} elements, expected "
+                             f"{outer * n * inner}")
+        np.take(src, idx.data, axis=1, out=out.data.reshape(outer, n, inner))
+
+    @staticmethod
+    def index_scatter_add(a: Array, idx: Array, out: Array, outer: int, axis_size: int,
+                          inner: int) -> None:
+        dst = _index_operand(out, idx, outer, axis_size, inner, "index_scatter_add")
+        n = idx.data.size
+        if a.data.size < outer * n * inner:
+            raise ValueError(f"index_scatter_add: source has {a.data.size} elements, "
+                             f"expected {outer * n * inner}")
+        src = a.data[:outer * n * inner].reshape(outer, n, inner)
+        np.add.at(dst, (slice(None), idx.data), src)
+
+    # ----------------------------------------------------------- matmul
+    @staticmethod
+    def matmul(a: Array, b: Array, out: Array, m: int, n: int, p: int) -> None:
+        _check_matmul(a, b, out, 1, m, n, p, "matmul")
+        np.matmul(a.data[:m * n].reshape(m, n), b.data[:n * p].reshape(n, p),
+                  out=out.data[:m * p].reshape(m, p))
+
+    @staticmethod
+    def matmul_batched(a: Array, b: Array, out: Array, batch: int, m: int, n: int,
+                       p: int) -> None:
+        _check_matmul(a, b, out, batch, m, n, p, "matmul_batched")
+        np.matmul(a.data[:batch * m * n].reshape(batch, m, n),
+                  b.data[:batch * n * p].reshape(batch, n, p),
+                  out=out.data[:batch * m * p].reshape(batch, m, p))
+
+    @staticmethod
+    def im2col(a: Array, out: Array, n: int, c: int, h: int, w: int, kh: int, kw: int,
+               sh: int, sw: int, ph: int, pw: int, dh: int, dw: int) -> None:
+        oh, ow = _conv_out(h, w, kh, kw, sh, sw, ph, pw, dh, dw, "im2col")
+        if a.data.size < n * c * h * w or out.data.size < n * oh * ow * c * kh * kw:
+            raise ValueError("im2col: buffers are smaller than the layout")
+        padded = np.pad(a.data[:n * c * h * w].reshape(n, c, h, w),
+                        ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+        s = padded.strides
+        patches = as_strided(padded, (n, oh, ow, c, kh, kw),
+                             (s[0], s[2] * sh, s[3] * sw, s[1], s[2] * dh, s[3] * dw),
+                             writeable=False)
+        np.copyto(out.data[:patches.size].reshape(patches.shape), patches)
+
+    @staticmethod
+    def col2im(a: Array, out: Array, n: int, c: int, h: int, w: int, kh: int, kw: int,
+               sh: int, sw: int, ph: int, pw: int, dh: int, dw: int) -> None:
+        oh, ow = _conv_out(h, w, kh, kw, sh, sw, ph, pw, dh, dw, "col2im")
+        if a.data.size < n * oh * ow * c * kh * kw or out.data.size < n * c * h * w:
+            raise ValueError("col2im: buffers are smaller than the layout")
+        cols = a.data[:n * oh * ow * c * kh * kw].reshape(n, oh, ow, c, kh, kw)
+        padded = np.zeros((n, c, h + 2 * ph, w + 2 * pw), dtype=a.data.dtype)
+        for i in range(kh):  # kh*kw strided adds, each over the whole batch
+            for j in range(kw):
+                rows = slice(i * dh, i * dh + sh * (oh - 1) + 1, sh)
+                cols_ = slice(j * dw, j * dw + sw * (ow - 1) + 1, sw)
+                padded[:, :, rows, cols_] += cols[:, :, :, :, i, j].transpose(0, 3, 1, 2)
+        np.copyto(out.data[:n * c * h * w].reshape(n, c, h, w),
+                  padded[:, :, ph:ph + h, pw:pw + w])
+
+
+def _conv_out(h: int, w: int, kh: int, kw: int, sh: int, sw: int, ph: int, pw: int,
+              dh: int, dw: int, op: str) -> tuple[int, int]:
+    oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    ow = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    if oh <= 0 or ow <= 0:
+        raise ValueError(f"{op}: kernel ({kh}, {kw}) with dilation ({dh}, {dw}) does not "
+                         f"fit the padded input ({h + 2 * ph}, {w + 2 * pw})")
+    return oh, ow
+
+
+def _rows(a: Array, out: Array, size: int, op: str, nonempty: bool = False,
+          per_row: bool = True) -> np.ndarray:
+    rows = out.data.size if per_row else (out.data.size // size if size else 0)
+    if nonempty and size < 1 and rows:
+        raise ValueError(f"{op}: cannot reduce over an empty axis")
+    if a.data.size < rows * size:
+        raise ValueError(f"{op}: input has {a.data.size} elements, expected {rows}x{size}")
+    return a.data[:rows * size].reshape(rows, size)
+
+
+def _index_operand(buf: Array, idx: Array, outer: int, axis_size: int, inner: int,
+                   op: str) -> np.ndarray:
+    if idx.data.dtype != np.int64:
+        raise TypeError(f"{op}: indices must be int64, got {idx.data.dtype}")
+    if buf.data.size < outer * axis_size * inner:
+        raise ValueError(f"{op}: buffer has {buf.data.size} elements, layout needs "
+                         f"{outer * axis_size * inner}")
+    if idx.data.size:
+        lo, hi = int(idx.data.min()), int(idx.data.max())
+        if lo < 0 or hi >= axis_size:
+            bad = lo if lo < 0 else hi
+            raise IndexError(f"{op}: index {bad} is out of range for an axis of size "
+                             f"{axis_size}")
+    return buf.data[:outer * axis_size * inner].reshape(outer, axis_size, inner)
+
+
+def _check_matmul(a: Array, b: Array, out: Array, batch: int, m: int, n: int, p: int,
+                  op: str) -> None:
+    if (a.data.size < batch * m * n or b.data.size < batch * n * p
+            or out.data.size < batch * m * p):
+        raise ValueError(f"{op}: buffers of {a.data.size}, {b.data.size} and "
+                         f"{out.data.size} elements do not fit batch={batch}, m={m}, "
+                         f"n={n}, p={p}")
+
+
+def _install_elementwise() -> None:
+    """Attach the ewise_/scalar_ kernels; each is one numpy ufunc call with out=."""
+    binary: dict[str, Any] = {
+        "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
+        "power": np.power, "maximum": np.maximum, "minimum": np.minimum,
+        "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+        "gt": np.greater, "ge": np.greater_equal,
+    }
+    unary: dict[str, Any] = {
+        "neg": np.negative, "abs": np.abs, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
+        "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "sign": np.sign,
+    }
+
+    def make_binary(name: str, ufunc: Any) -> tuple[Any, Any]:
+        def ewise(a: Array, b: Array, out: Array) -> None:
+            n = out.data.size
+            if a.data.size < n or b.data.size < n:
+                _check_size(f"ewise_{name}", out, a, b)
+            ufunc(a.data[:n], b.data[:n], out=out.data, casting="unsafe")
+
+        def scalar(a: Array, value: float, out: Array) -> None:
+            n = out.data.size
+            if a.data.size < n:
+                _check_size(f"scalar_{name}", out, a)
+            ufunc(a.data[:n], out.data.dtype.type(value), out=out.data, casting="unsafe")
+
+        return ewise, scalar
+
+    def make_reversed(name: str, ufunc: Any) -> Any:
+        def scalar(a: Array, value: float, out: Array) -> None:
+            n = _check_size(f"scalar_{name}", out, a)
+            ufunc(out.data.dtype.type(value), a.data[:n], out=out.data, casting="unsafe")
+        return scalar
+
+    def make_unary(name: str, ufunc: Any) -> Any:
+        def ewise(a: Array, out: Array) -> None:
+            n = out.data.size
+            if a.data.size < n:
+                _check_size(f"ewise_{name}", out, a)
+            ufunc(a.data[:n], out=out.data)
+        return ewise
+
+    for name, ufunc in binary.items():
+        ewise, scalar = make_binary(name, ufunc)
+        setattr(NumpyBackend, f"ewise_{name}", staticmethod(ewise))
+        setattr(NumpyBackend, f"scalar_{name}", staticmethod(scalar))
+    for name, ufunc in (("rsub", np.subtract), ("rdiv", np.true_divide),
+                        ("rpower", np.power)):
+        setattr(NumpyBackend, f"scalar_{name}", staticmethod(make_reversed(name, ufunc)))
+    for name, ufunc in unary.items():
+        setattr(NumpyBackend, f"ewise_{name}", staticmethod(make_unary(name, ufunc)))
+
+
+_install_elementwise()
+
+backend = NumpyBackend()
