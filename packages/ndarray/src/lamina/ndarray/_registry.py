@@ -1,0 +1,400 @@
+"""The backend registry: devices, plugin discovery and the default device.
+
+Backends are found through the ``lamina.backends`` entry-point group (the
+numpy reference backend too, from lamina-ndarray's own pyproject). The group
+is read once; a plugin's object is imported only when its device is first
+requested or when :func:`list_backends` is called, and the outcome is cached.
+A plugin that fails to import, declares another ``api_version``, lacks a
+required kernel or finds no hardware is recorded with the reason and never
+breaks the others; asking for its device raises :class:`DeviceError` naming
+the plugin, its version and the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import traceback as _traceback
+from dataclasses import dataclass
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any
+
+from ._errors import DeviceError
+from ._interface import API_VERSION, missing_kernels
+
+__all__ = ["BackendInfo", "Device", "default_device", "get_device", "list_backends",
+           "refresh", "set_default_device"]
+
+GROUP = "lamina.backends"
+ENV_VAR = "LAMINA_DEVICE"
+
+_SPEC = re.compile(r"^([A-Za-z_][A-Za-z0-9_.\-]*)(?::(\d+))?$")
+_REQUIRED_DTYPES = ("float32", "int64")
+
+
+@dataclass(frozen=True)
+class BackendInfo:
+    """What the registry knows about one discovered plugin.
+
+    Attributes:
+        name: device type the plugin registers (the entry point's name).
+        distribution: distribution that declared the entry point, e.g.
+            ``"lamina-backend-cuda"`` (``"?"`` when unknown).
+        version: that distribution's version (``"?"`` when unknown).
+        entry_point: the entry point's value, ``"module:object"``.
+        api_version: the interface version the backend declares, or ``None``
+            when it could not be loaded or declares none.
+        status: ``"available"``, ``"unavailable"``, ``"incompatible"`` or
+            ``"failed"``.
+        reason: why the backend is not available (empty when it is).
+        traceback: the original traceback when loading failed, else empty.
+        dtypes: the dtypes the backend lists (empty when unknown).
+    """
+
+    name: str
+    distribution: str
+    version: str
+    entry_point: str
+    api_version: int | None
+    status: str
+    reason: str
+    traceback: str
+    dtypes: tuple[str, ...]
+
+    @property
+    def plugin(self) -> str:
+        """``"distribution version"``, how error messages name the plugin."""
+        return f"{self.distribution} {self.version}"
+
+
+class Device:
+    """A device: one backend, and an index for backends with several devices.
+
+    Get devices with :func:`get_device`; they are cached, one object per name,
+    so ``a.device is b.device`` holds whenever ``a.device == b.device``.
+
+    Attributes:
+        type: the backend name, e.g. ``"numpy"``, ``"cpu"``, ``"cuda"``.
+        index: the device index (0 for single-device backends).
+        name: ``type`` for single-device backends, ``f"{type}:{index}"`` for
+            backends that provide ``device_count``.
+        backend: the loaded backend object.
+        dtypes: the dtypes the backend lists.
+
+    Example:
+        >>> dev = get_device("numpy")
+        >>> dev, str(dev), dev is get_device(dev)
+        (device('numpy'), 'numpy', True)
+    """
+
+    __slots__ = ("type", "index", "name", "backend", "dtypes")
+
+    def __init__(self, type: str, index: int, name: str, backend: Any) -> None:
+        self.type = type
+        self.index = index
+        self.name = name
+        self.backend = backend
+        self.dtypes: tuple[str, ...] = tuple(backend.dtypes)
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"device('{self.name}')"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Device):
+            return self.name == other.name
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        # Unpickling (e.g. in a DataLoader worker) resolves the name again.
+        return get_device, (self.name,)
+
+
+class _Registry:
+    """Caches: entry points, load outcomes, Device objects and the default."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.entry_points: dict[str, EntryPoint] | None = None
+        self.duplicates: list[tuple[EntryPoint, EntryPoint]] = []
+        self.loaded: dict[str, tuple[BackendInfo, Any]] = {}
+        self.devices: dict[str, Device] = {}
+        self.default: Device | None = None
+
+
+_state = _Registry()
+
+
+def refresh() -> None:
+    """Forget every cache: entry points, loaded plugins, devices, the default.
+
+    Meant for tests and for long-running sessions that installed a plugin.
+    Devices obtained before remain valid objects but are no longer the cached
+    ones.
+    """
+    with _state.lock:
+        _state.entry_points = None
+        _state.duplicates = []
+        _state.loaded.clear()
+        _state.devices.clear()
+        _state.default = None
+
+
+def _dist_of(ep: EntryPoint) -> tuple[str, str]:
+    dist = getattr(ep, "dist", None)
+    if dist is None:
+        return "?", "?"
+    name = dist.metadata["Name"] or getattr(dist, "name", None) or "?"
+    return str(name), str(dist.version or "?")
+
+
+def _discover() -> dict[str, EntryPoint]:
+    with _state.lock:
+        if _state.entry_points is None:
+            found: dict[str, EntryPoint] = {}
+            duplicates = []
+            for ep in entry_points(group=GROUP):
+                if ep.name in found:
+                    if found[ep.name].value != ep.value or _dist_of(ep) != _dist_of(
+                            found[ep.name]):
+                        duplicates.append((found[ep.name], ep))
+                    continue
+                found[ep.name] = ep
+            _state.entry_points = found
+            _state.duplicates = duplicates
+        return _state.entry_points
+
+
+def _info(ep: EntryPoint, status: str, reason: str = "", tb: str = "",
+          api_version: Any = None, dtypes: tuple[str, ...] = ()) -> BackendInfo:
+    dist, version = _dist_of(ep)
+    if not isinstance(api_version, int) or isinstance(api_version, bool):
+        api_version = None
+    return BackendInfo(ep.name, dist, version, ep.value, api_version, status, reason, tb,
+                       dtypes)
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def _load_entry(ep: EntryPoint) -> tuple[BackendInfo, Any]:
+    """Import one plugin and classify it; never raises."""
+    try:
+        obj = ep.load()
+    except (Exception, SystemExit) as exc:
+        return _info(ep, "failed", f"import failed: {_describe(exc)}",
+                     _traceback.format_exc()), None
+    api = getattr(obj, "api_version", None)
+    try:
+        dtypes = tuple(str(d) for d in getattr(obj, "dtypes", ()))
+    except Exception:
+        dtypes = ()
+    if api != API_VERSION:
+        return _info(ep, "incompatible",
+                     f"declares api_version {api!r}, but lamina.ndarray implements "
+                     f"api_version {API_VERSION}; install a release of the plugin built "
+                     f"for interface {API_VERSION}", api_version=api, dtypes=dtypes), None
+    missing = missing_kernels(obj)
+    lacking = [d for d in _REQUIRED_DTYPES if d not in dtypes]
+    if missing or lacking:
+        what = (f"missing required kernels: {', '.join(missing)}" if missing
+                else f"dtypes {dtypes} lack required {', '.join(lacking)}")
+        return _info(ep, "incompatible", f"{what} (interface v{API_VERSION}, see "
+                     "docs/backend-interface.md)", api_version=api, dtypes=dtypes), None
+    try:
+        available = bool(obj.is_available())
+        reason = "" if available else str(obj.unavailable_reason() or "no reason given")
+    except Exception as exc:
+        return _info(ep, "failed", f"is_available() raised {_describe(exc)}",
+                     _traceback.format_exc(), api, dtypes), None
+    if not available:
+        return _info(ep, "unavailable", reason, api_version=api, dtypes=dtypes), None
+    return _info(ep, "available", api_version=api, dtypes=dtypes), obj
+
+
+def _load(name: str) -> tuple[BackendInfo, Any] | None:
+    """The cached load outcome for backend ``name``; ``None`` when not installed."""
+    with _state.lock:
+        if name not in _state.loaded:
+            ep = _discover().get(name)
+            if ep is None:
+                return None
+            _state.loaded[name] = _load_entry(ep)
+        return _state.loaded[name]
+
+
+def list_backends() -> list[BackendInfo]:
+    """Load every discovered plugin and report on each, sorted by name.
+
+    Never raises for a broken plugin: its status and reason say what went
+    wrong. A second distribution registering a name already taken is listed
+    as ``"failed"`` (the first one found on ``sys.path`` wins).
+
+    Example:
+        >>> [b.status for b in list_backends() if b.name == "numpy"]
+        ['available']
+    """
+    with _state.lock:
+        infos = []
+        for name in _discover():
+            loaded = _load(name)
+            if loaded is not None:
+                infos.append(loaded[0])
+        for kept, dup in _state.duplicates:
+            k_dist, k_ver = _dist_of(kept)
+            infos.append(_info(dup, "failed", f"name {dup.name!r} is already registered "
+                               f"by {k_dist} {k_ver} ({kept.value}); this one is ignored; "
+                               "uninstall one of them"))
+    return sorted(infos, key=lambda info: info.name)
+
+
+def _unusable(name: str, info: BackendInfo) -> DeviceError:
+    if info.status == "unavailable":
+        return DeviceError(f"device {name!r} is unavailable: plugin {info.plugin} reports: "
+                           f"{info.reason}")
+    if info.status == "incompatible":
+        return DeviceError(f"device {name!r} is incompatible: plugin {info.plugin} "
+                           f"({info.entry_point}) {info.reason}")
+    return DeviceError(f"device {name!r} failed to load: plugin {info.plugin} "
+                       f"({info.entry_point}): {info.reason}; see the traceback with "
+                       "`python -m lamina.ndarray --traceback`")
+
+
+def _parse(spec: str) -> tuple[str, int | None]:
+    match = _SPEC.match(spec.strip())
+    if match is None:
+        raise DeviceError(f"invalid device {spec!r}: expected a backend name with an "
+                          "optional index, e.g. 'numpy', 'cpu' or 'cuda:1'")
+    index = match.group(2)
+    return match.group(1), None if index is None else int(index)
+
+
+def _device_count(info: BackendInfo, backend: Any) -> int | None:
+    counter = getattr(backend, "device_count", None)
+    if counter is None:
+        return None
+    try:
+        return int(counter())
+    except Exception as exc:
+        raise DeviceError(f"device {info.name!r}: plugin {info.plugin} device_count() "
+                          f"raised {_describe(exc)}") from exc
+
+
+def get_device(spec: str | Device | None = None) -> Device:
+    """The :class:`Device` for ``spec``, loading its plugin on first use.
+
+    Args:
+        spec: a device name (``"numpy"``, ``"cpu"``, ``"cuda"`` == ``"cuda:0"``,
+            ``"cuda:1"``), a :class:`Device` (returned as is), or ``None`` for
+            :func:`default_device`.
+
+    Raises:
+        DeviceError: the name is malformed or no installed plugin registers it
+            (the message lists the installed ones); the plugin failed to load,
+            is incompatible or unavailable (the message names the plugin, its
+            version and the reason); the index is out of range.
+        TypeError: ``spec`` is neither a string, a Device nor None.
+
+    Example:
+        >>> get_device("numpy").dtypes
+        ('float32', 'float64', 'int64')
+    """
+    if spec is None:
+        return default_device()
+    if isinstance(spec, Device):
+        return spec
+    if not isinstance(spec, str):
+        raise TypeError(f"get_device: expected a device name, a Device or None, got "
+                        f"{type(spec).__name__} {spec!r}")
+    with _state.lock:
+        cached = _state.devices.get(spec)
+        if cached is not None:
+            return cached
+        device = _resolve(spec)
+        _state.devices[spec] = device
+        return device
+
+
+def _resolve(spec: str) -> Device:
+    type_, index = _parse(spec)
+    loaded = _load(type_)
+    if loaded is None:
+        known = ", ".join(sorted(_discover())) or "none"
+        raise DeviceError(f"unknown device {spec!r}: installed backends are {known}; "
+                          f"install a plugin that registers {type_!r} in the "
+                          f"{GROUP!r} entry-point group")
+    info, backend = loaded
+    if backend is None:
+        raise _unusable(type_ if index is None else spec, info)
+    count = _device_count(info, backend)
+    if count is None:
+        if index not in (None, 0):
+            raise DeviceError(f"device {spec!r} is out of range: backend {type_!r} "
+                              f"({info.plugin}) has a single device; use {type_!r}")
+        name, index = type_, 0
+    else:
+        index = 0 if index is None else index
+        if index >= count:
+            have = f"{type_}:0..{type_}:{count - 1}" if count else "none"
+            raise DeviceError(f"device {spec!r} is out of range: plugin {info.plugin} "
+                              f"reports {count} device(s) ({have})")
+        name = f"{type_}:{index}"
+    device = _state.devices.get(name)
+    if device is None:
+        device = _state.devices[name] = Device(type_, index, name, backend)
+    return device
+
+
+def default_device() -> Device:
+    """The default device, resolved once and cached.
+
+    ``LAMINA_DEVICE`` when set (an error if that device is not usable), else
+    ``cpu`` when that plugin is installed and available, else ``numpy``.
+    :func:`set_default_device` overrides it.
+
+    Raises:
+        DeviceError: ``LAMINA_DEVICE`` names a device that is not usable.
+    """
+    with _state.lock:
+        if _state.default is None:
+            _state.default = _pick_default()
+        return _state.default
+
+
+def _pick_default() -> Device:
+    env = os.environ.get(ENV_VAR, "").strip()
+    if env:
+        try:
+            return get_device(env)
+        except DeviceError as exc:
+            raise DeviceError(f"{ENV_VAR}={env!r} is not usable: {exc}; unset {ENV_VAR} "
+                              "or set it to an available device (see `python -m "
+                              "lamina.ndarray`)") from exc
+    try:
+        return get_device("cpu")
+    except DeviceError:
+        return get_device("numpy")
+
+
+def set_default_device(spec: str | Device | None) -> Device | None:
+    """Make ``spec`` the default device (``None`` goes back to automatic choice).
+
+    The device is resolved now, so an unusable one raises :class:`DeviceError`
+    here rather than at first use.
+
+    Returns:
+        The previous explicit or cached default, or ``None`` when none was
+        resolved yet.
+    """
+    with _state.lock:
+        previous = _state.default
+        _state.default = None if spec is None else get_device(spec)
+        return previous
