@@ -1,0 +1,326 @@
+"""Compute ops of NDArray: elementwise, reductions, matmul, indexing, fused.
+
+Each op checks devices, dtypes and shapes, broadcasts with NumPy's rules,
+compacts its operands only when the kernel needs it, allocates the output and
+calls one backend kernel (or composes a few when a fast path is absent).
+"""
+
+from __future__ import annotations
+
+from math import prod
+from numbers import Number
+from typing import Any
+
+import numpy as np
+
+from . import _layout as L
+from ._dtypes import DType, int64
+from ._errors import DeviceError, DTypeError, ShapeError
+from ._ndarray import NDArray
+
+_ARITHMETIC = ("add", "sub", "mul", "div", "power", "maximum", "minimum")
+_OP_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "power": "**"}
+
+
+def _check_pair(a: NDArray, b: NDArray, op: str) -> None:
+    if a._device is not b._device:
+        raise DeviceError(f"{op}: operands are on different devices, {a._device.name} "
+                          f"(arg 0) and {b._device.name} (arg 1); move one with .to(device)")
+    if a._dtype is not b._dtype:
+        raise DTypeError(f"{op}: dtypes differ, {a._dtype.name} (arg 0) and "
+                         f"{b._dtype.name} (arg 1); convert one with .astype()")
+
+
+def _check_arithmetic(dtype: DType, op: str) -> None:
+    if not dtype.is_floating:
+        raise DTypeError(f"{op}: {dtype.name} arrays support indexing and comparisons, not "
+                         f"arithmetic; convert with .astype(float32)")
+
+
+def binary(a: NDArray, b: Any, op: str) -> NDArray:
+    """``a OP b`` for an array or Python scalar ``b``, with broadcasting."""
+    if isinstance(b, NDArray):
+        _check_pair(a, b, op)
+        if op in _ARITHMETIC:
+            _check_arithmetic(a._dtype, op)
+        if a._shape != b._shape:
+            shape = L.broadcast_shapes(a._shape, b._shape, op=op)
+            a, b = a.broadcast_to(shape), b.broadcast_to(shape)
+        a, b = a.compact(), b.compact()
+        out = NDArray._empty(a._shape, a._dtype, a._device)
+        if out._buf.size:
+            getattr(a._device.backend, "ewise_" + op)(a._buf, b._buf, out._buf)
+        return out
+    if isinstance(b, (Number, np.number)) and not isinstance(b, complex):
+        if op in _ARITHMETIC:
+            _check_arithmetic(a._dtype, op)
+        a = a.compact()
+        out = NDArray._empty(a._shape, a._dtype, a._device)
+        if out._buf.size:
+            getattr(a._device.backend, "scalar_" + op)(a._buf, b, out._buf)
+        return out
+    return NotImplemented  # type: ignore[no-any-return]
+
+
+def reversed_scalar(a: NDArray, value: Any, op: str) -> NDArray:
+    """``value OP a`` for a Python scalar ``value``."""
+    if not isinstance(value, (Number, np.number)):
+        return NotImplemented  # type: ignore[no-any-return]
+    _check_arithmetic(a._dtype, op)
+    a = a.compact()
+    out = NDArray._empty(a._shape, a._dtype, a._device)
+    if out._buf.size:
+        getattr(a._device.backend, "scalar_r" + op)(a._buf, value, out._buf)
+    return out
+
+
+def unary(a: NDArray, op: str) -> NDArray:
+    _check_arithmetic(a._dtype, op)
+    a = a.compact()
+    out = NDArray._empty(a._shape, a._dtype, a._device)
+    if out._buf.size:
+        getattr(a._device.backend, "ewise_" + op)(a._buf, out._buf)
+    return out
+
+
+# ---------------------------------------------------------------------- reductions
+def reduce(a: NDArray, axis: Any, keepdims: bool, op: str) -> NDArray:
+    """Reduce ``a`` over ``axis`` (None = all) with the backend's ``reduce_OP``."""
+    if op != "argmax":
+        _check_arithmetic(a._dtype, op)
+    axes = L.normalize_axes(axis, a.ndim, op)
+    kept = tuple(n for i, n in enumerate(a._shape) if i not in axes)
+    size = prod(a._shape[i] for i in axes)
+    if size == 0 and op != "sum" and prod(kept):
+        raise ShapeError(f"{op}: cannot reduce an empty axis (shape {a._shape}, axis {axis})")
+    out_dtype = int64 if op == "argmax" else a._dtype
+    out = NDArray._empty(kept, out_dtype, a._device)
+    backend = a._device.backend
+    if out.size:
+        first = axes[0] if axes else a.ndim
+        contiguous_block = axes == tuple(range(first, first + len(axes)))
+        inner = prod(a._shape[first + len(axes):]) if contiguous_block else 1
+        if op == "sum" and contiguous_block and inner > 1 and a.is_compact() \
+                and hasattr(backend, "reduce_sum_axis"):
+            backend.reduce_sum_axis(a._buf, out._buf, prod(a._shape[:first]), size, inner)
+        else:
+            rest = tuple(i for i in range(a.ndim) if i not in axes)
+            src = a.permute(rest + axes).compact()
+            getattr(backend, "reduce_" + op)(src._buf, out._buf, size)
+    if keepdims:
+        shape = tuple(1 if i in axes else n for i, n in enumerate(a._shape))
+        return out.reshape(shape)
+    return out
+
+
+def mean(a: NDArray, axis: Any = None, keepdims: bool = False) -> NDArray:
+    axes = L.normalize_axes(axis, a.ndim, "mean")
+    count = prod(a._shape[i] for i in axes)
+    total = reduce(a, axis, keepdims, "sum")
+    return binary(total, 1.0 / count if count else float("nan"), "mul")
+
+
+def argmax(a: NDArray, axis: int | None = None, keepdims: bool = False) -> NDArray:
+    """Index of the first maximum over one axis, or over the flattened array."""
+    if axis is None:
+        flat = a.reshape(-1)
+        out = reduce(flat, 0, False, "argmax")
+        return out.reshape((1,) * a.ndim) if keepdims else out
+    return reduce(a, axis, keepdims, "argmax")
+
+
+# ---------------------------------------------------------------------- matmul
+def matmul(a: NDArray, b: NDArray) -> NDArray:
+    """NumPy's matmul: 1-D, 2-D, and batched operands with broadcast batch dims."""
+    if not isinstance(b, NDArray):
+        return NotImplemented  # type: ignore[no-any-return]
+    _check_pair(a, b, "matmul")
+    _check_arithmetic(a._dtype, "matmul")
+    if a.ndim == 0 or b.ndim == 0:
+        raise ShapeError(f"matmul: operands must have at least 1 dim, got shapes {a._shape} "
+                         f"and {b._shape}")
+    a2 = a.reshape(1, a._shape[0]) if a.ndim == 1 else a
+    b2 = b.reshape(b._shape[0], 1) if b.ndim == 1 else b
+    m, n = a2._shape[-2:]
+    n2, p = b2._shape[-2:]
+    if n != n2:
+        raise ShapeError(f"matmul: shapes {a._shape} and {b._shape} are not aligned: {n} "
+                         f"(dim {a.ndim - 1} of arg 0) != {n2} (dim {max(b.ndim - 2, 0)} "
+                         f"of arg 1)")
+    batch = L.broadcast_shapes(a2._shape[:-2], b2._shape[:-2], op="matmul")
+    backend = a._device.backend
+    if not batch:
+        a2, b2 = a2.compact(), b2.compact()
+        out = NDArray._empty((m, p), a._dtype, a._device)
+        if out.size:
+            _gemm(backend, a2, b2, out, m, n, p)
+    elif b2.ndim == 2 and a2._shape[:-2] == batch and a2.is_compact():
+        # (..., m, n) @ (n, p): one GEMM over all rows, no copy of b
+        flat = NDArray._empty((prod(batch) * m, p), a._dtype, a._device)
+        if flat.size:
+            _gemm(backend, a2, b2.compact(), flat, prod(batch) * m, n, p)
+        out = flat.reshape(batch + (m, p))
+    else:
+        a3 = a2.broadcast_to(batch + (m, n)).compact()
+        b3 = b2.broadcast_to(batch + (n, p)).compact()
+        out = NDArray._empty(batch + (m, p), a._dtype, a._device)
+        if out.size:
+            if n == 0:
+                backend.fill(out._buf, 0)
+            else:
+                backend.matmul_batched(a3._buf, b3._buf, out._buf, prod(batch), m, n, p)
+    if a.ndim == 1:
+        out = out.squeeze(-2)
+    if b.ndim == 1:
+        out = out.squeeze(-1)
+    return out
+
+
+def _gemm(backend: Any, a: NDArray, b: NDArray, out: NDArray, m: int, n: int, p: int) -> None:
+    if n == 0:
+        backend.fill(out._buf, 0)
+    else:
+        backend.matmul(a._buf, b._buf, out._buf, m, n, p)
+
+
+# ---------------------------------------------------------------------- indexing
+def take(a: NDArray, indices: NDArray, axis: int = 0) -> NDArray:
+    """Gather along ``axis``: shape ``a.shape[:axis] + indices.shape + a.shape[axis+1:]``."""
+    indices = _as_index_array(indices, a, "take")
+    ax = L.normalize_axis(axis, a.ndim, "take")
+    src = a.compact()
+    idx = indices.compact()
+    outer, axis_size, inner = prod(a._shape[:ax]), a._shape[ax], prod(a._shape[ax + 1:])
+    shape = a._shape[:ax] + indices._shape + a._shape[ax + 1:]
+    out = NDArray._empty(shape, a._dtype, a._device)
+    if out.size:
+        a._device.backend.index_gather(src._buf, idx._buf, out._buf, outer, axis_size, inner)
+    elif idx.size and axis_size == 0:
+        raise IndexError(f"take: index out of range for an axis of size 0 (axis {ax})")
+    return out
+
+
+def scatter_add(src: NDArray, indices: NDArray, axis: int, size: int) -> NDArray:
+    """The adjoint of ``take``: sums slices of ``src`` into a new axis of length ``size``.
+
+    Result shape: ``src.shape[:axis] + (size,) + src.shape[axis + indices.ndim:]``.
+    Repeated indices accumulate.
+    """
+    indices = _as_index_array(indices, src, "scatter_add")
+    ax = L.normalize_axis(axis, src.ndim - indices.ndim + 1, "scatter_add")
+    if src._shape[ax:ax + indices.ndim] != indices._shape:
+        raise ShapeError(f"scatter_add: source dims {src._shape[ax:ax + indices.ndim]} at "
+                         f"axis {ax} do not match indices of shape {indices._shape}")
+    shape = src._shape[:ax] + (size,) + src._shape[ax + indices.ndim:]
+    out = NDArray._empty(shape, src._dtype, src._device)
+    backend = src._device.backend
+    if out.size:
+        backend.fill(out._buf, 0)
+        if indices.size:
+            backend.index_scatter_add(src.compact()._buf, indices.compact()._buf, out._buf,
+                                      prod(shape[:ax]), size, prod(shape[ax + 1:]))
+    return out
+
+
+def _as_index_array(indices: Any, like: NDArray, op: str) -> NDArray:
+    if not isinstance(indices, NDArray):
+        from ._creation import array
+        raw = np.asarray(indices)
+        if raw.dtype.kind not in "iu" and raw.size:
+            raise DTypeError(f"{op}: indices must be integers, got {raw.dtype}")
+        return array(raw.astype(np.int64), dtype=int64, device=like._device)
+    if indices._dtype is not int64:
+        raise DTypeError(f"{op}: indices must be int64, got {indices._dtype.name}")
+    if indices._device is not like._device:
+        raise DeviceError(f"{op}: indices are on {indices._device.name}, the array on "
+                          f"{like._device.name}; move one with .to(device)")
+    return indices
+
+
+# ---------------------------------------------------------------------- fused
+def softmax(a: NDArray, axis: int = -1) -> NDArray:
+    """exp(a) / sum(exp(a)) along ``axis``, shifted by the max for stability."""
+    _check_arithmetic(a._dtype, "softmax")
+    ax = L.normalize_axis(axis, a.ndim, "softmax")
+    backend = a._device.backend
+    if ax == a.ndim - 1 and hasattr(backend, "softmax_last") and a.size:
+        src = a.compact()
+        out = NDArray._empty(a._shape, a._dtype, a._device)
+        backend.softmax_last(src._buf, out._buf, a._shape[-1])
+        return out
+    e = unary(binary(a, reduce(a, ax, True, "max"), "sub"), "exp")
+    return binary(e, reduce(e, ax, True, "sum"), "div")
+
+
+def logsumexp(a: NDArray, axis: Any = -1, keepdims: bool = False) -> NDArray:
+    """log(sum(exp(a))) over ``axis``, stable for large and -inf entries."""
+    _check_arithmetic(a._dtype, "logsumexp")
+    axes = L.normalize_axes(axis, a.ndim, "logsumexp")
+    backend = a._device.backend
+    if axes == (a.ndim - 1,) and hasattr(backend, "logsumexp_last") and a.size:
+        src = a.compact()
+        out = NDArray._empty(a._shape[:-1], a._dtype, a._device)
+        backend.logsumexp_last(src._buf, out._buf, a._shape[-1])
+        return out.expand_dims(-1) if keepdims else out
+    peak = reduce(a, axes, True, "max")
+    from ._creation import where
+    peak = where(binary(peak, float("inf"), "lt") * binary(peak, float("-inf"), "gt"),
+                 peak, 0.0)
+    total = reduce(unary(binary(a, peak, "sub"), "exp"), axes, True, "sum")
+    out = binary(unary(total, "log"), peak, "add")
+    return out if keepdims else out.squeeze(axes)
+
+
+def pad(a: NDArray, pad_width: Any, value: float = 0.0) -> NDArray:
+    """Pad with ``value``; ``pad_width`` is one ``(before, after)`` pair per axis."""
+    widths = [tuple(int(x) for x in w) for w in pad_width]
+    if len(widths) != a.ndim or any(len(w) != 2 or min(w) < 0 for w in widths):
+        raise ShapeError(f"pad: need one non-negative (before, after) pair per axis of shape "
+                         f"{a._shape}, got {pad_width}")
+    shape = tuple(n + lo + hi for n, (lo, hi) in zip(a._shape, widths))
+    out = NDArray._empty(shape, a._dtype, a._device)
+    if out.size:
+        a._device.backend.fill(out._buf, value)
+        out[tuple(slice(lo, lo + n) for n, (lo, _) in zip(a._shape, widths))] = a
+    return out
+
+
+# ---------------------------------------------------------------------- binding
+def install(cls: type) -> None:
+    """Attach operators and compute methods to NDArray."""
+    def make_binary(op: str) -> Any:
+        return lambda self, other: binary(self, other, op)
+
+    def make_reflected(op: str) -> Any:
+        if op in ("add", "mul"):
+            return lambda self, other: binary(self, other, op)
+        return lambda self, other: reversed_scalar(self, other, op)
+
+    for dunder, op in (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"),
+                       ("pow", "power")):
+        setattr(cls, f"__{dunder}__", make_binary(op))
+        setattr(cls, f"__r{dunder}__", make_reflected(op))
+    for dunder, op in (("eq", "eq"), ("ne", "ne"), ("lt", "lt"), ("le", "le"), ("gt", "gt"),
+                       ("ge", "ge")):
+        setattr(cls, f"__{dunder}__", make_binary(op))
+    cls.maximum = make_binary("maximum")
+    cls.minimum = make_binary("minimum")
+    for op in ("abs", "exp", "log", "sqrt", "tanh", "sin", "cos", "sign"):
+        setattr(cls, op, (lambda name: lambda self: unary(self, name))(op))
+    cls.__neg__ = lambda self: unary(self, "neg")
+    cls.__abs__ = lambda self: unary(self, "abs")
+    cls.__matmul__ = matmul
+    cls.__rmatmul__ = lambda self, other: matmul(other, self) \
+        if isinstance(other, NDArray) else NotImplemented
+    for op in ("sum", "max", "min"):
+        setattr(cls, op, (lambda name: lambda self, axis=None, keepdims=False:
+                          reduce(self, axis, keepdims, name))(op))
+    cls.mean = mean
+    cls.argmax = argmax
+    cls.take = take
+    cls.softmax = softmax
+    cls.logsumexp = logsumexp
+    cls.pad = pad
+
+
+install(NDArray)

@@ -1,0 +1,167 @@
+"""Pure shape arithmetic: strides, broadcasting, axes, reshape-as-view.
+
+Nothing here touches a buffer; every function maps shapes and strides (in
+elements) to shapes and strides, and raises ShapeError naming the op.
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+from ._errors import ShapeError
+
+Shape = tuple[int, ...]
+
+
+def compact_strides(shape: Shape) -> Shape:
+    """Row-major strides, in elements, of a compact array of ``shape``."""
+    strides = [1] * len(shape)
+    step = 1
+    for i in range(len(shape) - 1, -1, -1):
+        strides[i] = step
+        step *= shape[i]
+    return tuple(strides)
+
+
+def is_compact(shape: Shape, strides: Shape, offset: int) -> bool:
+    """Whether element i of the view is element i of its buffer."""
+    if offset != 0:
+        return False
+    step = 1
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n != 1 and s != step:
+            return False
+        step *= n
+    return True
+
+
+def normalize_shape(shape: object, op: str) -> Shape:
+    """Accept ``(2, 3)``, ``[2, 3]`` or ``((2, 3),)`` and return a tuple of ints."""
+    if isinstance(shape, int):
+        shape = (shape,)
+    if len(shape) == 1 and not isinstance(shape[0], int):  # type: ignore[arg-type]
+        shape = shape[0]  # type: ignore[index]
+    try:
+        out = tuple(int(n) for n in shape)  # type: ignore[union-attr]
+    except TypeError:
+        raise ShapeError(f"{op}: shape must be a sequence of ints, got {shape!r}") from None
+    return out
+
+
+def normalize_axis(axis: int, ndim: int, op: str) -> int:
+    """Map a possibly negative axis into ``range(ndim)``."""
+    if not -ndim <= axis < ndim:
+        raise ShapeError(f"{op}: axis {axis} is out of range for an array of {ndim} "
+                         f"dim{'s' if ndim != 1 else ''}")
+    return axis % ndim
+
+
+def normalize_axes(axis: int | tuple[int, ...] | list[int] | None, ndim: int,
+                   op: str) -> tuple[int, ...]:
+    """Sorted, de-negated axes; ``None`` means all of them."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    out = tuple(sorted(normalize_axis(a, ndim, op) for a in axes))
+    if len(set(out)) != len(out):
+        raise ShapeError(f"{op}: repeated axis in {axis}")
+    return out
+
+
+def broadcast_shapes(*shapes: Shape, op: str = "broadcast") -> Shape:
+    """NumPy's broadcasting rule for any number of shapes."""
+    ndim = max(len(s) for s in shapes)
+    out = []
+    for i in range(-ndim, 0):
+        n = 1
+        for s in shapes:
+            m = s[i] if -i <= len(s) else 1
+            if m != 1:
+                if n not in (1, m):
+                    shown = " and ".join(str(tuple(s)) for s in shapes)
+                    raise ShapeError(f"{op}: shapes {shown} cannot be broadcast together "
+                                     f"(dim {i}: {n} vs {m})")
+                n = m
+        out.append(n)
+    return tuple(out)
+
+
+def broadcast_strides(shape: Shape, strides: Shape, target: Shape, op: str) -> Shape:
+    """Strides of ``shape`` broadcast to ``target``: new and stretched dims get stride 0."""
+    lead = len(target) - len(shape)
+    if lead < 0:
+        raise ShapeError(f"{op}: cannot broadcast shape {shape} to {target} with fewer dims")
+    out = [0] * lead
+    for n, s, t in zip(shape, strides, target[lead:]):
+        if n == t:
+            out.append(s)
+        elif n == 1:
+            out.append(0)
+        else:
+            raise ShapeError(f"{op}: cannot broadcast shape {shape} to {target}")
+    return tuple(out)
+
+
+def infer_reshape(size: int, shape: Shape, old: Shape, op: str = "reshape") -> Shape:
+    """Resolve one ``-1`` and check the element count."""
+    if shape.count(-1) > 1:
+        raise ShapeError(f"{op}: only one dimension can be -1, got {shape}")
+    if any(n < -1 for n in shape):
+        raise ShapeError(f"{op}: invalid dimension in {shape}")
+    if -1 in shape:
+        known = prod(n for n in shape if n != -1)
+        if known == 0 or size % known:
+            raise ShapeError(f"{op}: cannot reshape array of shape {old} (size {size}) "
+                             f"into {shape}")
+        shape = tuple(size // known if n == -1 else n for n in shape)
+    if prod(shape) != size:
+        raise ShapeError(f"{op}: cannot reshape array of shape {old} (size {size}) into "
+                         f"{shape} (size {prod(shape)})")
+    return shape
+
+
+def reshape_strides(old: Shape, strides: Shape, new: Shape) -> Shape | None:
+    """Strides that view ``old`` as ``new`` without copying, or None if impossible.
+
+    Walks both shapes in groups of equal element count; a group of old dims
+    can merge only if it is contiguous among itself (NumPy's rule).
+    """
+    if prod(old) == 0:
+        return compact_strides(new)
+    o = [(n, s) for n, s in zip(old, strides) if n != 1]
+    out: list[int] = []
+    i = 0
+    j = 0
+    nonone_new = [k for k, n in enumerate(new) if n != 1]
+    result = [0] * len(new)
+    while i < len(o) or j < len(nonone_new):
+        if i >= len(o) or j >= len(nonone_new):
+            return None
+        count_old, count_new = o[i][0], new[nonone_new[j]]
+        gi, gj = [i], [j]
+        while count_old != count_new:
+            if count_old < count_new:
+                i += 1
+                if i >= len(o):
+                    return None
+                count_old *= o[i][0]
+                gi.append(i)
+            else:
+                j += 1
+                if j >= len(nonone_new):
+                    return None
+                count_new *= new[nonone_new[j]]
+                gj.append(j)
+        for a, b in zip(gi, gi[1:]):  # merged old dims must be contiguous in order
+            if o[a][1] != o[b][1] * o[b][0]:
+                return None
+        step = o[gi[-1]][1]
+        for k in reversed(gj):
+            result[nonone_new[k]] = step
+            step *= new[nonone_new[k]]
+        i += 1
+        j += 1
+    out = result
+    # size-1 dims get the stride a compact array would give them (any value is valid)
+    comp = compact_strides(new)
+    return tuple(comp[k] if n == 1 else out[k] for k, n in enumerate(new))
