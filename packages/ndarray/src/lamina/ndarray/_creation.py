@@ -67,7 +67,7 @@ def array(obj: Any, dtype: Any = None, device: Any = None) -> NDArray:
     raw = np.asarray(obj)
     dt = as_dtype(dtype, "array") if dtype is not None else _infer_dtype(raw, from_numpy)
     dev = _device_for(device, dt, "array")
-    host = np.ascontiguousarray(raw, dtype=dt.np)
+    host = np.asarray(raw, dtype=dt.np, order="C")
     out = NDArray._empty(host.shape, dt, dev)
     if host.size:
         dev.backend.from_numpy(host.reshape(-1), out._buf)

@@ -1,0 +1,150 @@
+"""Nox sessions: one per package, plus tests, conformance, lint, bench, demo, docs.
+
+Every session installs the packages it needs from this checkout in one pip
+call (the local siblings it depends on included), so it tests what a user
+would install. No session pins a Python version: nox uses the interpreter it
+runs under.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+nox.options.sessions = ["tests"]
+nox.options.reuse_existing_virtualenvs = True
+
+# package key -> (folder, local packages it needs, in dependency order)
+PACKAGES = {
+    "ndarray": ("packages/ndarray", []),
+    "autograd": ("packages/autograd", ["ndarray"]),
+    "nn": ("packages/nn", ["ndarray", "autograd"]),
+    "backend_cpu": ("packages/backends-cpu", ["ndarray"]),
+    "backend_cuda": ("packages/backends-cuda", ["ndarray"]),
+}
+
+
+def built(key: str) -> bool:
+    """Whether a package has code yet (an unbuilt package has only its README/pyproject)."""
+    folder = ROOT / PACKAGES[key][0]
+    return (folder / "src").is_dir() and (folder / "tests").is_dir()
+
+
+def cuda_buildable() -> bool:
+    return shutil.which("nvcc") is not None
+
+
+def install_args(keys: list[str], extras: str | None = "test") -> list[str]:
+    """pip arguments installing ``keys`` (with their local dependencies) in one call."""
+    wanted: list[str] = []
+    for key in keys:
+        for dep in PACKAGES[key][1] + [key]:
+            if dep not in wanted and built(dep):
+                wanted.append(dep)
+    suffix = f"[{extras}]" if extras else ""
+    return [f"./{PACKAGES[k][0]}{suffix}" for k in wanted]
+
+
+def run_package_tests(session: nox.Session, key: str, extra_keys: list[str]) -> None:
+    if not built(key):
+        session.log(f"{PACKAGES[key][0]} has no code yet (see its README); nothing to test.")
+        return
+    session.install(*install_args(extra_keys + [key]))
+    session.run("pytest", f"{PACKAGES[key][0]}/tests", *session.posargs)
+
+
+def run_conformance(session: nox.Session, args: list[str]) -> None:
+    """Run the kit against every backend the registry reports available."""
+    listing = session.run(
+        "python", "-c",
+        "from lamina.ndarray import list_backends as l; "
+        "print(' '.join(b.name for b in l() if b.status == 'available'))",
+        silent=True)
+    for name in str(listing).split():
+        session.run("python", "-m", "lamina.ndarray.conformance", name, *args)
+
+
+@nox.session
+def ndarray(session: nox.Session) -> None:
+    """lamina-ndarray: NDArray, the numpy backend, the registry and the conformance kit."""
+    run_package_tests(session, "ndarray", [])
+    session.run("python", "-m", "lamina.ndarray.conformance", "numpy", "-q")
+
+
+@nox.session
+def autograd(session: nox.Session) -> None:
+    """lamina-autograd: Tensor and reverse-mode autodiff, checked against PyTorch."""
+    run_package_tests(session, "autograd", [])
+
+
+@nox.session
+def nn(session: nox.Session) -> None:
+    """lamina-nn: modules, optimizers, data, models, lamina-train."""
+    run_package_tests(session, "nn", [])
+
+
+@nox.session
+def backend_cpu(session: nox.Session) -> None:
+    """lamina-backend-cpu: builds the C++ extension and runs its tests and the kit."""
+    run_package_tests(session, "backend_cpu", [])
+    if built("backend_cpu"):
+        session.run("python", "-m", "lamina.ndarray.conformance", "cpu", "-q")
+
+
+@nox.session
+def backend_cuda(session: nox.Session) -> None:
+    """lamina-backend-cuda: builds with nvcc; GPU tests skip without a GPU."""
+    if not cuda_buildable():
+        session.skip("nvcc was not found on PATH: the CUDA backend cannot be built here")
+    run_package_tests(session, "backend_cuda", [])
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Every package in one environment, then the conformance kit on every backend."""
+    keys = [k for k in PACKAGES if built(k) and (k != "backend_cuda" or cuda_buildable())]
+    session.install(*install_args(keys))
+    folders = [f"{PACKAGES[k][0]}/tests" for k in keys]
+    session.run("pytest", *folders, *session.posargs)
+    run_conformance(session, ["-q"])
+
+
+@nox.session
+def conformance(session: nox.Session) -> None:
+    """The conformance kit against every available backend."""
+    keys = ["ndarray"] + [k for k in ("backend_cpu", "backend_cuda")
+                          if built(k) and (k != "backend_cuda" or cuda_buildable())]
+    session.install(*install_args(keys))
+    session.run("python", "-m", "lamina.ndarray", external=False)
+    run_conformance(session, session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff over the tree, mypy over every package's src/."""
+    session.install("ruff", "mypy", "numpy")
+    session.run("ruff", "check", ".")
+    srcs = [f"{PACKAGES[k][0]}/src" for k in PACKAGES if built(k)]
+    session.run("mypy", *srcs)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Benchmarks side by side with numpy and PyTorch; writes benchmarks/results/."""
+    keys = [k for k in PACKAGES if built(k) and k != "backend_cuda"]
+    session.install(*install_args(keys), "torch==2.13.0")
+    session.run("python", "benchmarks/run.py", *session.posargs)
+
+
+@nox.session
+def demo(session: nox.Session) -> None:
+    """Install Lamina and train on the MNIST subset the package ships."""
+    keys = [k for k in ("ndarray", "autograd", "nn", "backend_cpu") if built(k)]
+    session.install(*install_args(keys, extras=None))
+    if built("nn"):
+        session.run("lamina-train", "mnist", "--epochs", "3", *session.posargs)
+    else:
+        session.run("python", "benchmarks/demo_ndarray.py")

@@ -1,0 +1,199 @@
+"""Every compute op against numpy, on every available device."""
+
+import numpy as np
+import pytest
+
+import lamina.ndarray as nd
+
+RNG = np.random.default_rng(0)
+
+
+def rand(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def close(a: nd.NDArray, ref: np.ndarray, rtol: float = 1e-5, atol: float = 1e-5) -> None:
+    got = a.numpy()
+    assert got.shape == ref.shape, (got.shape, ref.shape)
+    np.testing.assert_allclose(got, ref, rtol=rtol, atol=atol)
+
+
+BINARY = [
+    (lambda a, b: a + b, np.add), (lambda a, b: a - b, np.subtract),
+    (lambda a, b: a * b, np.multiply), (lambda a, b: a / b, np.divide),
+    (lambda a, b: a.maximum(b), np.maximum), (lambda a, b: a.minimum(b), np.minimum),
+    (lambda a, b: a == b, np.equal), (lambda a, b: a != b, np.not_equal),
+    (lambda a, b: a < b, np.less), (lambda a, b: a <= b, np.less_equal),
+    (lambda a, b: a > b, np.greater), (lambda a, b: a >= b, np.greater_equal),
+]
+
+
+@pytest.mark.parametrize("op,ref", BINARY)
+@pytest.mark.parametrize("shapes", [((3, 4), (3, 4)), ((2, 1, 4), (3, 1)), ((5,), ())])
+def test_binary_ops_broadcast(device, op, ref, shapes):
+    x, y = rand(*shapes[0]), rand(*shapes[1])
+    y = np.where(np.abs(y) < 0.1, 0.5, y).astype(np.float32)
+    y.reshape(-1)[:1] = x.reshape(-1)[:1] if x.shape == y.shape else y.reshape(-1)[:1]
+    out = op(nd.array(x, device=device), nd.array(y, device=device))
+    assert out.dtype == nd.float32
+    close(out, ref(x, y).astype(np.float32))
+
+
+@pytest.mark.parametrize("op,ref", [
+    (lambda a: a + 2, lambda x: x + 2), (lambda a: 2 + a, lambda x: 2 + x),
+    (lambda a: a - 2, lambda x: x - 2), (lambda a: 2 - a, lambda x: 2 - x),
+    (lambda a: a * 3, lambda x: x * 3), (lambda a: 3 / a, lambda x: 3 / x),
+    (lambda a: a / 3, lambda x: x / 3), (lambda a: a ** 2, lambda x: x ** 2),
+    (lambda a: 2 ** a, lambda x: 2 ** x), (lambda a: a.abs() ** 0.5, lambda x: np.abs(x) ** .5),
+    (lambda a: a > 0, lambda x: (x > 0).astype(np.float32)),
+    (lambda a: a.maximum(0.0), lambda x: np.maximum(x, 0)),
+])
+def test_scalar_ops(device, op, ref):
+    x = rand(4, 6)
+    close(op(nd.array(x, device=device)), ref(x).astype(np.float32))
+
+
+@pytest.mark.parametrize("name", ["neg", "abs", "exp", "log", "sqrt", "tanh", "sin", "cos",
+                                  "sign"])
+def test_unary_ops_on_views(device, name):
+    x = rand(5, 7)
+    if name in ("log", "sqrt"):
+        x = np.abs(x) + 0.1
+    a = nd.array(x, device=device).T[::2]
+    got = -a if name == "neg" else getattr(a, name)()
+    close(got, getattr(np, {"neg": "negative"}.get(name, name))(x.T[::2]))
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -1, (0, 2), (1, 2), (0, 1, 2)])
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("name", ["sum", "max", "min", "mean"])
+def test_reductions(device, axis, keepdims, name):
+    x = rand(3, 4, 5)
+    a = nd.array(x, device=device)
+    close(getattr(a, name)(axis=axis, keepdims=keepdims),
+          getattr(np, name)(x, axis=axis, keepdims=keepdims), rtol=1e-4)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_argmax(device, axis):
+    x = rand(4, 6)
+    got = nd.array(x, device=device).argmax(axis=axis)
+    assert got.dtype == nd.int64
+    np.testing.assert_array_equal(got.numpy(), np.argmax(x, axis=axis))
+
+
+def test_reductions_on_non_contiguous_and_empty(device):
+    x = rand(6, 8)
+    a = nd.array(x, device=device).T[::-1, 1::2]
+    close(a.sum(0), x.T[::-1, 1::2].sum(0), rtol=1e-4)
+    close(a.max(1), x.T[::-1, 1::2].max(1))
+    empty = nd.zeros((0, 3), device=device)
+    close(empty.sum(0), np.zeros(3, np.float32))
+    with pytest.raises(nd.ShapeError, match="max: cannot reduce an empty axis"):
+        empty.max(0)
+
+
+@pytest.mark.parametrize("sa,sb", [
+    ((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((5, 3), (3, 4)), ((2, 5, 3), (3, 4)),
+    ((2, 5, 3), (2, 3, 4)), ((1, 5, 3), (4, 3, 2)), ((3, 1, 2, 3), (5, 3, 4)),
+    ((64, 70), (70, 33)),
+])
+def test_matmul(device, sa, sb):
+    x, y = rand(*sa), rand(*sb)
+    close(nd.array(x, device=device) @ nd.array(y, device=device), x @ y, rtol=1e-4,
+          atol=1e-4)
+
+
+def test_matmul_of_transposed_views(device):
+    x, y = rand(7, 5), rand(7, 3)
+    close(nd.array(x, device=device).T @ nd.array(y, device=device), x.T @ y, rtol=1e-4)
+
+
+def test_take_and_scatter_add(device):
+    x = rand(4, 5, 3)
+    idx = np.array([[4, 0], [1, 4]])
+    a = nd.array(x, device=device)
+    i = nd.array(idx, device=device)
+    close(a.take(i, axis=1), np.take(x, idx, axis=1))
+    src = rand(4, 2, 2, 3)
+    got = nd.scatter_add(nd.array(src, device=device), i, axis=1, size=5)
+    ref = np.zeros((4, 5, 3), np.float32)
+    np.add.at(ref, (slice(None), idx), src)
+    close(got, ref)
+    with pytest.raises(IndexError, match="out of range"):
+        a.take(nd.array([5], device=device), axis=1)
+
+
+def test_one_hot_where_stack_concatenate(device):
+    labels = nd.array([2, 0, 1, 2], device=device)
+    close(nd.one_hot(labels, 3), np.eye(3, dtype=np.float32)[[2, 0, 1, 2]])
+    x, y = rand(2, 3), rand(2, 3)
+    a, b = nd.array(x, device=device), nd.array(y, device=device)
+    close(nd.where(a > b, a, b), np.where(x > y, x, y))
+    close(nd.where(a > 0, a, float("-inf")).exp(), np.exp(np.where(x > 0, x, -np.inf)))
+    close(nd.stack([a, b], axis=1), np.stack([x, y], axis=1))
+    close(nd.concatenate([a, b, a], axis=-1), np.concatenate([x, y, x], axis=-1))
+    with pytest.raises(IndexError, match="class index 3 is out of range for 3 classes"):
+        nd.one_hot(nd.array([3], device=device), 3)
+
+
+@pytest.mark.parametrize("axis", [0, -1])
+def test_softmax_and_logsumexp(device, axis):
+    x = rand(4, 9) * 10
+    a = nd.array(x, device=device)
+    e = np.exp(x - x.max(axis, keepdims=True))
+    close(a.softmax(axis), e / e.sum(axis, keepdims=True), rtol=1e-4, atol=1e-6)
+    ref = np.log(np.exp(x - x.max(axis, keepdims=True)).sum(axis)) + x.max(axis)
+    close(a.logsumexp(axis), ref, rtol=1e-4)
+    inf = nd.full((2, 3), float("-inf"), device=device)
+    assert np.all(np.isneginf(inf.logsumexp(-1).numpy()))
+
+
+@pytest.mark.parametrize("geom", [(3, 1, 1, 1), (3, 2, 1, 1), (2, 1, 0, 2), (1, 1, 0, 1)])
+def test_im2col_col2im_adjoint(device, geom):
+    k, s, p, d = geom
+    x = rand(2, 3, 7, 6)
+    a = nd.array(x, device=device)
+    cols = nd.im2col(a, k, s, p, d)
+    xp = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)))
+    oh, ow = cols.shape[1:3]
+    ref = np.empty(cols.shape, np.float32)
+    for i in range(k):
+        for j in range(k):
+            ref[..., i, j] = xp[:, :, i * d:i * d + s * (oh - 1) + 1:s,
+                                j * d:j * d + s * (ow - 1) + 1:s].transpose(0, 2, 3, 1)
+    close(cols, ref)
+    g = rand(*cols.shape)  # <im2col(x), g> == <x, col2im(g)>
+    back = nd.col2im(nd.array(g, device=device), x.shape, k, s, p, d)
+    np.testing.assert_allclose((ref * g).sum(), (x * back.numpy()).sum(), rtol=1e-4)
+
+
+def test_pad_arange_full_rand(device):
+    x = rand(2, 3)
+    close(nd.array(x, device=device).pad(((1, 0), (2, 1))), np.pad(x, ((1, 0), (2, 1))))
+    np.testing.assert_array_equal(nd.arange(2, 11, 3, device=device).numpy(), [2, 5, 8])
+    assert nd.arange(0.0, 1.0, 0.25, device=device).dtype == nd.float32
+    close(nd.full((2, 2), 3.5, device=device), np.full((2, 2), 3.5, np.float32))
+    nd.manual_seed(3)
+    r1 = nd.rand(100, device=device).numpy()
+    nd.manual_seed(3)
+    r2 = nd.randn(100, device=device).numpy()
+    nd.manual_seed(3)
+    np.testing.assert_array_equal(nd.rand(100, device=device).numpy(), r1)
+    assert 0 <= r1.min() and r1.max() < 1 and abs(r2.mean()) < 0.5
+
+
+def test_large_elementwise(device):
+    x = RNG.standard_normal(1_000_003).astype(np.float32)
+    a = nd.array(x, device=device)
+    close((a * 2 + 1).exp().log(), x * 2 + 1, rtol=1e-5, atol=1e-5)
+    close(a.sum(), x.sum(dtype=np.float64).astype(np.float32), rtol=1e-4)
+
+
+def test_item_tolist_repr_to(device):
+    a = nd.array([[1.5, 2.0]], device=device)
+    assert a[0, 1].item() == 2.0
+    assert a.tolist() == [[1.5, 2.0]]
+    assert f"device={device}" in repr(a)
+    assert a.to("numpy").device.name == "numpy"
+    assert np.asarray(a).shape == (1, 2)

@@ -1,0 +1,79 @@
+"""Bad input raises the documented class with a message naming the op and values."""
+
+import pytest
+
+import lamina.ndarray as nd
+
+
+def test_matmul_shapes():
+    a, b = nd.zeros((2, 3), device="numpy"), nd.zeros((4, 5), device="numpy")
+    with pytest.raises(nd.ShapeError, match=r"matmul: shapes \(2, 3\) and \(4, 5\) are not "
+                       r"aligned: 3 \(dim 1 of arg 0\) != 4 \(dim 0 of arg 1\)"):
+        a @ b
+
+
+def test_broadcast_mismatch():
+    with pytest.raises(nd.ShapeError, match=r"add: shapes \(2, 3\) and \(4,\) cannot be "
+                       r"broadcast"):
+        nd.zeros((2, 3), device="numpy") + nd.zeros((4,), device="numpy")
+
+
+def test_reshape_size():
+    with pytest.raises(nd.ShapeError, match=r"reshape: cannot reshape array of shape "
+                       r"\(2, 3\) \(size 6\) into \(4, -1\)"):
+        nd.zeros((2, 3), device="numpy").reshape(4, -1)
+
+
+def test_axis_out_of_range():
+    with pytest.raises(nd.ShapeError, match="sum: axis 2 is out of range for an array of "
+                       "2 dims"):
+        nd.zeros((2, 3), device="numpy").sum(axis=2)
+
+
+def test_dtype_mismatch_and_int_arithmetic():
+    a = nd.zeros(3, device="numpy")
+    with pytest.raises(nd.DTypeError, match="add: dtypes differ, float32 .arg 0. and "
+                       "float64 .arg 1.; convert one with .astype"):
+        a + nd.zeros(3, dtype="float64", device="numpy")
+    with pytest.raises(nd.DTypeError, match="mul: int64 arrays support indexing and "
+                       "comparisons, not arithmetic"):
+        nd.arange(3, device="numpy") * 2
+    with pytest.raises(nd.DTypeError, match="unsupported dtype 'complex64'"):
+        nd.zeros(3, dtype="complex64", device="numpy")
+
+
+def test_index_errors():
+    a = nd.zeros((2, 3), device="numpy")
+    with pytest.raises(IndexError, match="getitem: index 3 is out of range for axis 1 of "
+                       "size 3"):
+        a[0, 3]
+    with pytest.raises(IndexError, match="too many indices"):
+        a[0, 0, 0]
+    with pytest.raises(TypeError, match="use .take"):
+        a[[0, 1]]
+
+
+def test_unknown_device():
+    with pytest.raises(nd.DeviceError, match="nosuch"):
+        nd.zeros(3, device="nosuch")
+
+
+def test_permute_and_squeeze_errors():
+    a = nd.zeros((2, 3), device="numpy")
+    with pytest.raises(nd.ShapeError, match="permute: axes .0, 0. are not a permutation"):
+        a.permute(0, 0)
+    with pytest.raises(nd.ShapeError, match="squeeze: axis 1 has size 3, not 1"):
+        a.squeeze(1)
+    with pytest.raises(nd.ShapeError, match="broadcast_to: cannot broadcast shape"):
+        a.broadcast_to((3, 3))
+
+
+def test_write_through_broadcast_view_is_refused():
+    a = nd.zeros((1, 3), device="numpy")
+    with pytest.raises(nd.ShapeError, match="cannot write through a broadcast view"):
+        a.broadcast_to((4, 3))[...] = 1.0
+
+
+def test_item_on_many_elements():
+    with pytest.raises(nd.ShapeError, match=r"item: only one-element arrays"):
+        nd.zeros(2, device="numpy").item()
