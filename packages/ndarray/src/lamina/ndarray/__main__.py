@@ -33,7 +33,8 @@ def format_table(infos: Sequence[BackendInfo]) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS) - 1)]
     lines = []
     for row in rows:
-        cells = [cell.ljust(width) for cell, width in zip(row, widths)] + [row[-1]]
+        cells = [cell.ljust(width) for cell, width in zip(row[:-1], widths, strict=True)]
+        cells.append(row[-1])
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
 

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 import pytest
 
+from .._registry import list_backends
+
 _PLUGIN = "lamina.ndarray.conformance._plugin"
 _ENTRY_POINT = "lamina_conformance"  # the plugin's name in the pytest11 group
 
@@ -41,6 +43,12 @@ def main(argv: Sequence[str] | None = None) -> int:
               "NAME\n(see `python -m lamina.ndarray` for the discovered ones), e.g.\n"
               "  python -m lamina.ndarray.conformance cpu -x -q")
         return 0 if args and args[0] in ("-h", "--help") else 2
+    known = sorted(info.name for info in list_backends())
+    if args[0] not in known:
+        print(f"lamina.ndarray.conformance: unknown backend {args[0]!r}; installed "
+              f"backends are {', '.join(known) or 'none'} (see `python -m lamina.ndarray`)",
+              file=sys.stderr)
+        return int(pytest.ExitCode.USAGE_ERROR)
     return int(pytest.main(pytest_args(args[0], args[1:])))
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from .._errors import DeviceError
-from .._registry import get_device
+from .._registry import get_device, list_backends
 
 ENV_VAR = "LAMINA_CONFORMANCE_BACKEND"
 
@@ -41,11 +41,18 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 
 @pytest.fixture(scope="session")
 def lamina_backend(request: pytest.FixtureRequest) -> Any:
-    """The backend object under test; skips when it is not usable here."""
+    """The backend object under test.
+
+    Skips when the backend is installed but not usable here (no hardware, a
+    failed or incompatible plugin: the registry's reason is the skip reason);
+    fails when no installed plugin has that name.
+    """
     name = backend_name(request.config)
     try:
         return get_device(name).backend
     except DeviceError as exc:
+        if name not in {info.name for info in list_backends()}:
+            pytest.fail(str(exc), pytrace=False)
         pytest.skip(f"backend {name!r} is not usable here: {exc}")
 
 

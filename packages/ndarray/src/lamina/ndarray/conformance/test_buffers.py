@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from lamina.ndarray._interface import API_VERSION, missing_kernels
 from lamina.ndarray.conformance._harness import LARGE, get, put, sample
 

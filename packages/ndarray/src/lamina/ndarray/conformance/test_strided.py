@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from lamina.ndarray.conformance._harness import (
     READ_LAYOUTS,
     WRITE_LAYOUTS,

@@ -1,0 +1,102 @@
+"""The optional fast paths, each tested only when the backend provides it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from lamina.ndarray._interface import OPTIONAL
+from lamina.ndarray.conformance._harness import LARGE, OUT, call, compare, sample
+
+
+def _need(backend, kernel):
+    assert kernel in OPTIONAL
+    if not hasattr(backend, kernel):
+        pytest.skip(f"backend has no {kernel} (optional)")
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (4, 7), (0, 3), (3, 1000), (1, LARGE)], ids=str)
+@pytest.mark.parametrize("kernel", ["softmax_last", "logsumexp_last"])
+def test_row_kernels(lamina_backend, lamina_reference, lamina_float, kernel, shape):
+    _need(lamina_backend, kernel)
+    rows, size = shape
+    a = sample(lamina_float, shape, 1, -20, 20)  # exp overflows without the shift
+    out = rows * size if kernel == "softmax_last" else rows
+    compare(lamina_backend, lamina_reference, kernel, [a, OUT, size], (out, lamina_float),
+            kind="large" if size >= 10_000 else "reduce")
+
+
+def test_softmax_rows_sum_to_one(lamina_backend, lamina_float):
+    _need(lamina_backend, "softmax_last")
+    a = sample(lamina_float, (5, 9), 2, -80, 80)
+    got = call(lamina_backend, "softmax_last", [a, OUT, 9], (45, lamina_float))
+    np.testing.assert_allclose(got.reshape(5, 9).sum(axis=1), 1, rtol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # log(0) of an all -inf row
+def test_logsumexp_handles_infinities(lamina_backend, lamina_float):
+    _need(lamina_backend, "logsumexp_last")
+    a = np.array([[-np.inf, -np.inf], [0, -np.inf], [1000, 1000]], lamina_float)
+    got = call(lamina_backend, "logsumexp_last", [a, OUT, 2], (3, lamina_float))
+    np.testing.assert_allclose(got, [-np.inf, 0, 1000 + np.log(2)], rtol=1e-6)
+
+
+@pytest.mark.parametrize("layout", [(1, 5, 1), (3, 4, 5), (2, 0, 3), (0, 3, 2),
+                                    (7, 1, 9), (3, 1001, 333)], ids=str)
+def test_reduce_sum_axis(lamina_backend, lamina_reference, lamina_float, layout):
+    _need(lamina_backend, "reduce_sum_axis")
+    outer, size, inner = layout
+    a = sample(lamina_float, outer * size * inner, 3, 0, 1)
+    compare(lamina_backend, lamina_reference, "reduce_sum_axis",
+            [a, OUT, outer, size, inner], (outer * inner, lamina_float), kind="reduce")
+
+
+# (n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw)
+CONV = [(1, 1, 5, 5, 3, 3, 1, 1, 0, 0, 1, 1), (2, 3, 7, 6, 3, 2, 2, 1, 1, 0, 1, 1),
+        (1, 2, 9, 9, 3, 3, 2, 2, 2, 2, 2, 2), (3, 4, 4, 4, 1, 1, 1, 1, 0, 0, 1, 1),
+        (8, 16, 28, 28, 5, 5, 1, 1, 2, 2, 1, 1)]
+
+
+def _conv_sizes(n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw):
+    oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    ow = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    return n * c * h * w, n * oh * ow * c * kh * kw
+
+
+@pytest.mark.parametrize("conv", CONV, ids=str)
+def test_im2col(lamina_backend, lamina_reference, lamina_float, conv):
+    _need(lamina_backend, "im2col")
+    image, cols = _conv_sizes(*conv)
+    a = sample(lamina_float, image, 4)
+    compare(lamina_backend, lamina_reference, "im2col", [a, OUT, *conv],
+            (cols, lamina_float), kind="exact")
+
+
+@pytest.mark.parametrize("conv", CONV, ids=str)
+def test_col2im(lamina_backend, lamina_reference, lamina_float, conv):
+    _need(lamina_backend, "col2im")
+    image, cols = _conv_sizes(*conv)
+    a = sample(lamina_float, cols, 5)
+    garbage = np.full(image, 99, lamina_float)  # col2im overwrites its output
+    compare(lamina_backend, lamina_reference, "col2im", [a, OUT, *conv], garbage,
+            kind="reduce")
+
+
+@pytest.mark.parametrize("kernel", ["im2col", "col2im"])
+def test_conv_kernel_that_does_not_fit_raises_value_error(lamina_backend, kernel):
+    _need(lamina_backend, kernel)
+    with pytest.raises(ValueError):  # a 5x5 kernel on a 3x3 image without padding
+        call(lamina_backend, kernel, [np.zeros(9, np.float32), OUT,
+                                      1, 1, 3, 3, 5, 5, 1, 1, 0, 0, 1, 1], (25, "float32"))
+
+
+def test_device_count(lamina_backend):
+    _need(lamina_backend, "device_count")
+    count = lamina_backend.device_count()
+    assert isinstance(count, int) and count >= 1
+
+
+def test_synchronize(lamina_backend, lamina_float):
+    _need(lamina_backend, "synchronize")
+    buf = lamina_backend.Array(1000, lamina_float)
+    lamina_backend.fill(buf, 2)
+    assert lamina_backend.synchronize() is None
