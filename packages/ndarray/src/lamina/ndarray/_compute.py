@@ -65,7 +65,7 @@ def binary(a: NDArray, b: Any, op: str) -> NDArray:
 def reversed_scalar(a: NDArray, value: Any, op: str) -> NDArray:
     """``value OP a`` for a Python scalar ``value``."""
     if not isinstance(value, (Number, np.number)):
-        return NotImplemented  # type: ignore[no-any-return]
+        return NotImplemented
     _check_arithmetic(a._dtype, op)
     a = a.compact()
     out = NDArray._empty(a._shape, a._dtype, a._device)
@@ -133,7 +133,7 @@ def argmax(a: NDArray, axis: int | None = None, keepdims: bool = False) -> NDArr
 def matmul(a: NDArray, b: NDArray) -> NDArray:
     """NumPy's matmul: 1-D, 2-D, and batched operands with broadcast batch dims."""
     if not isinstance(b, NDArray):
-        return NotImplemented  # type: ignore[no-any-return]
+        return NotImplemented
     _check_pair(a, b, "matmul")
     _check_arithmetic(a._dtype, "matmul")
     if a.ndim == 0 or b.ndim == 0:
@@ -283,44 +283,3 @@ def pad(a: NDArray, pad_width: Any, value: float = 0.0) -> NDArray:
         a._device.backend.fill(out._buf, value)
         out[tuple(slice(lo, lo + n) for n, (lo, _) in zip(a._shape, widths))] = a
     return out
-
-
-# ---------------------------------------------------------------------- binding
-def install(cls: type) -> None:
-    """Attach operators and compute methods to NDArray."""
-    def make_binary(op: str) -> Any:
-        return lambda self, other: binary(self, other, op)
-
-    def make_reflected(op: str) -> Any:
-        if op in ("add", "mul"):
-            return lambda self, other: binary(self, other, op)
-        return lambda self, other: reversed_scalar(self, other, op)
-
-    for dunder, op in (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"),
-                       ("pow", "power")):
-        setattr(cls, f"__{dunder}__", make_binary(op))
-        setattr(cls, f"__r{dunder}__", make_reflected(op))
-    for dunder, op in (("eq", "eq"), ("ne", "ne"), ("lt", "lt"), ("le", "le"), ("gt", "gt"),
-                       ("ge", "ge")):
-        setattr(cls, f"__{dunder}__", make_binary(op))
-    cls.maximum = make_binary("maximum")
-    cls.minimum = make_binary("minimum")
-    for op in ("abs", "exp", "log", "sqrt", "tanh", "sin", "cos", "sign"):
-        setattr(cls, op, (lambda name: lambda self: unary(self, name))(op))
-    cls.__neg__ = lambda self: unary(self, "neg")
-    cls.__abs__ = lambda self: unary(self, "abs")
-    cls.__matmul__ = matmul
-    cls.__rmatmul__ = lambda self, other: matmul(other, self) \
-        if isinstance(other, NDArray) else NotImplemented
-    for op in ("sum", "max", "min"):
-        setattr(cls, op, (lambda name: lambda self, axis=None, keepdims=False:
-                          reduce(self, axis, keepdims, name))(op))
-    cls.mean = mean
-    cls.argmax = argmax
-    cls.take = take
-    cls.softmax = softmax
-    cls.logsumexp = logsumexp
-    cls.pad = pad
-
-
-install(NDArray)

@@ -28,6 +28,7 @@ from ._errors import DeviceError, ShapeError
 from ._registry import Device, get_device
 
 Shape = tuple[int, ...]
+Axes = int | tuple[int, ...] | None
 
 
 class NDArray:
@@ -308,6 +309,126 @@ class NDArray:
             self[key] = array(value, dtype=self._dtype, device=self._device)
 
 
+    # ------------------------------------------------------------------ compute
+    # Operators and methods delegate to _compute, which holds the broadcasting,
+    # dtype and device rules once for all of them.
+    def __add__(self, other: Any) -> NDArray:
+        return _compute.binary(self, other, "add")
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any) -> NDArray:
+        return _compute.binary(self, other, "sub")
+
+    def __rsub__(self, other: Any) -> NDArray:
+        return _compute.reversed_scalar(self, other, "sub")
+
+    def __mul__(self, other: Any) -> NDArray:
+        return _compute.binary(self, other, "mul")
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other: Any) -> NDArray:
+        return _compute.binary(self, other, "div")
+
+    def __rtruediv__(self, other: Any) -> NDArray:
+        return _compute.reversed_scalar(self, other, "div")
+
+    def __pow__(self, other: Any) -> NDArray:
+        return _compute.binary(self, other, "power")
+
+    def __rpow__(self, other: Any) -> NDArray:
+        return _compute.reversed_scalar(self, other, "power")
+
+    def __matmul__(self, other: Any) -> NDArray:
+        return _compute.matmul(self, other)
+
+    def __rmatmul__(self, other: Any) -> NDArray:
+        return _compute.matmul(other, self)
+
+    def __neg__(self) -> NDArray:
+        return _compute.unary(self, "neg")
+
+    def __abs__(self) -> NDArray:
+        return _compute.unary(self, "abs")
+
+    # comparisons return 1/0 in this array's dtype
+    def __eq__(self, other: Any) -> NDArray:  # type: ignore[override]
+        return _compute.binary(self, other, "eq")
+
+    def __ne__(self, other: Any) -> NDArray:  # type: ignore[override]
+        return _compute.binary(self, other, "ne")
+
+    def __lt__(self, other: Any) -> NDArray:
+        return _compute.binary(self, other, "lt")
+
+    def __le__(self, other: Any) -> NDArray:
+        return _compute.binary(self, other, "le")
+
+    def __gt__(self, other: Any) -> NDArray:
+        return _compute.binary(self, other, "gt")
+
+    def __ge__(self, other: Any) -> NDArray:
+        return _compute.binary(self, other, "ge")
+
+    def maximum(self, other: Any) -> NDArray:
+        return _compute.binary(self, other, "maximum")
+
+    def minimum(self, other: Any) -> NDArray:
+        return _compute.binary(self, other, "minimum")
+
+    def abs(self) -> NDArray:
+        return _compute.unary(self, "abs")
+
+    def exp(self) -> NDArray:
+        return _compute.unary(self, "exp")
+
+    def log(self) -> NDArray:
+        return _compute.unary(self, "log")
+
+    def sqrt(self) -> NDArray:
+        return _compute.unary(self, "sqrt")
+
+    def tanh(self) -> NDArray:
+        return _compute.unary(self, "tanh")
+
+    def sin(self) -> NDArray:
+        return _compute.unary(self, "sin")
+
+    def cos(self) -> NDArray:
+        return _compute.unary(self, "cos")
+
+    def sign(self) -> NDArray:
+        return _compute.unary(self, "sign")
+
+    def sum(self, axis: Axes = None, keepdims: bool = False) -> NDArray:
+        return _compute.reduce(self, axis, keepdims, "sum")
+
+    def max(self, axis: Axes = None, keepdims: bool = False) -> NDArray:
+        return _compute.reduce(self, axis, keepdims, "max")
+
+    def min(self, axis: Axes = None, keepdims: bool = False) -> NDArray:
+        return _compute.reduce(self, axis, keepdims, "min")
+
+    def mean(self, axis: Axes = None, keepdims: bool = False) -> NDArray:
+        return _compute.mean(self, axis, keepdims)
+
+    def argmax(self, axis: int | None = None, keepdims: bool = False) -> NDArray:
+        return _compute.argmax(self, axis, keepdims)
+
+    def take(self, indices: Any, axis: int = 0) -> NDArray:
+        return _compute.take(self, indices, axis)
+
+    def softmax(self, axis: int = -1) -> NDArray:
+        return _compute.softmax(self, axis)
+
+    def logsumexp(self, axis: Axes = -1, keepdims: bool = False) -> NDArray:
+        return _compute.logsumexp(self, axis, keepdims)
+
+    def pad(self, pad_width: Any, value: float = 0.0) -> NDArray:
+        return _compute.pad(self, pad_width, value)
+
+
 def _index_view(a: NDArray, key: Any) -> tuple[Shape, Shape, int]:
     """Shape, strides and offset of ``a[key]`` for ints, slices, None and Ellipsis."""
     if not isinstance(key, tuple):
@@ -353,3 +474,6 @@ def _index_view(a: NDArray, key: Any) -> tuple[Shape, Shape, int]:
             raise TypeError(f"getitem: unsupported index {k!r} of type {type(k).__name__}")
         dim += 1
     return tuple(shape), tuple(strides), offset
+
+
+from . import _compute  # noqa: E402  (cycle: _compute builds NDArrays)
