@@ -262,7 +262,7 @@ def _unusable(name: str, info: BackendInfo) -> DeviceError:
                            f"{info.reason}")
     if info.status == "incompatible":
         return DeviceError(f"device {name!r} is incompatible: plugin {info.plugin} "
-                           f"({info.entry_point}) {info.reason}")
+                           f"({info.entry_point}): {info.reason}")
     return DeviceError(f"device {name!r} failed to load: plugin {info.plugin} "
                        f"({info.entry_point}): {info.reason}; see the traceback with "
                        "`python -m lamina.ndarray --traceback`")
