@@ -1,0 +1,26 @@
+"""Shared fixtures: where the real datasets live, and skip markers."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+# packages/nn/tests -> repository root is parents[3]; the shared data sits beside it.
+_ROOT = Path(__file__).resolve().parents[3]
+
+
+def shared_data_dir() -> Path:
+    """``$LAMINA_DATA`` if set, else ``../shared/data`` relative to the repository root."""
+    env = os.environ.get("LAMINA_DATA")
+    return Path(env) if env else _ROOT.parent / "shared" / "data"
+
+
+@pytest.fixture
+def mnist_dir() -> Path:
+    """The full MNIST folder; skips the test when it is absent."""
+    path = shared_data_dir() / "mnist"
+    if not (path / "train-images-idx3-ubyte.gz").is_file():
+        pytest.skip(f"full MNIST not found at {path} (set LAMINA_DATA to the shared data folder)")
+    return path

@@ -1,0 +1,129 @@
+"""Datasets, DataLoader ordering/shuffling/workers, transforms."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from lamina.data import (
+    ConcatDataset,
+    DataLoader,
+    Dataset,
+    Subset,
+    TensorDataset,
+    default_collate,
+    random_split,
+)
+from lamina.data import transforms as T
+
+
+class Squares(Dataset):
+    """Sample i: a transformed constant image and i * i (module level, so workers pickle it)."""
+
+    def __init__(self, n: int, transform=None) -> None:
+        self.n, self.transform = n, transform
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int):
+        image = np.full((1, 4, 4), float(i), dtype=np.float32)
+        if self.transform is not None:
+            image = self.transform(image)
+        return image, np.int64(i * i)
+
+
+def _numpy_batches(loader):
+    return [tuple(np.asarray(x) for x in batch) for batch in loader]
+
+
+def test_tensor_dataset_and_subset():
+    ds = TensorDataset(np.arange(10).reshape(5, 2), np.arange(5))
+    assert len(ds) == 5 and ds[2][0].tolist() == [4, 5]
+    sub = Subset(ds, [4, 0])
+    assert [int(sub[i][1]) for i in range(2)] == [4, 0]
+    with pytest.raises(ValueError, match="first dimension"):
+        TensorDataset(np.zeros((3, 2)), np.zeros(4))
+    both = ConcatDataset([ds, sub])
+    assert len(both) == 7 and int(both[6][1]) == 0
+
+
+def test_random_split_is_reproducible_and_disjoint():
+    ds = TensorDataset(np.arange(100))
+    a = random_split(ds, [70, 30], generator=1)
+    b = random_split(ds, [0.7, 0.3], generator=np.random.default_rng(1))
+    assert a[0].indices == b[0].indices
+    assert sorted(a[0].indices + a[1].indices) == list(range(100))
+    with pytest.raises(ValueError, match="sum"):
+        random_split(ds, [10, 10])
+
+
+def test_loader_order_drop_last_and_len():
+    ds = TensorDataset(np.arange(10), np.arange(10) * 2)
+    loader = DataLoader(ds, batch_size=4, as_tensor=False)
+    assert len(loader) == 3
+    assert [y.tolist() for _, y in loader] == [[0, 2, 4, 6], [8, 10, 12, 14], [16, 18]]
+    loader = DataLoader(ds, batch_size=4, drop_last=True, as_tensor=False)
+    assert len(loader) == 2 and len(list(loader)) == 2
+
+
+def test_shuffle_is_reproducible_and_changes_per_epoch():
+    ds = TensorDataset(np.arange(50))
+    first = [b[0].tolist() for b in DataLoader(ds, 10, shuffle=True, generator=3, as_tensor=False)]
+    again = [b[0].tolist() for b in DataLoader(ds, 10, shuffle=True, generator=3, as_tensor=False)]
+    assert first == again
+    assert sorted(sum(first, [])) == list(range(50))
+    loader = DataLoader(ds, 10, shuffle=True, generator=3, as_tensor=False)
+    epoch1 = [b[0].tolist() for b in loader]
+    epoch2 = [b[0].tolist() for b in loader]
+    assert epoch1 == first and epoch2 != epoch1
+
+
+def test_workers_give_the_same_batches_in_the_same_order():
+    transform = T.Compose([T.RandomCrop(4, padding=1), T.RandomHorizontalFlip()])
+    ds = Squares(37, transform)
+    serial = _numpy_batches(DataLoader(ds, 5, shuffle=True, generator=7, as_tensor=False))
+    parallel = _numpy_batches(DataLoader(ds, 5, shuffle=True, generator=7, num_workers=2,
+                                         as_tensor=False))
+    assert len(serial) == len(parallel) == 8
+    for (xs, ys), (xp, yp) in zip(serial, parallel):
+        np.testing.assert_array_equal(xs, xp)
+        np.testing.assert_array_equal(ys, yp)
+
+
+def test_custom_collate_and_worker_errors():
+    ds = Squares(6)
+    loader = DataLoader(ds, 3, collate_fn=lambda s: len(s), as_tensor=False)
+    assert list(loader) == [3, 3]
+    with pytest.raises(ValueError, match="batch_size"):
+        DataLoader(ds, batch_size=0)
+    with pytest.raises(ValueError, match="num_workers"):
+        DataLoader(ds, num_workers=-1)
+
+
+def test_default_collate_structures():
+    batch = default_collate([{"x": np.zeros(2), "y": 1}, {"x": np.ones(2), "y": 2}])
+    assert batch["x"].shape == (2, 2) and batch["y"].tolist() == [1, 2]
+
+
+def test_transforms():
+    image = np.arange(16, dtype=np.uint8).reshape(4, 4)
+    x = T.ToTensor()(image)
+    assert x.shape == (1, 4, 4) and x.dtype == np.float32 and x.max() == pytest.approx(15 / 255)
+    assert T.ToTensor()(np.zeros((4, 4, 3), np.uint8)).shape == (3, 4, 4)
+    y = T.Normalize([0.5], [0.25])(x)
+    np.testing.assert_allclose(y, (x - 0.5) / 0.25, rtol=1e-6)
+    with pytest.raises(ValueError, match="std"):
+        T.Normalize([0.0], [0.0])
+    crop = T.RandomCrop(4, padding=2)(x)
+    assert crop.shape == (1, 4, 4)
+    flipped = T.RandomHorizontalFlip(p=1.0)(x)
+    np.testing.assert_array_equal(flipped, x[..., ::-1])
+    with pytest.raises(ValueError, match="larger"):
+        T.RandomCrop(9)(x)
+
+
+def test_loader_yields_tensors():
+    pytest.importorskip("lamina.autograd")
+    ds = TensorDataset(np.zeros((4, 3), np.float32), np.arange(4))
+    x, y = next(iter(DataLoader(ds, batch_size=2)))
+    assert x.shape == (2, 3) and x.dtype == "float32" and y.dtype == "int64"
