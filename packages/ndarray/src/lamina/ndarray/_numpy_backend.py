@@ -181,7 +181,8 @@ class NumpyBackend:
         rows = _rows(a, out, size, "logsumexp_last", nonempty=True)
         peak = rows.max(axis=1)
         finite = np.where(np.isfinite(peak), peak, 0)
-        np.log(np.exp(rows - finite[:, None]).sum(axis=1), out=out.data)
+        with np.errstate(divide="ignore"):  # an all -inf row is log(0) = -inf, by design
+            np.log(np.exp(rows - finite[:, None]).sum(axis=1), out=out.data)
         out.data += finite
 
     # ----------------------------------------------------------- indexing
@@ -297,8 +298,26 @@ def _check_matmul(a: Array, b: Array, out: Array, batch: int, m: int, n: int, p:
                          f"n={n}, p={p}")
 
 
+# Ops whose IEEE results (inf, nan) numpy would announce with a RuntimeWarning;
+# only these pay for an errstate context, keeping add/mul/compare cheap.
+_MAY_WARN = frozenset({"div", "power", "log", "sqrt", "exp", "sin", "cos"})
+
+
+def _plain(ufunc: Any, x: Any, y: Any, out: np.ndarray) -> None:
+    ufunc(x, y, out=out, casting="unsafe")
+
+
+def _quiet(ufunc: Any, x: Any, y: Any, out: np.ndarray) -> None:
+    with np.errstate(all="ignore"):
+        ufunc(x, y, out=out, casting="unsafe")
+
+
 def _install_elementwise() -> None:
-    """Attach the ewise_/scalar_ kernels; each is one numpy ufunc call with out=."""
+    """Attach the ewise_/scalar_ kernels; each is one numpy ufunc call with out=.
+
+    They return IEEE results (inf, nan) silently, like PyTorch's kernels, instead
+    of numpy's RuntimeWarnings for log(0), x/0 and friends.
+    """
     binary: dict[str, Any] = {
         "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
         "power": np.power, "maximum": np.maximum, "minimum": np.minimum,
@@ -311,24 +330,26 @@ def _install_elementwise() -> None:
     }
 
     def make_binary(name: str, ufunc: Any) -> tuple[Any, Any]:
+        quiet = _quiet if name in _MAY_WARN else _plain
+
         def ewise(a: Array, b: Array, out: Array) -> None:
             n = out.data.size
             if a.data.size < n or b.data.size < n:
                 _check_size(f"ewise_{name}", out, a, b)
-            ufunc(a.data[:n], b.data[:n], out=out.data, casting="unsafe")
+            quiet(ufunc, a.data[:n], b.data[:n], out.data)
 
         def scalar(a: Array, value: float, out: Array) -> None:
             n = out.data.size
             if a.data.size < n:
                 _check_size(f"scalar_{name}", out, a)
-            ufunc(a.data[:n], out.data.dtype.type(value), out=out.data, casting="unsafe")
+            quiet(ufunc, a.data[:n], out.data.dtype.type(value), out.data)
 
         return ewise, scalar
 
     def make_reversed(name: str, ufunc: Any) -> Any:
         def scalar(a: Array, value: float, out: Array) -> None:
             n = _check_size(f"scalar_{name}", out, a)
-            ufunc(out.data.dtype.type(value), a.data[:n], out=out.data, casting="unsafe")
+            _quiet(ufunc, out.data.dtype.type(value), a.data[:n], out.data)
         return scalar
 
     def make_unary(name: str, ufunc: Any) -> Any:
@@ -336,7 +357,11 @@ def _install_elementwise() -> None:
             n = out.data.size
             if a.data.size < n:
                 _check_size(f"ewise_{name}", out, a)
-            ufunc(a.data[:n], out=out.data)
+            if name in _MAY_WARN:
+                with np.errstate(all="ignore"):
+                    ufunc(a.data[:n], out=out.data)
+            else:
+                ufunc(a.data[:n], out=out.data)
         return ewise
 
     for name, ufunc in binary.items():
