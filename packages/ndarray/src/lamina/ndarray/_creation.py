@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from math import prod
 from numbers import Number
 from typing import Any
 
