@@ -1,0 +1,165 @@
+// bindings.cc: the extension module lamina_backend_cuda._core. Every export of
+// the backend is listed here, each bound under the name of its C++ launcher
+// (LAMINA_DEF stringifies the one spelling), with the argument names of
+// docs/backend-interface.md. Maps the backend's error types onto Python's:
+// TypeError, IndexError, ValueError (std::invalid_argument) and RuntimeError.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "kernels.h"
+
+namespace py = pybind11;
+using namespace pybind11::literals;
+
+// Python int (exact), float, bool or numpy scalar -> lamina_cuda::Scalar.
+namespace pybind11::detail {
+template <>
+struct type_caster<lamina_cuda::Scalar> {
+  PYBIND11_TYPE_CASTER(lamina_cuda::Scalar, const_name("float"));
+  bool load(handle src, bool) {
+    PyObject* o = src.ptr();
+    if (!PyFloat_Check(o) && PyIndex_Check(o)) {
+      object index = reinterpret_steal<object>(PyNumber_Index(o));
+      if (!index) {
+        PyErr_Clear();
+        return false;
+      }
+      int overflow = 0;
+      const long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+      if (overflow == 0 && !(v == -1 && PyErr_Occurred())) {
+        value.is_int = true;
+        value.i = v;
+        value.f = static_cast<double>(v);
+        return true;
+      }
+      PyErr_Clear();
+      value.is_int = false;
+      value.f = PyLong_AsDouble(index.ptr());
+      if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return false;
+      }
+      return true;
+    }
+    const double d = PyFloat_AsDouble(o);
+    if (d == -1.0 && PyErr_Occurred()) {
+      PyErr_Clear();
+      return false;
+    }
+    value.is_int = false;
+    value.f = d;
+    return true;
+  }
+};
+}  // namespace pybind11::detail
+
+#define LAMINA_DEF(NAME, ...) m.def(#NAME, &lamina_cuda::NAME, __VA_ARGS__)
+#define LAMINA_DEF_BINARY(NAME)                                                             \
+  LAMINA_DEF(ewise_##NAME, "a"_a, "b"_a, "out"_a, "out[i] = a[i] " #NAME " b[i]");         \
+  LAMINA_DEF(scalar_##NAME, "a"_a, "value"_a, "out"_a, "out[i] = a[i] " #NAME " value")
+#define LAMINA_DEF_UNARY(NAME) LAMINA_DEF(ewise_##NAME, "a"_a, "out"_a, "out[i] = " #NAME "(a[i])")
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "Lamina's cuda backend (interface v1): device buffers and CUDA kernels";
+
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const lamina_cuda::TypeError& e) {
+      PyErr_SetString(PyExc_TypeError, e.what());
+    } catch (const lamina_cuda::IndexError& e) {
+      PyErr_SetString(PyExc_IndexError, e.what());
+    }
+  });
+
+  using lamina_cuda::Array;
+  py::class_<Array>(m, "Array", "A flat device buffer of `size` elements of `dtype` on cuda:`device`.")
+      .def(py::init<int64_t, const std::string&, int>(), "size"_a, "dtype"_a, "device"_a = 0)
+      .def_property_readonly("size", &Array::size)
+      .def_property_readonly("dtype", &Array::dtype_str)
+      .def_property_readonly("device", &Array::device)
+      .def_property_readonly("nbytes", &Array::nbytes)
+      .def("__repr__", [](const Array& a) {
+        return lamina_cuda::cat("cuda.Array(size=", a.size(), ", dtype=", a.dtype_str(),
+                                ", device=", a.device(), ")");
+      });
+
+  // metadata, devices and memory
+  LAMINA_DEF(is_available, "Whether a CUDA device and driver are usable.");
+  LAMINA_DEF(unavailable_reason, "Why not (the CUDA error text), or ''.");
+  LAMINA_DEF(device_count, "Number of CUDA devices (0 when unavailable).");
+  LAMINA_DEF(synchronize, "Wait until all queued work of every device is done.");
+  LAMINA_DEF(empty_cache, "Return cached device blocks to the driver.");
+  LAMINA_DEF(memory_stats, "device"_a = 0, "Allocator statistics of one device (bytes, counts).");
+
+  // buffers
+  LAMINA_DEF(from_numpy, "src"_a, "out"_a, "Copy a numpy array of out.size elements into out.");
+  LAMINA_DEF(to_numpy, "a"_a, "shape"_a, "strides"_a, "offset"_a,
+             "A new C-contiguous numpy array holding the strided view of a (waits).");
+  LAMINA_DEF(fill, "out"_a, "value"_a, "Set every element of out to value.");
+
+  // strided access
+  LAMINA_DEF(compact, "a"_a, "out"_a, "shape"_a, "strides"_a, "offset"_a,
+             "out[i] = a[view position of i]");
+  LAMINA_DEF(ewise_setitem, "a"_a, "out"_a, "shape"_a, "strides"_a, "offset"_a,
+             "out[view position of i] = a[i]");
+  LAMINA_DEF(scalar_setitem, "size"_a, "value"_a, "out"_a, "shape"_a, "strides"_a, "offset"_a,
+             "out[view position of i] = value");
+
+  // elementwise
+  LAMINA_DEF_BINARY(add);
+  LAMINA_DEF_BINARY(sub);
+  LAMINA_DEF_BINARY(mul);
+  LAMINA_DEF_BINARY(div);
+  LAMINA_DEF_BINARY(power);
+  LAMINA_DEF_BINARY(maximum);
+  LAMINA_DEF_BINARY(minimum);
+  LAMINA_DEF_BINARY(eq);
+  LAMINA_DEF_BINARY(ne);
+  LAMINA_DEF_BINARY(lt);
+  LAMINA_DEF_BINARY(le);
+  LAMINA_DEF_BINARY(gt);
+  LAMINA_DEF_BINARY(ge);
+  LAMINA_DEF(scalar_rsub, "a"_a, "value"_a, "out"_a, "out[i] = value - a[i]");
+  LAMINA_DEF(scalar_rdiv, "a"_a, "value"_a, "out"_a, "out[i] = value / a[i]");
+  LAMINA_DEF(scalar_rpower, "a"_a, "value"_a, "out"_a, "out[i] = value ** a[i]");
+  LAMINA_DEF_UNARY(neg);
+  LAMINA_DEF_UNARY(abs);
+  LAMINA_DEF_UNARY(exp);
+  LAMINA_DEF_UNARY(log);
+  LAMINA_DEF_UNARY(sqrt);
+  LAMINA_DEF_UNARY(tanh);
+  LAMINA_DEF_UNARY(sin);
+  LAMINA_DEF_UNARY(cos);
+  LAMINA_DEF_UNARY(sign);
+  LAMINA_DEF(ewise_where, "cond"_a, "a"_a, "b"_a, "out"_a, "out[i] = a[i] if cond[i] != 0 else b[i]");
+  LAMINA_DEF(ewise_cast, "a"_a, "out"_a, "out[i] = a[i] converted to out.dtype");
+
+  // reductions over the last axis, and fused row kernels
+  LAMINA_DEF(reduce_sum, "a"_a, "out"_a, "size"_a, "out[j] = sum(a[j*size:(j+1)*size])");
+  LAMINA_DEF(reduce_max, "a"_a, "out"_a, "size"_a, "out[j] = max(a[j*size:(j+1)*size])");
+  LAMINA_DEF(reduce_min, "a"_a, "out"_a, "size"_a, "out[j] = min(a[j*size:(j+1)*size])");
+  LAMINA_DEF(reduce_argmax, "a"_a, "out"_a, "size"_a, "out[j] = first argmax of row j (int64)");
+  LAMINA_DEF(reduce_sum_axis, "a"_a, "out"_a, "outer"_a, "size"_a, "inner"_a,
+             "out[o, i] = sum_k a[o, k, i]");
+  LAMINA_DEF(softmax_last, "a"_a, "out"_a, "size"_a, "row-wise softmax of (rows, size)");
+  LAMINA_DEF(logsumexp_last, "a"_a, "out"_a, "size"_a, "row-wise stable log(sum(exp(a)))");
+
+  // indexing
+  LAMINA_DEF(index_gather, "a"_a, "idx"_a, "out"_a, "outer"_a, "axis_size"_a, "inner"_a,
+             "out[o, j, i] = a[o, idx[j], i] (validates idx: waits)");
+  LAMINA_DEF(index_scatter_add, "a"_a, "idx"_a, "out"_a, "outer"_a, "axis_size"_a, "inner"_a,
+             "out[o, idx[j], i] += a[o, j, i] (validates idx: waits)");
+
+  // matrix multiplication
+  LAMINA_DEF(matmul, "a"_a, "b"_a, "out"_a, "m"_a, "n"_a, "p"_a, "out (m, p) = a (m, n) @ b (n, p)");
+  LAMINA_DEF(matmul_batched, "a"_a, "b"_a, "out"_a, "batch"_a, "m"_a, "n"_a, "p"_a,
+             "out[k] = a[k] @ b[k] for k < batch");
+
+  // convolution helpers
+  LAMINA_DEF(im2col, "a"_a, "out"_a, "n"_a, "c"_a, "h"_a, "w"_a, "kh"_a, "kw"_a, "sh"_a, "sw"_a,
+             "ph"_a, "pw"_a, "dh"_a, "dw"_a, "NCHW patches into (n, oh, ow, c, kh, kw)");
+  LAMINA_DEF(col2im, "a"_a, "out"_a, "n"_a, "c"_a, "h"_a, "w"_a, "kh"_a, "kw"_a, "sh"_a, "sw"_a,
+             "ph"_a, "pw"_a, "dh"_a, "dw"_a, "adjoint of im2col; overwrites out");
+}

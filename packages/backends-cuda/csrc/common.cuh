@@ -1,0 +1,232 @@
+// common.cuh: shared vocabulary of the cuda backend, for host and device code:
+// dtypes, the Array buffer type, the error types bindings.cc maps onto Python
+// exceptions, the CUDA checking macro, launch helpers, the dtype dispatchers,
+// and the StridedLayout every strided kernel receives by value.
+//
+// Built by CMakeLists.txt into the extension lamina_backend_cuda._core; tested
+// by tests/ (import and availability everywhere, kernels with -m cuda on a GPU).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace lamina_cuda {
+
+enum class DType : int { Float32 = 0, Float64 = 1, Int64 = 2 };
+
+const char* dtype_name(DType dt);
+DType parse_dtype(const std::string& name, const char* op);  // throws TypeError
+std::size_t dtype_itemsize(DType dt);
+
+// Exceptions that bindings.cc maps onto Python types; distinct classes so a
+// kernel file need not include pybind11. std::invalid_argument -> ValueError,
+// std::runtime_error -> RuntimeError (pybind11's defaults).
+struct IndexError : std::out_of_range {
+  using std::out_of_range::out_of_range;
+};
+struct TypeError : std::domain_error {
+  using std::domain_error::domain_error;
+};
+
+template <class... Args>
+std::string cat(const Args&... args) {
+  std::ostringstream os;
+  (os << ... << args);
+  return os.str();
+}
+
+template <class... Args>
+[[noreturn]] void value_error(const Args&... args) {
+  throw std::invalid_argument(cat(args...));
+}
+
+// ---------------------------------------------------------------- CUDA checks
+// Every CUDA runtime call goes through LAMINA_CUDA_CHECK; `what` names the
+// kernel or function on whose behalf the call was made.
+[[noreturn]] void throw_cuda_error(cudaError_t err, const char* what, const char* call);
+
+#define LAMINA_CUDA_CHECK(call, what)                                   \
+  do {                                                                  \
+    cudaError_t lamina_err_ = (call);                                   \
+    if (lamina_err_ != cudaSuccess)                                     \
+      ::lamina_cuda::throw_cuda_error(lamina_err_, (what), #call);      \
+  } while (0)
+
+// After every launch: reports launch errors (bad configuration, no kernel
+// image for this GPU) and, with LAMINA_CUDA_SYNC=1, waits for the kernel so a
+// fault is attributed to the kernel that caused it.
+void check_launch(const char* kernel, cudaStream_t stream);
+
+// ---------------------------------------------------------------- devices
+bool is_available();
+std::string unavailable_reason();
+void require_available(const char* op);  // throws RuntimeError with the reason
+int device_count();                       // 0 when unavailable
+void synchronize();                       // every device this process used
+int sm_count(int device);
+cudaStream_t device_stream(int device);   // the one stream all work of a device runs on
+void set_device(int device, const char* op);
+
+// ---------------------------------------------------------------- memory
+// The caching allocator (allocator.cc). Blocks are 256-byte aligned, so every
+// buffer may be read with 16-byte vector loads from element 0.
+void* cached_alloc(int device, std::size_t bytes, std::size_t* granted);
+void cached_free(int device, void* ptr, std::size_t granted) noexcept;
+void empty_cache();  // returns every cached block of every device to the driver
+// allocated, reserved, peak, cached (bytes) and cuda_malloc_calls,
+// cuda_free_calls, cache_hits (counts) of one device.
+std::map<std::string, std::size_t> memory_stats(int device);
+
+// Scratch device memory for one kernel call, returned to the cache on scope exit.
+class Scratch {
+ public:
+  Scratch(int device, std::size_t bytes);
+  ~Scratch();
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  template <class T> T* as() const { return static_cast<T*>(ptr_); }
+
+ private:
+  int device_;
+  void* ptr_ = nullptr;
+  std::size_t granted_ = 0;
+};
+
+// ---------------------------------------------------------------- buffers
+// A flat, contiguous device buffer of one dtype on one device.
+class Array {
+ public:
+  Array(int64_t size, const std::string& dtype, int device);
+  ~Array();
+  Array(const Array&) = delete;
+  Array& operator=(const Array&) = delete;
+
+  int64_t size() const { return size_; }
+  DType dtype() const { return dtype_; }
+  std::string dtype_str() const { return dtype_name(dtype_); }
+  int device() const { return device_; }
+  std::size_t nbytes() const { return static_cast<std::size_t>(size_) * dtype_itemsize(dtype_); }
+  template <class T> T* data() const { return static_cast<T*>(ptr_); }
+  void* raw() const { return ptr_; }
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t granted_ = 0;
+  int64_t size_ = 0;
+  DType dtype_ = DType::Float32;
+  int device_ = 0;
+};
+
+// A Python number as given to fill/scalar_* kernels; converted to the
+// buffer's dtype like numpy's `dtype.type(value)` (ints stay exact for int64).
+struct Scalar {
+  double f = 0.0;
+  int64_t i = 0;
+  bool is_int = false;
+  template <class T> T as() const {
+    if constexpr (std::is_same_v<T, int64_t>) {
+      if (is_int) return i;
+      if (!(f >= -9223372036854775808.0 && f < 9223372036854775808.0))
+        throw std::invalid_argument(cat("cannot convert the value ", f, " to int64"));
+      return static_cast<int64_t>(f);
+    } else {
+      return is_int ? static_cast<T>(i) : static_cast<T>(f);
+    }
+  }
+};
+
+using Shape = std::vector<int64_t>;
+
+// The device and stream a kernel call runs on: checks that every operand is on
+// one device (ValueError naming the op otherwise) and makes it current.
+struct Launch {
+  int device;
+  cudaStream_t stream;
+};
+Launch launch_on(const char* op, std::initializer_list<const Array*> arrays);
+
+void require_same_dtype(const char* op, std::initializer_list<const Array*> arrays);
+void require_float(const char* op, DType dt);  // TypeError for int64
+void require_nonneg(const char* op, const char* what, int64_t x);
+int64_t checked_mul(int64_t a, int64_t b, const char* op);
+std::string shape_str(const Shape& s);
+
+// ---------------------------------------------------------------- launch helpers
+constexpr int kThreads = 256;
+
+// Blocks for a grid-stride loop over n items: enough to fill the GPU, no more.
+inline unsigned grid_for(int64_t n, int device, int threads = kThreads) {
+  int64_t blocks = (n + threads - 1) / threads;
+  int64_t cap = static_cast<int64_t>(sm_count(device)) * 16;
+  if (blocks > cap) blocks = cap;
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
+}
+
+// dtype dispatch: calls fn(T{}) with T the C++ type of dt.
+template <class Fn>
+void dispatch_all(DType dt, Fn&& fn) {
+  switch (dt) {
+    case DType::Float32: fn(float{}); return;
+    case DType::Float64: fn(double{}); return;
+    case DType::Int64: fn(int64_t{}); return;
+  }
+}
+
+template <class Fn>
+void dispatch_float(const char* op, DType dt, Fn&& fn) {
+  require_float(op, dt);
+  if (dt == DType::Float32) fn(float{});
+  else fn(double{});
+}
+
+// ---------------------------------------------------------------- strided layouts
+constexpr int kMaxDims = 8;
+
+// A view (shape, strides, offset) in elements, with size-1 dims dropped and
+// contiguous neighbours merged, passed to kernels by value.
+struct StridedLayout {
+  int ndim;
+  int64_t size;
+  int64_t offset;
+  int64_t shape[kMaxDims];
+  int64_t strides[kMaxDims];
+};
+
+// Validates the view against a buffer of buffer_size elements (ValueError if it
+// reaches outside, or has more than kMaxDims dims after merging) and simplifies it.
+StridedLayout make_layout(const char* op, const Shape& shape, const Shape& strides,
+                          int64_t offset, int64_t buffer_size);
+
+// True when the simplified view is one contiguous run starting at l.offset.
+inline bool is_contiguous(const StridedLayout& l) {
+  return l.ndim == 0 || (l.ndim == 1 && l.strides[0] == 1);
+}
+
+// Queues out[i] = a[view position of i] for the l.size elements of a view of a
+// (strided.cu); out is device memory of a's dtype and device. Used by to_numpy.
+void compact_into(const Array& a, void* out, const StridedLayout& l, const Launch& ctx);
+
+// Buffer position of logical (row-major) element i of the view. I is the type
+// the divisions run in: 32-bit when the view is small enough, 64-bit otherwise.
+template <class I>
+__device__ __forceinline__ int64_t view_position(const StridedLayout& l, I i) {
+  int64_t pos = l.offset;
+  for (int k = l.ndim - 1; k >= 0; --k) {
+    const I n = static_cast<I>(l.shape[k]);
+    const I q = i / n;
+    pos += static_cast<int64_t>(i - q * n) * l.strides[k];
+    i = q;
+  }
+  return pos;
+}
+
+}  // namespace lamina_cuda

@@ -1,0 +1,168 @@
+// ewise_unary.cu: unary elementwise kernels over compact operands:
+// ewise_OP(a, out) for OP in neg, abs, exp, log, sqrt, tanh, sin, cos, sign
+// (float32/float64), ewise_where(cond, a, b, out) and ewise_cast(a, out).
+//
+// The math is CUDA's full-precision libm (no fast-math): results differ from
+// numpy's by a few ulp at most. ewise_cast from float to int64 truncates toward
+// zero and, like numpy on x86-64, maps NaN and out-of-range values to INT64_MIN.
+#include <cmath>
+#include <cstdint>
+
+#include "ewise.cuh"
+
+namespace lamina_cuda {
+
+namespace {
+
+struct Neg {
+  template <class T> __device__ T operator()(T x) const { return -x; }
+};
+struct Abs {
+  __device__ float operator()(float x) const { return fabsf(x); }
+  __device__ double operator()(double x) const { return fabs(x); }
+};
+struct Exp {
+  __device__ float operator()(float x) const { return expf(x); }
+  __device__ double operator()(double x) const { return exp(x); }
+};
+struct Log {
+  __device__ float operator()(float x) const { return logf(x); }
+  __device__ double operator()(double x) const { return log(x); }
+};
+struct Sqrt {
+  __device__ float operator()(float x) const { return sqrtf(x); }
+  __device__ double operator()(double x) const { return sqrt(x); }
+};
+struct Tanh {
+  __device__ float operator()(float x) const { return tanhf(x); }
+  __device__ double operator()(double x) const { return tanh(x); }
+};
+struct Sin {
+  __device__ float operator()(float x) const { return sinf(x); }
+  __device__ double operator()(double x) const { return sin(x); }
+};
+struct Cos {
+  __device__ float operator()(float x) const { return cosf(x); }
+  __device__ double operator()(double x) const { return cos(x); }
+};
+struct Sign {  // 0 stays 0 and NaN stays NaN, as in numpy.sign
+  template <class T> __device__ T operator()(T x) const {
+    return x > T(0) ? T(1) : (x < T(0) ? T(-1) : x);
+  }
+};
+
+template <class TOut>
+struct CastTo {
+  template <class TIn> __device__ TOut operator()(TIn x) const {
+    if constexpr (std::is_same_v<TOut, int64_t> && !std::is_same_v<TIn, int64_t>) {
+      // 2^63 is exact in float and double; CUDA's cvt saturates and maps NaN to
+      // 0, numpy (x86-64) gives INT64_MIN for both.
+      const TIn limit = static_cast<TIn>(9223372036854775808.0);
+      return (x >= -limit && x < limit) ? static_cast<int64_t>(x) : INT64_MIN;
+    } else {
+      return static_cast<TOut>(x);
+    }
+  }
+};
+
+}  // namespace
+
+#define LAMINA_UNARY(NAME, OP)                                                            \
+  template <class T>                                                                     \
+  __global__ void ewise_##NAME##_kernel(const T* a, T* out, int64_t n) {                 \
+    unary_loop<T, T, OP>(a, out, n);                                                     \
+  }                                                                                      \
+  void ewise_##NAME(const Array& a, Array& out) {                                        \
+    require_same_dtype("ewise_" #NAME, {&a, &out});                                      \
+    const int64_t n = ewise_size("ewise_" #NAME, out, {&a});                             \
+    const Launch ctx = launch_on("ewise_" #NAME, {&a, &out});                            \
+    if (n == 0) return;                                                                  \
+    dispatch_float("ewise_" #NAME, out.dtype(), [&](auto t) {                            \
+      using T = decltype(t);                                                             \
+      ewise_##NAME##_kernel<T>                                                           \
+          <<<ewise_grid(n, pack_width<T>(), ctx.device), kThreads, 0, ctx.stream>>>(     \
+              a.data<T>(), out.data<T>(), n);                                            \
+      check_launch("ewise_" #NAME "_kernel", ctx.stream);                                \
+    });                                                                                  \
+  }
+
+LAMINA_UNARY(neg, Neg)
+LAMINA_UNARY(abs, Abs)
+LAMINA_UNARY(exp, Exp)
+LAMINA_UNARY(log, Log)
+LAMINA_UNARY(sqrt, Sqrt)
+LAMINA_UNARY(tanh, Tanh)
+LAMINA_UNARY(sin, Sin)
+LAMINA_UNARY(cos, Cos)
+LAMINA_UNARY(sign, Sign)
+
+// out[i] = cond[i] != 0 ? a[i] : b[i]; cond is T or int64. No __restrict__: out may alias.
+template <class C, class T>
+__global__ void ewise_where_kernel(const C* cond, const T* a, const T* b, T* out, int64_t n) {
+  constexpr int N = pack_width<C, T>();
+  const int64_t start = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  const int64_t packs = n / N;
+  for (int64_t p = start; p < packs; p += step) {
+    const Pack<C, N> c = load_pack<N>(cond, p);
+    const Pack<T, N> x = load_pack<N>(a, p), y = load_pack<N>(b, p);
+    Pack<T, N> r;
+#pragma unroll
+    for (int k = 0; k < N; ++k) r.v[k] = c.v[k] != C(0) ? x.v[k] : y.v[k];
+    reinterpret_cast<Pack<T, N>*>(out)[p] = r;
+  }
+  for (int64_t i = packs * N + start; i < n; i += step) out[i] = cond[i] != C(0) ? a[i] : b[i];
+}
+
+void ewise_where(const Array& cond, const Array& a, const Array& b, Array& out) {
+  require_same_dtype("ewise_where", {&a, &b, &out});
+  if (cond.dtype() != a.dtype() && cond.dtype() != DType::Int64)
+    throw TypeError(cat("ewise_where: cond is ", cond.dtype_str(), "; it must be ",
+                        a.dtype_str(), " (the dtype of a) or int64"));
+  const int64_t n = ewise_size("ewise_where", out, {&cond, &a, &b});
+  const Launch ctx = launch_on("ewise_where", {&cond, &a, &b, &out});
+  if (n == 0) return;
+  dispatch_all(out.dtype(), [&](auto t) {
+    using T = decltype(t);
+    auto launch = [&](auto c) {
+      using C = decltype(c);
+      ewise_where_kernel<C, T>
+          <<<ewise_grid(n, pack_width<C, T>(), ctx.device), kThreads, 0, ctx.stream>>>(
+              cond.data<C>(), a.data<T>(), b.data<T>(), out.data<T>(), n);
+      check_launch("ewise_where_kernel", ctx.stream);
+    };
+    if (cond.dtype() == DType::Int64) launch(int64_t{});
+    else launch(T{});
+  });
+}
+
+template <class TIn, class TOut>
+__global__ void ewise_cast_kernel(const TIn* a, TOut* out, int64_t n) {
+  unary_loop<TIn, TOut, CastTo<TOut>>(a, out, n);
+}
+
+void ewise_cast(const Array& a, Array& out) {
+  const int64_t n = ewise_size("ewise_cast", out, {&a});
+  const Launch ctx = launch_on("ewise_cast", {&a, &out});
+  if (n == 0) return;
+  if (a.dtype() == out.dtype()) {
+    LAMINA_CUDA_CHECK(cudaMemcpyAsync(out.raw(), a.raw(), out.nbytes(), cudaMemcpyDeviceToDevice,
+                                      ctx.stream),
+                      "ewise_cast");
+    return;
+  }
+  dispatch_all(a.dtype(), [&](auto ti) {
+    dispatch_all(out.dtype(), [&](auto to) {
+      using TIn = decltype(ti);
+      using TOut = decltype(to);
+      if constexpr (!std::is_same_v<TIn, TOut>) {
+        ewise_cast_kernel<TIn, TOut>
+            <<<ewise_grid(n, pack_width<TIn, TOut>(), ctx.device), kThreads, 0, ctx.stream>>>(
+                a.data<TIn>(), out.data<TOut>(), n);
+        check_launch("ewise_cast_kernel", ctx.stream);
+      }
+    });
+  });
+}
+
+}  // namespace lamina_cuda

@@ -1,0 +1,85 @@
+// kernels.h: the launcher of every exported kernel, one line each, under the
+// name Python sees (bindings.cc binds each under that same name). Arguments
+// come in the order inputs, output, layout; launchers validate, then queue
+// work on the operands' device stream and return without waiting.
+#pragma once
+
+#include <pybind11/numpy.h>
+
+#include "common.cuh"
+
+namespace lamina_cuda {
+
+// buffers (buffers.cc)
+void from_numpy(const pybind11::array& src, Array& out);
+pybind11::array to_numpy(const Array& a, const Shape& shape, const Shape& strides, int64_t offset);
+void fill(Array& out, const Scalar& value);
+
+// strided access (strided.cu)
+void compact(const Array& a, Array& out, const Shape& shape, const Shape& strides, int64_t offset);
+void ewise_setitem(const Array& a, Array& out, const Shape& shape, const Shape& strides,
+                   int64_t offset);
+void scalar_setitem(int64_t size, const Scalar& value, Array& out, const Shape& shape,
+                    const Shape& strides, int64_t offset);
+
+// elementwise (ewise_binary.cu, ewise_unary.cu)
+#define LAMINA_DECLARE_BINARY(NAME)                                  \
+  void ewise_##NAME(const Array& a, const Array& b, Array& out);    \
+  void scalar_##NAME(const Array& a, const Scalar& value, Array& out);
+LAMINA_DECLARE_BINARY(add)
+LAMINA_DECLARE_BINARY(sub)
+LAMINA_DECLARE_BINARY(mul)
+LAMINA_DECLARE_BINARY(div)
+LAMINA_DECLARE_BINARY(power)
+LAMINA_DECLARE_BINARY(maximum)
+LAMINA_DECLARE_BINARY(minimum)
+LAMINA_DECLARE_BINARY(eq)
+LAMINA_DECLARE_BINARY(ne)
+LAMINA_DECLARE_BINARY(lt)
+LAMINA_DECLARE_BINARY(le)
+LAMINA_DECLARE_BINARY(gt)
+LAMINA_DECLARE_BINARY(ge)
+#undef LAMINA_DECLARE_BINARY
+void scalar_rsub(const Array& a, const Scalar& value, Array& out);
+void scalar_rdiv(const Array& a, const Scalar& value, Array& out);
+void scalar_rpower(const Array& a, const Scalar& value, Array& out);
+
+void ewise_neg(const Array& a, Array& out);
+void ewise_abs(const Array& a, Array& out);
+void ewise_exp(const Array& a, Array& out);
+void ewise_log(const Array& a, Array& out);
+void ewise_sqrt(const Array& a, Array& out);
+void ewise_tanh(const Array& a, Array& out);
+void ewise_sin(const Array& a, Array& out);
+void ewise_cos(const Array& a, Array& out);
+void ewise_sign(const Array& a, Array& out);
+void ewise_where(const Array& cond, const Array& a, const Array& b, Array& out);
+void ewise_cast(const Array& a, Array& out);
+
+// reductions and fused row kernels (reduce.cu)
+void reduce_sum(const Array& a, Array& out, int64_t size);
+void reduce_max(const Array& a, Array& out, int64_t size);
+void reduce_min(const Array& a, Array& out, int64_t size);
+void reduce_argmax(const Array& a, Array& out, int64_t size);
+void reduce_sum_axis(const Array& a, Array& out, int64_t outer, int64_t size, int64_t inner);
+void softmax_last(const Array& a, Array& out, int64_t size);
+void logsumexp_last(const Array& a, Array& out, int64_t size);
+
+// indexing (index.cu)
+void index_gather(const Array& a, const Array& idx, Array& out, int64_t outer, int64_t axis_size,
+                  int64_t inner);
+void index_scatter_add(const Array& a, const Array& idx, Array& out, int64_t outer,
+                       int64_t axis_size, int64_t inner);
+
+// matrix multiplication (matmul.cu)
+void matmul(const Array& a, const Array& b, Array& out, int64_t m, int64_t n, int64_t p);
+void matmul_batched(const Array& a, const Array& b, Array& out, int64_t batch, int64_t m,
+                    int64_t n, int64_t p);
+
+// convolution helpers (conv.cu)
+void im2col(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t w, int64_t kh,
+            int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw);
+void col2im(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t w, int64_t kh,
+            int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw);
+
+}  // namespace lamina_cuda

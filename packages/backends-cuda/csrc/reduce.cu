@@ -1,0 +1,381 @@
+// reduce.cu: reductions over the contiguous last axis (reduce_sum, reduce_max,
+// reduce_min, reduce_argmax), over a middle axis (reduce_sum_axis), and the
+// fused row kernels softmax_last and logsumexp_last. Float32/float64.
+//
+// a is compact (rows, size). Rows of up to kWarpRowMax elements are reduced by
+// one warp each (8 rows per 256-thread block); longer rows by a whole block,
+// warps combining with shuffles and then through shared memory. When there
+// are too few rows to fill the GPU, each row is split into chunks reduced by
+// separate blocks into a scratch buffer of partial results, which a second
+// launch combines, so one huge row still runs at full bandwidth. float32 sums
+// accumulate in double: cheap for a memory-bound kernel, and the result is
+// at least as accurate as numpy's pairwise summation.
+#include <cfloat>
+#include <cmath>
+
+#include "common.cuh"
+
+namespace lamina_cuda {
+
+namespace {
+
+constexpr int64_t kWarpRowMax = 512;   // rows this long or shorter get one warp
+constexpr int64_t kMinChunk = 8192;    // a split row gives each block at least this much
+
+template <class T> struct AccOf { using type = T; };
+template <> struct AccOf<float> { using type = double; };
+
+template <class T>
+__device__ __forceinline__ T lowest() { return -INFINITY; }
+template <class T>
+__device__ __forceinline__ T highest() { return INFINITY; }
+
+template <class T>
+struct SumOp {
+  using Acc = typename AccOf<T>::type;
+  using Out = T;
+  __device__ static Acc identity() { return Acc(0); }
+  __device__ static Acc load(T x, int64_t) { return Acc(x); }
+  __device__ static Acc combine(Acc a, Acc b) { return a + b; }
+  __device__ static Out finish(Acc a) { return static_cast<T>(a); }
+};
+
+template <class T>
+struct MaxOp {  // NaN propagates
+  using Acc = T;
+  using Out = T;
+  __device__ static Acc identity() { return lowest<T>(); }
+  __device__ static Acc load(T x, int64_t) { return x; }
+  __device__ static Acc combine(Acc a, Acc b) { return (a != a || a > b) ? a : b; }
+  __device__ static Out finish(Acc a) { return a; }
+};
+
+template <class T>
+struct MinOp {
+  using Acc = T;
+  using Out = T;
+  __device__ static Acc identity() { return highest<T>(); }
+  __device__ static Acc load(T x, int64_t) { return x; }
+  __device__ static Acc combine(Acc a, Acc b) { return (a != a || a < b) ? a : b; }
+  __device__ static Out finish(Acc a) { return a; }
+};
+
+template <class T>
+struct ValIdx {
+  T v;
+  int64_t i;
+};
+
+template <class T>
+struct ArgmaxOp {  // the first maximum; a NaN counts as the maximum, like numpy.argmax
+  using Acc = ValIdx<T>;
+  using Out = int64_t;
+  __device__ static Acc identity() { return {lowest<T>(), INT64_MAX}; }
+  __device__ static Acc load(T x, int64_t i) { return {x, i}; }
+  __device__ static Acc combine(Acc a, Acc b) {
+    const bool an = a.v != a.v, bn = b.v != b.v;
+    if (an || bn) return (an && (!bn || a.i < b.i)) ? a : b;
+    if (a.v != b.v) return a.v > b.v ? a : b;
+    return a.i < b.i ? a : b;
+  }
+  __device__ static Out finish(Acc a) { return a.i; }
+};
+
+template <class T>
+__device__ __forceinline__ T shfl_xor(T v, int mask) {
+  return __shfl_xor_sync(0xffffffffu, v, mask);
+}
+template <class T>
+__device__ __forceinline__ ValIdx<T> shfl_xor(ValIdx<T> v, int mask) {
+  return {__shfl_xor_sync(0xffffffffu, v.v, mask),
+          static_cast<int64_t>(__shfl_xor_sync(0xffffffffu, static_cast<long long>(v.i), mask))};
+}
+
+// Reduces v over a group of GROUP threads (32: a warp, or the whole block);
+// every thread of the group gets the result. For GROUP > 32 all threads of
+// the block must call it.
+template <int GROUP, class Op, class Acc>
+__device__ __forceinline__ Acc group_reduce(Acc v) {
+#pragma unroll
+  for (int m = 16; m > 0; m >>= 1) v = Op::combine(v, shfl_xor(v, m));
+  if constexpr (GROUP > 32) {
+    __shared__ Acc partial[GROUP / 32];
+    __syncthreads();  // a previous call may still be reading partial
+    if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = v;
+    __syncthreads();
+    v = partial[0];
+#pragma unroll
+    for (int w = 1; w < GROUP / 32; ++w) v = Op::combine(v, partial[w]);
+  }
+  return v;
+}
+
+template <class Op, class T>
+__device__ __forceinline__ typename Op::Acc to_acc(T x, int64_t i) { return Op::load(x, i); }
+template <class Op>
+__device__ __forceinline__ typename Op::Acc to_acc(typename Op::Acc x, int64_t) { return x; }
+
+}  // namespace
+
+// Task t = (row, chunk) reduces in[row, chunk*chunk_len : ...] with a group of
+// GROUP threads; FINAL writes Op::finish to out[t], else the partial to out[t].
+// In is the element type, or Op::Acc when combining partials.
+template <class In, class Op, int GROUP, bool FINAL>
+__global__ void __launch_bounds__(kThreads)
+    reduce_rows_kernel(const In* __restrict__ in, void* __restrict__ out, int64_t rows,
+                       int64_t size, int64_t chunks, int64_t chunk_len) {
+  using Acc = typename Op::Acc;
+  constexpr int kGroups = kThreads / GROUP;
+  const int lane = threadIdx.x % GROUP;
+  const int64_t tasks = rows * chunks;
+  for (int64_t t = blockIdx.x * static_cast<int64_t>(kGroups) + threadIdx.x / GROUP; t < tasks;
+       t += static_cast<int64_t>(gridDim.x) * kGroups) {
+    const int64_t row = t / chunks;
+    const int64_t begin = (t % chunks) * chunk_len;
+    const int64_t end = begin + chunk_len < size ? begin + chunk_len : size;
+    const In* p = in + row * size;
+    Acc acc = Op::identity();
+    for (int64_t k = begin + lane; k < end; k += GROUP) acc = Op::combine(acc, to_acc<Op>(p[k], k));
+    acc = group_reduce<GROUP, Op>(acc);
+    if (lane == 0) {
+      if constexpr (FINAL) static_cast<typename Op::Out*>(out)[t] = Op::finish(acc);
+      else static_cast<Acc*>(out)[t] = acc;
+    }
+  }
+}
+
+namespace {
+
+// Rows of a (rows, size) operand for a kernel writing one value per row.
+int64_t reduce_rows(const char* op, const Array& a, const Array& out, int64_t size,
+                    bool nonempty) {
+  require_nonneg(op, "size", size);
+  const int64_t rows = out.size();
+  if (nonempty && size < 1 && rows > 0) value_error(op, ": cannot reduce over an empty axis");
+  if (a.size() < checked_mul(rows, size, op))
+    value_error(op, ": input has ", a.size(), " elements, expected ", rows, "x", size);
+  return rows;
+}
+
+template <class Op, class T>
+void launch_reduce(const char* kernel, const T* a, void* out, int64_t rows, int64_t size,
+                   const Launch& ctx) {
+  using Acc = typename Op::Acc;
+  if (size <= kWarpRowMax) {
+    const unsigned grid = grid_for((rows + kThreads / 32 - 1) / (kThreads / 32), ctx.device, 1);
+    reduce_rows_kernel<T, Op, 32, true><<<grid, kThreads, 0, ctx.stream>>>(a, out, rows, size, 1, size);
+    check_launch(kernel, ctx.stream);
+    return;
+  }
+  const int64_t want = 4 * static_cast<int64_t>(sm_count(ctx.device));
+  int64_t chunks = rows >= want ? 1 : (want + rows - 1) / rows;
+  const int64_t most = (size + kMinChunk - 1) / kMinChunk;
+  if (chunks > most) chunks = most;
+  if (chunks > kWarpRowMax) chunks = kWarpRowMax;
+  if (chunks <= 1) {
+    const unsigned grid = grid_for(rows, ctx.device, 1);
+    reduce_rows_kernel<T, Op, kThreads, true><<<grid, kThreads, 0, ctx.stream>>>(a, out, rows, size, 1, size);
+    check_launch(kernel, ctx.stream);
+    return;
+  }
+  const int64_t chunk_len = (size + chunks - 1) / chunks;
+  Scratch partial(ctx.device, static_cast<std::size_t>(rows * chunks) * sizeof(Acc));
+  reduce_rows_kernel<T, Op, kThreads, false><<<grid_for(rows * chunks, ctx.device, 1), kThreads, 0,
+                                                ctx.stream>>>(a, partial.as<void>(), rows, size,
+                                                              chunks, chunk_len);
+  check_launch(kernel, ctx.stream);
+  const unsigned grid = grid_for((rows + kThreads / 32 - 1) / (kThreads / 32), ctx.device, 1);
+  reduce_rows_kernel<Acc, Op, 32, true><<<grid, kThreads, 0, ctx.stream>>>(
+      partial.as<Acc>(), out, rows, chunks, 1, chunks);
+  check_launch(kernel, ctx.stream);
+}
+
+}  // namespace
+
+void reduce_sum(const Array& a, Array& out, int64_t size) {
+  require_same_dtype("reduce_sum", {&a, &out});
+  const int64_t rows = reduce_rows("reduce_sum", a, out, size, false);
+  const Launch ctx = launch_on("reduce_sum", {&a, &out});
+  if (rows == 0) return;
+  dispatch_float("reduce_sum", a.dtype(), [&](auto t) {
+    using T = decltype(t);
+    if (size == 0) {
+      LAMINA_CUDA_CHECK(cudaMemsetAsync(out.raw(), 0, out.nbytes(), ctx.stream), "reduce_sum");
+      return;
+    }
+    launch_reduce<SumOp<T>>("reduce_sum_kernel", a.data<T>(), out.raw(), rows, size, ctx);
+  });
+}
+
+void reduce_max(const Array& a, Array& out, int64_t size) {
+  require_same_dtype("reduce_max", {&a, &out});
+  const int64_t rows = reduce_rows("reduce_max", a, out, size, true);
+  const Launch ctx = launch_on("reduce_max", {&a, &out});
+  if (rows == 0) return;
+  dispatch_float("reduce_max", a.dtype(), [&](auto t) {
+    using T = decltype(t);
+    launch_reduce<MaxOp<T>>("reduce_max_kernel", a.data<T>(), out.raw(), rows, size, ctx);
+  });
+}
+
+void reduce_min(const Array& a, Array& out, int64_t size) {
+  require_same_dtype("reduce_min", {&a, &out});
+  const int64_t rows = reduce_rows("reduce_min", a, out, size, true);
+  const Launch ctx = launch_on("reduce_min", {&a, &out});
+  if (rows == 0) return;
+  dispatch_float("reduce_min", a.dtype(), [&](auto t) {
+    using T = decltype(t);
+    launch_reduce<MinOp<T>>("reduce_min_kernel", a.data<T>(), out.raw(), rows, size, ctx);
+  });
+}
+
+void reduce_argmax(const Array& a, Array& out, int64_t size) {
+  if (out.dtype() != DType::Int64)
+    throw TypeError(cat("reduce_argmax: out must be int64, got ", out.dtype_str()));
+  const int64_t rows = reduce_rows("reduce_argmax", a, out, size, true);
+  const Launch ctx = launch_on("reduce_argmax", {&a, &out});
+  if (rows == 0) return;
+  dispatch_float("reduce_argmax", a.dtype(), [&](auto t) {
+    using T = decltype(t);
+    launch_reduce<ArgmaxOp<T>>("reduce_argmax_kernel", a.data<T>(), out.raw(), rows, size, ctx);
+  });
+}
+
+// out[o, i] = sum_k a[o, k, i]: a 32-wide column strip per block, 8 rows of
+// threads splitting k, combined through shared memory. Reads are coalesced
+// along inner.
+template <class T>
+__global__ void __launch_bounds__(kThreads)
+    reduce_sum_axis_kernel(const T* __restrict__ a, T* __restrict__ out, int64_t outer,
+                           int64_t size, int64_t inner, int64_t strips) {
+  using Acc = typename AccOf<T>::type;
+  __shared__ Acc part[8][33];
+  const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
+  for (int64_t s = blockIdx.x; s < outer * strips; s += gridDim.x) {  // block-uniform loop
+    const int64_t o = s / strips, i = (s % strips) * 32 + tx;
+    Acc acc = 0;
+    if (i < inner)
+      for (int64_t k = ty; k < size; k += 8) acc += a[(o * size + k) * inner + i];
+    part[ty][tx] = acc;
+    __syncthreads();
+    if (ty == 0 && i < inner) {
+      for (int r = 1; r < 8; ++r) acc += part[r][tx];
+      out[o * inner + i] = static_cast<T>(acc);
+    }
+    __syncthreads();
+  }
+}
+
+void reduce_sum_axis(const Array& a, Array& out, int64_t outer, int64_t size, int64_t inner) {
+  require_same_dtype("reduce_sum_axis", {&a, &out});
+  require_nonneg("reduce_sum_axis", "outer", outer);
+  require_nonneg("reduce_sum_axis", "size", size);
+  require_nonneg("reduce_sum_axis", "inner", inner);
+  const int64_t need = checked_mul(checked_mul(outer, size, "reduce_sum_axis"), inner,
+                                   "reduce_sum_axis");
+  if (a.size() < need || out.size() != outer * inner)
+    value_error("reduce_sum_axis: buffers of ", a.size(), " and ", out.size(),
+                " do not fit (", outer, ", ", size, ", ", inner, ")");
+  if (inner == 1) return reduce_sum(a, out, size);
+  const Launch ctx = launch_on("reduce_sum_axis", {&a, &out});
+  if (out.size() == 0) return;
+  dispatch_float("reduce_sum_axis", a.dtype(), [&](auto t) {
+    using T = decltype(t);
+    const int64_t strips = (inner + 31) / 32;
+    reduce_sum_axis_kernel<T><<<grid_for(outer * strips, ctx.device, 1), kThreads, 0, ctx.stream>>>(
+        a.data<T>(), out.data<T>(), outer, size, inner, strips);
+    check_launch("reduce_sum_axis_kernel", ctx.stream);
+  });
+}
+
+// ---------------------------------------------------------------- fused row kernels
+namespace {
+
+// Row max (NaN propagating) then sum of exp(x - shift) over one row, by a group.
+template <int GROUP, class T>
+__device__ __forceinline__ void row_stats(const T* p, int64_t size, int lane, bool finite_shift,
+                                          T* shift, typename AccOf<T>::type* total) {
+  T m = lowest<T>();
+  for (int64_t k = lane; k < size; k += GROUP) m = MaxOp<T>::combine(m, p[k]);
+  m = group_reduce<GROUP, MaxOp<T>>(m);
+  *shift = (finite_shift && !isfinite(m)) ? T(0) : m;
+  typename AccOf<T>::type s = 0;
+  for (int64_t k = lane; k < size; k += GROUP) s += exp(p[k] - *shift);
+  *total = group_reduce<GROUP, SumOp<T>>(s);
+}
+
+}  // namespace
+
+// out[r, k] = exp(a[r, k] - max_r) / sum_k exp(a[r, k] - max_r).
+template <class T, int GROUP>
+__global__ void __launch_bounds__(kThreads)
+    softmax_last_kernel(const T* __restrict__ a, T* __restrict__ out, int64_t rows, int64_t size) {
+  constexpr int kGroups = kThreads / GROUP;
+  const int lane = threadIdx.x % GROUP;
+  for (int64_t r = blockIdx.x * static_cast<int64_t>(kGroups) + threadIdx.x / GROUP; r < rows;
+       r += static_cast<int64_t>(gridDim.x) * kGroups) {
+    const T* p = a + r * size;
+    T shift;
+    typename AccOf<T>::type total;
+    row_stats<GROUP>(p, size, lane, false, &shift, &total);
+    const T inv = static_cast<T>(1.0 / total);
+    for (int64_t k = lane; k < size; k += GROUP) out[r * size + k] = exp(p[k] - shift) * inv;
+  }
+}
+
+// out[r] = log(sum_k exp(a[r, k] - s)) + s with s the row max, or 0 if it is not finite.
+template <class T, int GROUP>
+__global__ void __launch_bounds__(kThreads)
+    logsumexp_last_kernel(const T* __restrict__ a, T* __restrict__ out, int64_t rows, int64_t size) {
+  constexpr int kGroups = kThreads / GROUP;
+  const int lane = threadIdx.x % GROUP;
+  for (int64_t r = blockIdx.x * static_cast<int64_t>(kGroups) + threadIdx.x / GROUP; r < rows;
+       r += static_cast<int64_t>(gridDim.x) * kGroups) {
+    T shift;
+    typename AccOf<T>::type total;
+    row_stats<GROUP>(a + r * size, size, lane, true, &shift, &total);
+    if (lane == 0) out[r] = static_cast<T>(log(total)) + shift;
+  }
+}
+
+void softmax_last(const Array& a, Array& out, int64_t size) {
+  require_same_dtype("softmax_last", {&a, &out});
+  require_nonneg("softmax_last", "size", size);
+  if (size == 0) return;
+  if (out.size() % size != 0)
+    value_error("softmax_last: out has ", out.size(), " elements, not a multiple of size ", size);
+  const int64_t rows = out.size() / size;
+  if (a.size() < out.size())
+    value_error("softmax_last: input has ", a.size(), " elements, expected ", rows, "x", size);
+  const Launch ctx = launch_on("softmax_last", {&a, &out});
+  if (rows == 0) return;
+  dispatch_float("softmax_last", a.dtype(), [&](auto t) {
+    using T = decltype(t);
+    if (size <= kWarpRowMax)
+      softmax_last_kernel<T, 32><<<grid_for((rows + 7) / 8, ctx.device, 1), kThreads, 0, ctx.stream>>>(
+          a.data<T>(), out.data<T>(), rows, size);
+    else
+      softmax_last_kernel<T, kThreads><<<grid_for(rows, ctx.device, 1), kThreads, 0, ctx.stream>>>(
+          a.data<T>(), out.data<T>(), rows, size);
+    check_launch("softmax_last_kernel", ctx.stream);
+  });
+}
+
+void logsumexp_last(const Array& a, Array& out, int64_t size) {
+  require_same_dtype("logsumexp_last", {&a, &out});
+  const int64_t rows = reduce_rows("logsumexp_last", a, out, size, true);
+  const Launch ctx = launch_on("logsumexp_last", {&a, &out});
+  if (rows == 0) return;
+  dispatch_float("logsumexp_last", a.dtype(), [&](auto t) {
+    using T = decltype(t);
+    if (size <= kWarpRowMax)
+      logsumexp_last_kernel<T, 32><<<grid_for((rows + 7) / 8, ctx.device, 1), kThreads, 0, ctx.stream>>>(
+          a.data<T>(), out.data<T>(), rows, size);
+    else
+      logsumexp_last_kernel<T, kThreads><<<grid_for(rows, ctx.device, 1), kThreads, 0, ctx.stream>>>(
+          a.data<T>(), out.data<T>(), rows, size);
+    check_launch("logsumexp_last_kernel", ctx.stream);
+  });
+}
+
+}  // namespace lamina_cuda

@@ -1,0 +1,88 @@
+"""The backend object the ``lamina.backends`` entry point names.
+
+It is the gateway to the compiled module ``_core``: if the extension fails to
+import (a broken build, a missing C++ runtime) or finds no CUDA device, the
+object still loads and reports why through ``unavailable_reason()``. The
+kernels are looked up lazily on first access, so loading the object costs
+nothing until a device is used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+try:
+    from . import _core
+except ImportError as exc:  # the backend must load anywhere; report instead
+    _core = None
+    _IMPORT_ERROR = (f"the compiled extension lamina_backend_cuda._core failed to import: "
+                     f"{exc}; rebuild with `pip install packages/backends-cuda`")
+else:
+    _IMPORT_ERROR = ""
+
+_BINARY = ("add", "sub", "mul", "div", "power", "maximum", "minimum",
+           "eq", "ne", "lt", "le", "gt", "ge")
+_UNARY = ("neg", "abs", "exp", "log", "sqrt", "tanh", "sin", "cos", "sign")
+
+KERNELS: tuple[str, ...] = (
+    ("Array", "from_numpy", "to_numpy", "fill",
+     "compact", "ewise_setitem", "scalar_setitem",
+     "ewise_where", "ewise_cast",
+     "index_gather", "index_scatter_add",
+     "matmul", "matmul_batched")
+    + tuple(f"ewise_{op}" for op in _BINARY + _UNARY)
+    + tuple(f"scalar_{op}" for op in _BINARY + ("rsub", "rdiv", "rpower"))
+    + ("reduce_sum", "reduce_max", "reduce_min", "reduce_argmax")
+    + ("softmax_last", "logsumexp_last", "reduce_sum_axis", "im2col", "col2im",
+       "synchronize", "empty_cache", "memory_stats")
+)
+"""Every kernel and device function the backend provides (interface v1 names)."""
+
+
+def _unavailable(name: str, reason: str) -> Callable[..., Any]:
+    def raise_unavailable(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"{name}: the cuda backend is unavailable: {reason}")
+
+    raise_unavailable.__name__ = name
+    return raise_unavailable
+
+
+class CudaBackend:
+    """Interface v1 on NVIDIA GPUs (see docs/backend-interface.md).
+
+    Buffers are ``Array(size, dtype, device=0)`` on ``cuda:device``. All work
+    of a device is queued on one stream; the host waits only in ``to_numpy``,
+    in the index kernels (which validate their indices) and in
+    ``synchronize()``. ``memory_stats()`` and ``empty_cache()`` expose the
+    caching allocator.
+    """
+
+    name = "cuda"
+    api_version = 1
+    dtypes = ("float32", "float64", "int64")
+
+    def is_available(self) -> bool:
+        return _core is not None and bool(_core.is_available())
+
+    def unavailable_reason(self) -> str:
+        return _IMPORT_ERROR if _core is None else str(_core.unavailable_reason())
+
+    def device_count(self) -> int:
+        return 0 if _core is None else int(_core.device_count())
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for names not yet resolved: bind each kernel on first use.
+        if name not in KERNELS:
+            raise AttributeError(f"the cuda backend has no attribute {name!r}")
+        reason = self.unavailable_reason()
+        kernel = _unavailable(name, reason) if reason else getattr(_core, name)
+        setattr(self, name, kernel)
+        return kernel
+
+    def __repr__(self) -> str:
+        state = "available" if self.is_available() else "unavailable"
+        return f"<lamina cuda backend ({state})>"
+
+
+backend = CudaBackend()
