@@ -1,0 +1,37 @@
+"""Modules, layers, losses, initialisation and checkpoints (PyTorch-shaped).
+
+``save``/``load`` live here rather than at ``lamina.save``: ``lamina`` is a
+PEP 420 namespace package shared by several distributions, so it has no
+``__init__.py`` that could hold functions.
+"""
+
+from . import functional, init, utils
+from ._containers import ModuleDict, ModuleList, Sequential
+from ._errors import CheckpointError, ShapeError, StateDictError
+from ._layers import (
+    GELU,
+    Dropout,
+    Embedding,
+    Flatten,
+    Identity,
+    Linear,
+    LogSoftmax,
+    ReLU,
+    Residual,
+    Sigmoid,
+    Softmax,
+    Tanh,
+)
+from ._loss import CrossEntropyLoss, MSELoss, NLLLoss
+from ._module import IncompatibleKeys, Module
+from ._norm import BatchNorm1d, LayerNorm
+from ._parameter import Parameter
+from ._serialization import load, save
+
+__all__ = [
+    "GELU", "BatchNorm1d", "CheckpointError", "CrossEntropyLoss", "Dropout", "Embedding",
+    "Flatten", "Identity", "IncompatibleKeys", "LayerNorm", "Linear", "LogSoftmax", "MSELoss",
+    "Module", "ModuleDict", "ModuleList", "NLLLoss", "Parameter", "ReLU", "Residual",
+    "Sequential", "ShapeError", "Sigmoid", "Softmax", "StateDictError", "Tanh", "functional",
+    "init", "load", "save", "utils",
+]

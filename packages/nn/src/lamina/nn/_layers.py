@@ -1,0 +1,243 @@
+"""Layers: Identity, Linear, Flatten, activations, Dropout, Residual, Embedding."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from lamina import ndarray as nd
+from lamina.autograd import Tensor
+
+from . import functional as F
+from . import init
+from ._errors import ShapeError, check_shape
+from ._module import Module
+from ._parameter import Parameter
+
+__all__ = [
+    "GELU", "Dropout", "Embedding", "Flatten", "Identity", "Linear", "LogSoftmax", "ReLU",
+    "Residual", "Sigmoid", "Softmax", "Tanh",
+]
+
+
+def _empty_parameter(*shape: int, dtype: Any = None, device: Any = None) -> Parameter:
+    return Parameter(nd.zeros(*shape, dtype=dtype or nd.float32, device=device))
+
+
+class Identity(Module):
+    """Return the input unchanged (any shape)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__()
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x
+
+
+class Linear(Module):
+    """y = x @ W.T + b.
+
+    Weights and bias start as U(-1/sqrt(in_features), 1/sqrt(in_features)),
+    PyTorch's default (kaiming_uniform_ with a = sqrt(5) for the weight).
+
+    Args:
+        in_features: size of each input sample.
+        out_features: size of each output sample.
+        bias: learn an additive bias.
+        device: where the parameters live (default device when None).
+        dtype: parameter dtype (float32 when None).
+
+    Shape:
+        input (*, in_features) -> output (*, out_features).
+
+    Example:
+        >>> from lamina import autograd
+        >>> Linear(3, 2)(autograd.ones(5, 3)).shape
+        (5, 2)
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        self.in_features = in_features
+        self.out_features = out_features
+        self.weight = _empty_parameter(out_features, in_features, dtype=dtype, device=device)
+        if bias:
+            self.bias = _empty_parameter(out_features, dtype=dtype, device=device)
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Re-draw weight and bias with PyTorch's default initialisation."""
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            bound = 1.0 / math.sqrt(self.in_features) if self.in_features else 0.0
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, x: Tensor) -> Tensor:
+        check_shape(repr(self), tuple(x.shape), (), f"(*, {self.in_features})",
+                    -1, self.in_features)
+        return F.linear(x, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}")
+
+
+class Flatten(Module):
+    """Merge dims ``start_dim..end_dim`` into one: (N, C, H, W) -> (N, C*H*W)."""
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
+        super().__init__()
+        self.start_dim = start_dim
+        self.end_dim = end_dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        shape = tuple(x.shape)
+        start, end = self.start_dim % max(len(shape), 1), self.end_dim % max(len(shape), 1)
+        if not shape or start > end:
+            raise ShapeError(f"{self!r}: cannot flatten dims {self.start_dim}..{self.end_dim} "
+                             f"of input of shape {shape}")
+        merged = math.prod(shape[start:end + 1])
+        return x.reshape(shape[:start] + (merged,) + shape[end + 1:])
+
+    def extra_repr(self) -> str:
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class ReLU(Module):
+    """max(x, 0), elementwise (any shape)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.relu(x)
+
+
+class Tanh(Module):
+    """tanh(x), elementwise (any shape)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.tanh(x)
+
+
+class Sigmoid(Module):
+    """1 / (1 + exp(-x)), elementwise (any shape)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.sigmoid(x)
+
+
+class GELU(Module):
+    """Gaussian error linear unit; ``approximate="tanh"`` for the tanh form."""
+
+    def __init__(self, approximate: str = "none") -> None:
+        super().__init__()
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
+        self.approximate = approximate
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.gelu(x, self.approximate)
+
+    def extra_repr(self) -> str:
+        return f"approximate={self.approximate!r}"
+
+
+class Softmax(Module):
+    """softmax along ``dim``."""
+
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.softmax(x, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Softmax):
+    """log(softmax) along ``dim``, computed stably."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.log_softmax(x, self.dim)
+
+
+class Dropout(Module):
+    """In training, zero elements with probability p and scale the rest by 1/(1-p).
+
+    Identity in eval mode.
+    """
+
+    def __init__(self, p: float = 0.5) -> None:
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"Dropout: p must be in [0, 1], got {p}")
+        self.p = p
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.dropout(x, self.p, self.training)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
+
+
+class Residual(Module):
+    """x + fn(x); ``fn`` must keep the shape."""
+
+    def __init__(self, fn: Module) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x: Tensor) -> Tensor:
+        out = self.fn(x)
+        if tuple(out.shape) != tuple(x.shape):
+            raise ShapeError(f"Residual: the wrapped module maps {tuple(x.shape)} to "
+                             f"{tuple(out.shape)}; it must keep the shape")
+        return x + out
+
+
+class Embedding(Module):
+    """A lookup table: int64 indices (*,) -> rows (*, embedding_dim).
+
+    Weights start as N(0, 1), PyTorch's default; the row ``padding_idx``
+    (if given) starts at zero and receives no gradient.
+
+    Args:
+        num_embeddings: rows in the table.
+        embedding_dim: size of each row.
+        padding_idx: index whose row stays zero.
+    """
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        if padding_idx is not None and not -num_embeddings <= padding_idx < num_embeddings:
+            raise ValueError(f"Embedding: padding_idx {padding_idx} out of range for "
+                             f"{num_embeddings} embeddings")
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        self.padding_idx = None if padding_idx is None else padding_idx % num_embeddings
+        self.weight = _empty_parameter(num_embeddings, embedding_dim, dtype=dtype,
+                                       device=device)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Re-draw the table from N(0, 1) and zero the padding row."""
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            data = self.weight.data.copy()
+            data[self.padding_idx] = 0.0
+            self.weight.data = data
+
+    def forward(self, indices: Tensor) -> Tensor:
+        out = F.embedding(indices, self.weight)
+        if self.padding_idx is not None:
+            keep = (indices != self.padding_idx).detach()
+            out = out * keep.reshape(tuple(indices.shape) + (1,)).to_dtype(out.dtype)
+        return out
+
+    def extra_repr(self) -> str:
+        pad = f", padding_idx={self.padding_idx}" if self.padding_idx is not None else ""
+        return f"{self.num_embeddings}, {self.embedding_dim}{pad}"

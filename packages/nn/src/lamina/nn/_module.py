@@ -1,0 +1,375 @@
+"""Module: the base class of layers and models, with ordered registration.
+
+Assigning a Parameter, a Module or (through ``register_buffer``) a buffer to
+an attribute records it in insertion order; ``named_parameters``,
+``state_dict`` and ``repr`` walk the tree in that order, like PyTorch.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, NamedTuple
+
+from lamina.autograd import Tensor
+
+from ._errors import StateDictError
+from ._parameter import Parameter, as_array, assign_array
+
+__all__ = ["IncompatibleKeys", "Module"]
+
+
+class IncompatibleKeys(NamedTuple):
+    """What ``load_state_dict(strict=False)`` did not match."""
+
+    missing_keys: list[str]
+    unexpected_keys: list[str]
+
+
+class Module:
+    """Base class for every layer and model.
+
+    Subclasses call ``super().__init__()`` first, assign parameters and
+    submodules as attributes, and define ``forward``. Calling the module
+    runs ``forward``.
+
+    Example:
+        >>> from lamina import nn
+        >>> class Net(nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.fc = nn.Linear(4, 2)
+        ...     def forward(self, x):
+        ...         return self.fc(x).relu()
+        >>> [name for name, _ in Net().named_parameters()]
+        ['fc.weight', 'fc.bias']
+    """
+
+    training: bool
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent", set())
+        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "training", True)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(f"{type(self).__name__} does not define forward()")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)
+
+    # ------------------------------------------------------------ registration
+    def _registry(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        try:
+            return self.__dict__["_parameters"], self.__dict__["_buffers"], \
+                self.__dict__["_modules"]
+        except KeyError:
+            raise AttributeError(f"{type(self).__name__}: call super().__init__() before "
+                                 f"assigning attributes") from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        params, buffers, modules = self._registry()
+        if isinstance(value, Parameter):
+            self._forget(name)
+            params[name] = value
+        elif isinstance(value, Module):
+            self._forget(name)
+            modules[name] = value
+        elif name in params:
+            if value is not None:
+                raise TypeError(f"{type(self).__name__}: cannot assign {type(value).__name__} "
+                                f"to parameter '{name}' (a Parameter or None is expected)")
+            params[name] = None
+        elif name in modules:
+            if value is not None:
+                raise TypeError(f"{type(self).__name__}: cannot assign {type(value).__name__} "
+                                f"to submodule '{name}' (a Module or None is expected)")
+            modules[name] = None
+        elif name in buffers:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"{type(self).__name__}: cannot assign {type(value).__name__} "
+                                f"to buffer '{name}' (a Tensor or None is expected)")
+            buffers[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def _forget(self, name: str) -> None:
+        for table in self._registry():
+            table.pop(name, None)
+        self.__dict__.pop(name, None)
+        self._non_persistent.discard(name)
+
+    def __getattr__(self, name: str) -> Any:
+        for table in ("_parameters", "_buffers", "_modules"):
+            entries = self.__dict__.get(table)
+            if entries is not None and name in entries:
+                return entries[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        for table in self._registry():
+            if name in table:
+                del table[name]
+                self._non_persistent.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self) -> list[str]:
+        params, buffers, modules = self._registry()
+        return sorted(set(super().__dir__()) | set(params) | set(buffers) | set(modules))
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Add a parameter (or a None placeholder) under ``name``."""
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"register_parameter: '{name}' must be a Parameter or None, "
+                            f"got {type(param).__name__}")
+        self._check_name(name)
+        self._forget(name)
+        self._parameters[name] = param
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """Add a buffer: state that is not trained (e.g. BatchNorm's running mean).
+
+        Args:
+            name: attribute name.
+            tensor: the buffer, or None.
+            persistent: include it in ``state_dict``.
+        """
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"register_buffer: '{name}' must be a Tensor or None, "
+                            f"got {type(tensor).__name__}")
+        self._check_name(name)
+        self._forget(name)
+        self._buffers[name] = tensor
+        if not persistent:
+            self._non_persistent.add(name)
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        """Add a submodule (or a None placeholder) under ``name``."""
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"add_module: '{name}' must be a Module or None, "
+                            f"got {type(module).__name__}")
+        self._check_name(name)
+        self._forget(name)
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def _check_name(self, name: str) -> None:
+        self._registry()
+        if not isinstance(name, str) or not name or "." in name:
+            raise KeyError(f"{type(self).__name__}: invalid name {name!r} (a non-empty string "
+                           f"without '.' is expected)")
+
+    # -------------------------------------------------------------- traversal
+    def named_modules(self, prefix: str = "", memo: set[int] | None = None
+                      ) -> Iterator[tuple[str, Module]]:
+        """This module and every descendant, depth first, each once."""
+        memo = set() if memo is None else memo
+        if id(self) in memo:
+            return
+        memo.add(id(self))
+        yield prefix, self
+        for name, child in self._modules.items():
+            if child is not None:
+                yield from child.named_modules(f"{prefix}.{name}" if prefix else name, memo)
+
+    def modules(self) -> Iterator[Module]:
+        """This module and every descendant."""
+        for _, module in self.named_modules():
+            yield module
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        """The direct submodules with their names."""
+        for name, child in self._modules.items():
+            if child is not None:
+                yield name, child
+
+    def children(self) -> Iterator[Module]:
+        """The direct submodules."""
+        for _, child in self.named_children():
+            yield child
+
+    def _named_members(self, table: str, prefix: str, recurse: bool
+                       ) -> Iterator[tuple[str, Any]]:
+        seen: set[int] = set()
+        modules = self.named_modules(prefix) if recurse else iter([(prefix, self)])
+        for module_prefix, module in modules:
+            for name, value in getattr(module, table).items():
+                if value is None or id(value) in seen:
+                    continue
+                seen.add(id(value))
+                yield (f"{module_prefix}.{name}" if module_prefix else name), value
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True
+                         ) -> Iterator[tuple[str, Parameter]]:
+        """Every parameter with its dotted name, shared ones once."""
+        yield from self._named_members("_parameters", prefix, recurse)
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        """Every parameter, in registration order (pass these to an optimizer)."""
+        for _, param in self.named_parameters(recurse=recurse):
+            yield param
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True
+                      ) -> Iterator[tuple[str, Tensor]]:
+        """Every buffer with its dotted name."""
+        yield from self._named_members("_buffers", prefix, recurse)
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        """Every buffer."""
+        for _, buf in self.named_buffers(recurse=recurse):
+            yield buf
+
+    # ------------------------------------------------------------------ modes
+    def train(self, mode: bool = True) -> Module:
+        """Set training mode (dropout active, batch statistics) here and below."""
+        if not isinstance(mode, bool):
+            raise TypeError(f"train: mode must be a bool, got {type(mode).__name__}")
+        for module in self.modules():
+            object.__setattr__(module, "training", mode)
+        return self
+
+    def eval(self) -> Module:
+        """Set evaluation mode; the same as ``train(False)``."""
+        return self.train(False)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset every parameter's gradient (to None, or to zeros)."""
+        for param in self.parameters():
+            if param.grad is None:
+                continue
+            if set_to_none:
+                param.grad = None
+            else:
+                param.grad = param.grad.detach() * 0.0
+
+    def apply(self, fn: Callable[[Module], Any]) -> Module:
+        """Call ``fn`` on every submodule (children first) and then on this one."""
+        for child in self.children():
+            child.apply(fn)
+        fn(self)
+        return self
+
+    def to(self, device: Any = None, dtype: Any = None) -> Module:
+        """Move (and/or cast floating) parameters and buffers in place.
+
+        Args:
+            device: target device, e.g. ``"cpu"`` or ``"cuda"``.
+            dtype: target floating dtype; integer buffers keep theirs.
+        """
+        for module in self.modules():
+            for table in (module._parameters, module._buffers):
+                for value in table.values():
+                    if value is not None:
+                        _move(value, device, dtype)
+        return self
+
+    def num_parameters(self) -> int:
+        """The number of trainable scalars."""
+        return sum(p.data.size for p in self.parameters())
+
+    # ------------------------------------------------------------- state dict
+    def state_dict(self, prefix: str = "") -> OrderedDict[str, Tensor]:
+        """Parameters and persistent buffers by dotted name, detached.
+
+        The values share storage with the module until a later update
+        replaces it; save them with ``lamina.nn.save``.
+        """
+        out: OrderedDict[str, Tensor] = OrderedDict()
+        for module_prefix, module in self.named_modules(prefix):
+            for name, value in module._parameters.items():
+                if value is not None:
+                    out[_join(module_prefix, name)] = value.detach()
+            for name, value in module._buffers.items():
+                if value is not None and name not in module._non_persistent:
+                    out[_join(module_prefix, name)] = value.detach()
+        return out
+
+    def _state_targets(self) -> OrderedDict[str, Tensor]:
+        targets: OrderedDict[str, Tensor] = OrderedDict()
+        for module_prefix, module in self.named_modules():
+            for name, value in module._parameters.items():
+                if value is not None:
+                    targets[_join(module_prefix, name)] = value
+            for name, value in module._buffers.items():
+                if value is not None and name not in module._non_persistent:
+                    targets[_join(module_prefix, name)] = value
+        return targets
+
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True
+                        ) -> IncompatibleKeys:
+        """Copy values from ``state_dict`` into parameters and buffers.
+
+        Every key is checked before anything is copied: missing keys,
+        unexpected keys and shape mismatches are collected and raised at once,
+        leaving the module untouched.
+
+        Args:
+            state_dict: name -> Tensor or numpy array.
+            strict: missing and unexpected keys are errors (shape mismatches
+                always are).
+
+        Returns:
+            The missing and unexpected keys (empty lists when strict).
+
+        Raises:
+            StateDictError: lists every missing, unexpected and mis-shaped key.
+        """
+        targets = self._state_targets()
+        missing = [k for k in targets if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in targets]
+        arrays, problems = {}, []
+        for key, target in targets.items():
+            if key not in state_dict:
+                continue
+            try:
+                value = as_array(state_dict[key], target)
+            except (TypeError, ValueError) as exc:
+                problems.append(f"{key}: {exc}")
+                continue
+            if tuple(value.shape) != tuple(target.shape):
+                problems.append(f"{key}: shape {tuple(value.shape)} in the checkpoint, "
+                                f"{tuple(target.shape)} in the model")
+            arrays[key] = value
+        if problems or (strict and (missing or unexpected)):
+            raise StateDictError(type(self).__name__, missing if strict else [],
+                                 unexpected if strict else [], problems)
+        for key, value in arrays.items():
+            assign_array(targets[key], value)
+        return IncompatibleKeys(missing, unexpected)
+
+    # ------------------------------------------------------------------- repr
+    def extra_repr(self) -> str:
+        """One line of settings shown inside this module's repr."""
+        return ""
+
+    def __repr__(self) -> str:
+        lines = []
+        for name, child in self._modules.items():
+            text = repr(child).replace("\n", "\n  ")
+            lines.append(f"({name}): {text}")
+        extra = self.extra_repr()
+        if not lines:
+            return f"{type(self).__name__}({extra})"
+        body = "".join(f"\n  {line}" for line in ([extra] if extra else []) + lines)
+        return f"{type(self).__name__}({body}\n)"
+
+
+def _join(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name
+
+
+def _move(tensor: Tensor, device: Any, dtype: Any) -> None:
+    data = tensor.data
+    if dtype is not None and data.dtype.is_floating:
+        data = data.astype(dtype)
+    if device is not None:
+        data = data.to(device)
+    if data is not tensor.data:
+        tensor.data = data
+        if tensor.grad is not None:
+            grad = tensor.grad.data
+            tensor.grad = Tensor._make(grad.astype(data.dtype).to(data.device))

@@ -1,0 +1,116 @@
+"""Normalisation layers: BatchNorm1d and LayerNorm."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lamina import ndarray as nd
+from lamina.autograd import Tensor
+
+from . import functional as F
+from ._errors import check_shape
+from ._module import Module
+from ._parameter import Parameter, new_tensor
+
+__all__ = ["BatchNorm1d", "LayerNorm"]
+
+
+class BatchNorm1d(Module):
+    """Normalise each of C features over the batch, with running statistics.
+
+    Training: y = (x - mean_B) / sqrt(var_B + eps) * weight + bias, and
+    ``running = (1 - momentum) * running + momentum * batch_stat`` (unbiased
+    variance for ``running_var``). Eval: the running statistics replace the
+    batch's. ``momentum=None`` keeps a cumulative average.
+
+    Args:
+        num_features: C.
+        eps: added to the variance.
+        momentum: running-statistics factor, or None.
+        affine: learn weight (ones) and bias (zeros).
+        track_running_stats: keep running statistics (else always use batch stats).
+
+    Shape:
+        input (N, C) -> output (N, C).
+    """
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        dtype = dtype or nd.float32
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        if affine:
+            self.weight = Parameter(nd.ones(num_features, dtype=dtype, device=device))
+            self.bias = Parameter(nd.zeros(num_features, dtype=dtype, device=device))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean",
+                                 new_tensor(nd.zeros(num_features, dtype=dtype, device=device)))
+            self.register_buffer("running_var",
+                                 new_tensor(nd.ones(num_features, dtype=dtype, device=device)))
+            self.register_buffer("num_batches_tracked",
+                                 new_tensor(nd.full((), 0, dtype=nd.int64, device=device)))
+        else:
+            for name in ("running_mean", "running_var", "num_batches_tracked"):
+                self.register_buffer(name, None)
+
+    def forward(self, x: Tensor) -> Tensor:
+        check_shape(repr(self), tuple(x.shape), (2,), f"(N, {self.num_features})",
+                    1, self.num_features)
+        tracked = 0
+        if self.training and self.track_running_stats:
+            count = self.num_batches_tracked
+            # int64 arrays have no arithmetic kernels: count on the host.
+            tracked = int(count.item()) + 1
+            count.data = nd.full((), tracked, dtype=nd.int64, device=count.device)
+        return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                            training=self.training or not self.track_running_stats,
+                            momentum=self.momentum, eps=self.eps,
+                            num_batches_tracked=tracked)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+class LayerNorm(Module):
+    """Normalise over the last dims: (x - mean) / sqrt(var + eps) * weight + bias.
+
+    Args:
+        normalized_shape: the trailing shape D (an int or a tuple).
+        eps: added to the variance.
+        elementwise_affine: learn weight (ones) and bias (zeros) of shape D.
+        bias: learn the bias (when affine).
+
+    Shape:
+        input (*, *D) -> output (*, *D).
+    """
+
+    def __init__(self, normalized_shape: int | tuple[int, ...], eps: float = 1e-5,
+                 elementwise_affine: bool = True, bias: bool = True,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) \
+            else tuple(normalized_shape)
+        self.normalized_shape, self.eps = shape, eps
+        self.elementwise_affine = elementwise_affine
+        dtype = dtype or nd.float32
+        if elementwise_affine:
+            self.weight = Parameter(nd.ones(*shape, dtype=dtype, device=device))
+        else:
+            self.register_parameter("weight", None)
+        if elementwise_affine and bias:
+            self.bias = Parameter(nd.zeros(*shape, dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")

@@ -1,0 +1,165 @@
+"""Checkpoints: ``save(obj, path)`` / ``load(path)`` in safetensors (no pickle).
+
+A checkpoint is a safetensors file. Array leaves of ``obj`` (Tensors, NDArrays,
+numpy arrays) become tensor entries named by their path (``"fc.weight"``,
+``"state.0.exp_avg"``); everything else (numbers, strings, None, lists,
+nested dicts with str or int keys, which an optimizer's state dict has) is
+stored as JSON in the file's metadata, with each array replaced by a
+reference to its entry. A SHA-256 over the entries' bytes is stored too, so
+a damaged file is rejected before anything is built from it. Any plain
+safetensors file loads as a flat dict.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from lamina import ndarray as nd
+from lamina.autograd import Tensor
+from safetensors import SafetensorError, safe_open
+from safetensors.numpy import save_file
+
+from ._errors import CheckpointError
+
+__all__ = ["load", "save"]
+
+_FORMAT = "lamina-checkpoint-1"
+
+
+def save(obj: Any, path: str | os.PathLike[str]) -> None:
+    """Write ``obj`` (a state dict, an optimizer state dict, or a dict of them) to ``path``.
+
+    The file is written next to ``path`` and renamed into place, so an
+    interrupted save never leaves a half-written checkpoint under ``path``.
+
+    Args:
+        obj: nested dicts/lists/tuples of arrays, numbers, strings, bools and None.
+        path: the file to write (conventionally ``*.safetensors``).
+
+    Example:
+        >>> import numpy as np, tempfile, os
+        >>> p = os.path.join(tempfile.mkdtemp(), "ck.safetensors")
+        >>> save({"w": np.ones(2, np.float32), "step": 3}, p)
+        >>> sorted(load(p, as_numpy=True).items(), key=str)[1]
+        ('w', array([1., 1.], dtype=float32))
+    """
+    tensors: dict[str, np.ndarray] = {}
+    tree = _encode(obj, (), tensors)
+    names = sorted(tensors)
+    metadata = {"format": _FORMAT, "tree": json.dumps(tree),
+                "sha256": _digest(tensors, names)}
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    save_file(tensors, str(tmp), metadata=metadata)
+    tmp.replace(path)
+
+
+def _encode(obj: Any, where: tuple[str, ...], tensors: dict[str, np.ndarray]) -> Any:
+    if isinstance(obj, (Tensor, nd.NDArray, np.ndarray)):
+        kind = "tensor" if isinstance(obj, Tensor) else \
+            "ndarray" if isinstance(obj, nd.NDArray) else "numpy"
+        array = np.ascontiguousarray(obj.numpy() if kind != "numpy" else obj)
+        name = ".".join(where) or "value"
+        while name in tensors:
+            name += "_"
+        tensors[name] = array
+        return {"__array__": name, "kind": kind}
+    if isinstance(obj, Mapping):
+        if all(isinstance(k, str) for k in obj):
+            return {"__dict__": [[k, _encode(v, where + (k,), tensors)] for k, v in obj.items()]}
+        if all(isinstance(k, int) for k in obj):
+            return {"__intdict__": [[k, _encode(v, where + (str(k),), tensors)]
+                                    for k, v in obj.items()]}
+        raise TypeError(f"save: dict keys must be all str or all int, got {list(obj)[:5]}")
+    if isinstance(obj, (list, tuple)):
+        items = [_encode(v, where + (str(i),), tensors) for i, v in enumerate(obj)]
+        return {"__tuple__": items} if isinstance(obj, tuple) else {"__list__": items}
+    if isinstance(obj, (np.generic,)):
+        obj = obj.item()
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return {"__value__": obj}
+    raise TypeError(f"save: cannot store a {type(obj).__name__} at "
+                    f"'{'.'.join(where) or '<root>'}'; checkpoints hold arrays, numbers, "
+                    f"strings, None and lists/dicts of them (no pickle)")
+
+
+def _digest(tensors: Mapping[str, np.ndarray], names: list[str]) -> str:
+    h = hashlib.sha256()
+    for name in names:
+        array = np.ascontiguousarray(tensors[name])
+        h.update(f"{name}:{array.dtype.str}:{array.shape};".encode())
+        h.update(array.tobytes())
+    return h.hexdigest()
+
+
+def load(path: str | os.PathLike[str], device: Any = None, as_numpy: bool = False) -> Any:
+    """Read a checkpoint written by :func:`save` (or any safetensors file).
+
+    Args:
+        path: the file.
+        device: where loaded Tensors live (default device when None).
+        as_numpy: return every array as a numpy array instead of its saved kind.
+
+    Returns:
+        The saved object; a plain safetensors file gives a flat dict.
+
+    Raises:
+        FileNotFoundError: no such file.
+        CheckpointError: the file is truncated, corrupt, or not safetensors;
+            nothing is returned.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"load: no such checkpoint: {path}")
+    try:
+        with safe_open(str(path), framework="numpy") as f:
+            metadata = f.metadata() or {}
+            tensors = {name: f.get_tensor(name) for name in f.keys()}  # noqa: SIM118
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise CheckpointError(f"load: {path} is not a readable safetensors checkpoint "
+                              f"(truncated or corrupt?): {exc}") from exc
+    if metadata.get("format") != _FORMAT:
+        return {name: _restore(array, "numpy" if as_numpy else "tensor", device)
+                for name, array in tensors.items()}
+    if _digest(tensors, sorted(tensors)) != metadata.get("sha256"):
+        raise CheckpointError(f"load: {path} is corrupt: its data does not match the "
+                              f"checksum written with it")
+    try:
+        tree = json.loads(metadata["tree"])
+        return _decode(tree, tensors, device, as_numpy)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CheckpointError(f"load: {path} has a damaged structure record: {exc}") from exc
+
+
+def _decode(node: Any, tensors: dict[str, np.ndarray], device: Any, as_numpy: bool) -> Any:
+    if "__array__" in node:
+        kind = "numpy" if as_numpy else node["kind"]
+        return _restore(tensors[node["__array__"]], kind, device)
+    if "__dict__" in node:
+        return {k: _decode(v, tensors, device, as_numpy) for k, v in node["__dict__"]}
+    if "__intdict__" in node:
+        return {int(k): _decode(v, tensors, device, as_numpy) for k, v in node["__intdict__"]}
+    if "__list__" in node:
+        return [_decode(v, tensors, device, as_numpy) for v in node["__list__"]]
+    if "__tuple__" in node:
+        return tuple(_decode(v, tensors, device, as_numpy) for v in node["__tuple__"])
+    return node["__value__"]
+
+
+def _restore(array: np.ndarray, kind: str, device: Any) -> Any:
+    if kind == "numpy":
+        return array
+    data = nd.array(array, dtype=_lamina_dtype(array), device=device)
+    return data if kind == "ndarray" else Tensor(data)
+
+
+def _lamina_dtype(array: np.ndarray) -> Any:
+    if array.dtype.kind == "f":
+        return nd.float64 if array.dtype == np.float64 else nd.float32
+    return nd.int64

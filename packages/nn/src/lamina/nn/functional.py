@@ -1,0 +1,223 @@
+"""Functional forms of the layers and losses (stateless; weights are arguments).
+
+Shapes use N for the batch, C for classes or channels, ``*`` for any
+further dims.
+"""
+
+from __future__ import annotations
+
+import math
+
+from lamina import autograd as ag
+from lamina.autograd import Tensor
+
+from ._errors import ShapeError
+
+__all__ = [
+    "batch_norm", "cross_entropy", "dropout", "embedding", "gelu", "layer_norm", "linear",
+    "log_softmax", "mse_loss", "nll_loss", "one_hot", "relu", "sigmoid", "softmax", "tanh",
+]
+
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``x @ weight.T + bias``.
+
+    Args:
+        x: (*, in_features).
+        weight: (out_features, in_features).
+        bias: (out_features,) or None.
+
+    Returns:
+        (*, out_features).
+    """
+    out = x @ weight.transpose(0, 1)
+    return out + bias if bias is not None else out
+
+
+def relu(x: Tensor) -> Tensor:
+    """max(x, 0), elementwise."""
+    return x.relu()
+
+
+def sigmoid(x: Tensor) -> Tensor:
+    """1 / (1 + exp(-x)), elementwise."""
+    return x.sigmoid()
+
+
+def tanh(x: Tensor) -> Tensor:
+    """tanh(x), elementwise."""
+    return x.tanh()
+
+
+def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    """Gaussian error linear unit; ``approximate="tanh"`` uses the tanh form."""
+    if approximate == "none":
+        return x.gelu()
+    if approximate == "tanh":
+        inner = (x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)
+        return x * (inner.tanh() + 1.0) * 0.5
+    raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+
+
+def softmax(x: Tensor, dim: int = -1) -> Tensor:
+    """exp(x) / sum(exp(x)) along ``dim``."""
+    return x.softmax(dim)
+
+
+def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
+    """x - logsumexp(x) along ``dim``."""
+    return x.log_softmax(dim)
+
+
+def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
+    """Zero each element with probability p and scale the rest by 1 / (1 - p).
+
+    Identity when ``training`` is False or ``p == 0``.
+    """
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout: p must be in [0, 1], got {p}")
+    if not training or p == 0.0:
+        return x
+    return ag.dropout(x, p, training=True)
+
+
+def one_hot(target: Tensor, num_classes: int) -> Tensor:
+    """int64 (*,) -> float32 (*, num_classes) with a 1 at each target."""
+    return ag.one_hot(target, num_classes)
+
+
+def _check_targets(op: str, logits: Tensor, target: Tensor) -> None:
+    if logits.ndim != 2:
+        raise ShapeError(f"{op}: expected input of shape (N, C), got {tuple(logits.shape)}")
+    if tuple(target.shape) != (logits.shape[0],):
+        raise ShapeError(f"{op}: expected target of shape ({logits.shape[0]},) for input "
+                         f"{tuple(logits.shape)}, got {tuple(target.shape)}")
+    if target.dtype != "int64":
+        raise TypeError(f"{op}: target must hold int64 class indices, got {target.dtype}")
+
+
+def _reduce(op: str, loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{op}: reduction must be one of {_REDUCTIONS}, got {reduction!r}")
+
+
+def nll_loss(log_probs: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """Negative log likelihood of integer targets.
+
+    Args:
+        log_probs: (N, C) log-probabilities.
+        target: (N,) int64 class indices in [0, C).
+        reduction: ``"mean"``, ``"sum"`` or ``"none"`` (returns (N,)).
+    """
+    _check_targets("nll_loss", log_probs, target)
+    picked = (log_probs * one_hot(target, log_probs.shape[1])).sum(1)
+    return _reduce("nll_loss", -picked, reduction)
+
+
+def cross_entropy(logits: Tensor, target: Tensor, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
+    """Softmax cross-entropy of integer targets, with optional label smoothing.
+
+    With smoothing eps the target distribution is ``(1 - eps) * one_hot + eps / C``.
+
+    Args:
+        logits: (N, C) unnormalised scores.
+        target: (N,) int64 class indices in [0, C).
+        reduction: ``"mean"``, ``"sum"`` or ``"none"`` (returns (N,)).
+        label_smoothing: eps in [0, 1].
+
+    Example:
+        >>> from lamina import autograd
+        >>> loss = cross_entropy(autograd.zeros(2, 4), autograd.tensor([0, 3]))
+        >>> round(loss.item(), 4)
+        1.3863
+    """
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], "
+                         f"got {label_smoothing}")
+    _check_targets("cross_entropy", logits, target)
+    log_probs = logits.log_softmax(1)
+    nll = -(log_probs * one_hot(target, logits.shape[1])).sum(1)
+    if label_smoothing:
+        nll = nll * (1.0 - label_smoothing) - log_probs.mean(1) * label_smoothing
+    return _reduce("cross_entropy", nll, reduction)
+
+
+def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """Squared error (input - target)^2; shapes must match exactly."""
+    if tuple(input.shape) != tuple(target.shape):
+        raise ShapeError(f"mse_loss: input {tuple(input.shape)} and target "
+                         f"{tuple(target.shape)} must have the same shape")
+    diff = input - target
+    return _reduce("mse_loss", diff * diff, reduction)
+
+
+def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+               weight: Tensor | None = None, bias: Tensor | None = None,
+               training: bool = False, momentum: float | None = 0.1,
+               eps: float = 1e-5, num_batches_tracked: int = 0) -> Tensor:
+    """Normalise each feature of (N, C) by batch (training) or running statistics.
+
+    In training, the running statistics are updated in place (without a
+    graph): ``running = (1 - momentum) * running + momentum * batch``, with
+    the unbiased batch variance, as in PyTorch; ``momentum=None`` keeps a
+    cumulative average over ``num_batches_tracked`` batches (counting this one).
+
+    Args:
+        x: (N, C).
+        running_mean, running_var: (C,) buffers or None.
+        weight, bias: (C,) affine parameters or None.
+    """
+    if training:
+        n = x.shape[0]
+        if n < 2:
+            raise ValueError(f"batch_norm: expected more than 1 value per channel when "
+                             f"training, got input of shape {tuple(x.shape)}")
+        mean = x.mean(0)
+        centred = x - mean
+        var = (centred * centred).mean(0)
+        if running_mean is not None and running_var is not None:
+            m = 1.0 / num_batches_tracked if momentum is None else momentum
+            with ag.no_grad():
+                unbiased = var.detach().data * (n / (n - 1))
+                running_mean.data = running_mean.data * (1 - m) + mean.detach().data * m
+                running_var.data = running_var.data * (1 - m) + unbiased * m
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError("batch_norm: running statistics are needed in eval mode")
+        mean, var = running_mean, running_var
+        centred = x - mean
+    out = centred / (var + eps) ** 0.5
+    if weight is not None:
+        out = out * weight
+    return out + bias if bias is not None else out
+
+
+def layer_norm(x: Tensor, normalized_shape: tuple[int, ...], weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalise over the last ``len(normalized_shape)`` dims (biased variance)."""
+    dims = tuple(range(x.ndim - len(normalized_shape), x.ndim))
+    if tuple(x.shape[x.ndim - len(normalized_shape):]) != tuple(normalized_shape):
+        raise ShapeError(f"layer_norm: expected input of shape (*, "
+                         f"{', '.join(map(str, normalized_shape))}), got {tuple(x.shape)}")
+    mean = x.mean(dims, keepdim=True)
+    centred = x - mean
+    var = (centred * centred).mean(dims, keepdim=True)
+    out = centred / (var + eps) ** 0.5
+    if weight is not None:
+        out = out * weight
+    return out + bias if bias is not None else out
+
+
+def embedding(indices: Tensor, weight: Tensor) -> Tensor:
+    """Rows of ``weight`` (num_embeddings, D) at int64 ``indices`` (*,) -> (*, D)."""
+    if indices.dtype != "int64":
+        raise TypeError(f"embedding: indices must be int64, got {indices.dtype}")
+    return ag.embedding(indices, weight)

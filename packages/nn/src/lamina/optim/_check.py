@@ -1,0 +1,17 @@
+"""Hyperparameter checks shared by the optimizers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def check_range(owner: str, group: dict[str, Any], name: str, low: float = 0.0,
+                high: float | None = None, high_open: bool = False) -> None:
+    """Raise ValueError unless ``low <= group[name]`` and it is below/at ``high``."""
+    value = group[name]
+    bad = not isinstance(value, (int, float)) or value < low
+    if high is not None and not bad:
+        bad = value >= high if high_open else value > high
+    if bad:
+        upper = "" if high is None else (f" and < {high}" if high_open else f" and <= {high}")
+        raise ValueError(f"{owner}: invalid {name} {value!r}; expected >= {low}{upper}")

@@ -1,0 +1,261 @@
+"""Learning-rate schedulers: each sets ``group["lr"]`` from the step count.
+
+Call ``scheduler.step()`` once per epoch (or per batch for OneCycleLR), after
+``optimizer.step()``. Each scheduler computes the learning rate in closed
+form from ``last_epoch`` and the group's ``initial_lr``, so the sequence
+matches PyTorch's and a restored state dict continues it exactly.
+
+Example:
+    >>> from lamina import nn, optim
+    >>> opt = optim.SGD(nn.Linear(2, 1).parameters(), lr=1.0)
+    >>> sched = StepLR(opt, step_size=2, gamma=0.5)
+    >>> lrs = []
+    >>> for _ in range(5):
+    ...     opt.step(); sched.step(); lrs.append(sched.get_last_lr()[0])
+    >>> lrs
+    [1.0, 0.5, 0.5, 0.25, 0.25]
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ._optimizer import Optimizer
+
+__all__ = [
+    "CosineAnnealingLR", "ExponentialLR", "LRScheduler", "LambdaLR", "LinearLR",
+    "MultiStepLR", "OneCycleLR", "StepLR",
+]
+
+
+class LRScheduler:
+    """Base class: tracks ``last_epoch`` and writes ``lr`` into each group.
+
+    Args:
+        optimizer: the optimizer whose groups it drives.
+        last_epoch: the index of the last epoch when resuming (-1 to start).
+    """
+
+    def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(self).__name__}: expected an Optimizer, "
+                            f"got {type(optimizer).__name__}")
+        self.optimizer = optimizer
+        for group in optimizer.param_groups:
+            if last_epoch == -1:
+                group.setdefault("initial_lr", group["lr"])
+            elif "initial_lr" not in group:
+                raise KeyError(f"{type(self).__name__}: param group has no 'initial_lr'; "
+                               f"resume by loading the scheduler's state dict instead")
+        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
+        self.last_epoch = last_epoch
+        self.step()
+
+    def lr_at(self, base_lr: float, epoch: int) -> float:
+        """The learning rate of a group with ``base_lr`` at ``epoch``."""
+        raise TypeError(f"{type(self).__name__} does not define lr_at()")
+
+    def get_last_lr(self) -> list[float]:
+        """The learning rates the last ``step`` set, one per group."""
+        return list(self._last_lr)
+
+    def step(self) -> None:
+        """Advance one epoch and update every group's ``lr``."""
+        self.last_epoch += 1
+        for group, base in zip(self.optimizer.param_groups, self.base_lrs):
+            group["lr"] = self.lr_at(base, self.last_epoch)
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+    def state_dict(self) -> dict[str, Any]:
+        """Every attribute except the optimizer (and functions)."""
+        return {k: v for k, v in self.__dict__.items()
+                if k != "optimizer" and not callable(v)}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore attributes saved by :meth:`state_dict`."""
+        for key, value in state_dict.items():
+            setattr(self, key, list(value) if isinstance(value, tuple) else value)
+
+
+class LambdaLR(LRScheduler):
+    """lr = initial_lr * lr_lambda(epoch)."""
+
+    def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float],
+                 last_epoch: int = -1) -> None:
+        self.lr_lambda = lr_lambda
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, base_lr: float, epoch: int) -> float:
+        return base_lr * self.lr_lambda(epoch)
+
+
+class StepLR(LRScheduler):
+    """lr = initial_lr * gamma ** (epoch // step_size)."""
+
+    def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1,
+                 last_epoch: int = -1) -> None:
+        if step_size < 1:
+            raise ValueError(f"StepLR: step_size must be >= 1, got {step_size}")
+        self.step_size, self.gamma = step_size, gamma
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, base_lr: float, epoch: int) -> float:
+        return base_lr * self.gamma ** (epoch // self.step_size)
+
+
+class MultiStepLR(LRScheduler):
+    """lr = initial_lr * gamma ** (number of milestones <= epoch)."""
+
+    def __init__(self, optimizer: Optimizer, milestones: Sequence[int], gamma: float = 0.1,
+                 last_epoch: int = -1) -> None:
+        self.milestones, self.gamma = sorted(milestones), gamma
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, base_lr: float, epoch: int) -> float:
+        return base_lr * self.gamma ** bisect.bisect_right(self.milestones, epoch)
+
+
+class ExponentialLR(LRScheduler):
+    """lr = initial_lr * gamma ** epoch."""
+
+    def __init__(self, optimizer: Optimizer, gamma: float, last_epoch: int = -1) -> None:
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, base_lr: float, epoch: int) -> float:
+        return base_lr * self.gamma**epoch
+
+
+class CosineAnnealingLR(LRScheduler):
+    """lr = eta_min + (initial_lr - eta_min) * (1 + cos(pi * epoch / T_max)) / 2."""
+
+    def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0,  # noqa: N803
+                 last_epoch: int = -1) -> None:
+        if T_max < 1:
+            raise ValueError(f"CosineAnnealingLR: T_max must be >= 1, got {T_max}")
+        self.T_max, self.eta_min = T_max, eta_min
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, base_lr: float, epoch: int) -> float:
+        cos = 1.0 + math.cos(math.pi * epoch / self.T_max)
+        return self.eta_min + (base_lr - self.eta_min) * cos / 2.0
+
+
+class LinearLR(LRScheduler):
+    """Linear warmup (or decay) of a factor from start_factor to end_factor.
+
+    lr = initial_lr * (start + (end - start) * min(epoch, total_iters) / total_iters).
+    """
+
+    def __init__(self, optimizer: Optimizer, start_factor: float = 1.0 / 3,
+                 end_factor: float = 1.0, total_iters: int = 5, last_epoch: int = -1) -> None:
+        if not 0.0 < start_factor <= 1.0 or not 0.0 <= end_factor <= 1.0:
+            raise ValueError(f"LinearLR: need 0 < start_factor <= 1 and 0 <= end_factor <= 1, "
+                             f"got {start_factor}, {end_factor}")
+        if total_iters < 1:
+            raise ValueError(f"LinearLR: total_iters must be >= 1, got {total_iters}")
+        self.start_factor, self.end_factor = start_factor, end_factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, base_lr: float, epoch: int) -> float:
+        frac = min(epoch, self.total_iters) / self.total_iters
+        return base_lr * (self.start_factor + (self.end_factor - self.start_factor) * frac)
+
+
+class OneCycleLR(LRScheduler):
+    """The 1cycle policy (Smith & Topin, 2017); step it once per batch.
+
+    The lr rises from max_lr / div_factor to max_lr over the first
+    ``pct_start`` of the steps, then anneals to initial / final_div_factor;
+    momentum (or Adam's beta1) moves the opposite way between
+    ``max_momentum`` and ``base_momentum``. ``three_phase`` adds a symmetric
+    descent to the initial lr before the final annealing.
+
+    Args:
+        optimizer: the optimizer.
+        max_lr: peak learning rate (one for all groups, or one per group).
+        total_steps: number of steps; or give ``epochs`` and ``steps_per_epoch``.
+        pct_start: fraction of the steps spent rising.
+        anneal_strategy: ``"cos"`` or ``"linear"``.
+        cycle_momentum: cycle the momentum too.
+    """
+
+    def __init__(self, optimizer: Optimizer, max_lr: float | Sequence[float],
+                 total_steps: int | None = None, epochs: int | None = None,
+                 steps_per_epoch: int | None = None, pct_start: float = 0.3,
+                 anneal_strategy: str = "cos", cycle_momentum: bool = True,
+                 base_momentum: float = 0.85, max_momentum: float = 0.95,
+                 div_factor: float = 25.0, final_div_factor: float = 1e4,
+                 three_phase: bool = False, last_epoch: int = -1) -> None:
+        if total_steps is None:
+            if not epochs or not steps_per_epoch:
+                raise ValueError("OneCycleLR: give total_steps, or epochs and steps_per_epoch")
+            total_steps = epochs * steps_per_epoch
+        if total_steps < 1 or not 0.0 < pct_start < 1.0:
+            raise ValueError(f"OneCycleLR: need total_steps >= 1 and 0 < pct_start < 1, "
+                             f"got {total_steps}, {pct_start}")
+        if anneal_strategy not in ("cos", "linear"):
+            raise ValueError(f"OneCycleLR: anneal_strategy must be 'cos' or 'linear', "
+                             f"got {anneal_strategy!r}")
+        self.total_steps, self.anneal_strategy = total_steps, anneal_strategy
+        groups = optimizer.param_groups
+        peaks = list(max_lr) if isinstance(max_lr, Sequence) else [max_lr] * len(groups)
+        for group, peak in zip(groups, peaks):
+            if last_epoch == -1:
+                group["initial_lr"] = peak / div_factor
+                group["max_lr"], group["min_lr"] = peak, group["initial_lr"] / final_div_factor
+        p = pct_start * total_steps
+        if three_phase:
+            self.phases = [(p - 1, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
+                           (2 * p - 2, "max_lr", "initial_lr", "base_momentum", "max_momentum"),
+                           (total_steps - 1, "initial_lr", "min_lr", "max_momentum",
+                            "max_momentum")]
+        else:
+            self.phases = [(p - 1, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
+                           (total_steps - 1, "max_lr", "min_lr", "base_momentum",
+                            "max_momentum")]
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            for group in groups:
+                if "momentum" not in group and "betas" not in group:
+                    raise ValueError("OneCycleLR: cycle_momentum needs an optimizer with "
+                                     "'momentum' or 'betas'")
+                if last_epoch == -1:
+                    group["max_momentum"], group["base_momentum"] = max_momentum, base_momentum
+                    _set_momentum(group, max_momentum)
+        super().__init__(optimizer, last_epoch)
+
+    def _anneal(self, start: float, end: float, pct: float) -> float:
+        if self.anneal_strategy == "cos":
+            return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+        return (end - start) * pct + start
+
+    def step(self) -> None:
+        """Advance one batch; sets lr (and momentum) of every group."""
+        self.last_epoch += 1
+        t = self.last_epoch
+        if t > self.total_steps:
+            raise ValueError(f"OneCycleLR: stepped {t} times for total_steps "
+                             f"{self.total_steps}")
+        for group in self.optimizer.param_groups:
+            start_step = 0.0
+            for i, (end_step, lr0, lr1, m0, m1) in enumerate(self.phases):
+                if t <= end_step or i == len(self.phases) - 1:
+                    pct = (t - start_step) / (end_step - start_step)
+                    group["lr"] = self._anneal(group[lr0], group[lr1], pct)
+                    if self.cycle_momentum:
+                        _set_momentum(group, self._anneal(group[m0], group[m1], pct))
+                    break
+                start_step = end_step
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+
+def _set_momentum(group: dict[str, Any], value: float) -> None:
+    if "betas" in group:
+        group["betas"] = (value, *tuple(group["betas"])[1:])
+    else:
+        group["momentum"] = value

@@ -1,0 +1,157 @@
+"""Module system: registration, traversal, modes, state dicts, repr, containers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from lamina import autograd as ag
+from lamina import nn
+
+
+class Block(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(3, 4)
+        self.register_buffer("counter", ag.zeros(2))
+        self.scale = nn.Parameter(ag.ones(1))
+        self.act = nn.ReLU()
+
+    def forward(self, x):
+        return self.act(self.fc(x)) * self.scale
+
+
+class Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.block = Block()
+        self.layers = nn.ModuleList([nn.Linear(4, 4), nn.Linear(4, 2)])
+        self.heads = nn.ModuleDict({"a": nn.Identity()})
+
+    def forward(self, x):
+        x = self.block(x)
+        for layer in self.layers:
+            x = layer(x)
+        return self.heads["a"](x)
+
+
+def test_registration_order_and_traversal():
+    net = Net()
+    names = [n for n, _ in net.named_parameters()]
+    assert names == ["block.scale", "block.fc.weight", "block.fc.bias", "layers.0.weight",
+                     "layers.0.bias", "layers.1.weight", "layers.1.bias"]  # own ones first
+    assert [n for n, _ in net.named_buffers()] == ["block.counter"]
+    assert [n for n, _ in net.named_children()] == ["block", "layers", "heads"]
+    assert [n for n, _ in net.named_modules()][:3] == ["", "block", "block.fc"]
+    assert len(list(net.modules())) == 9
+    assert net.num_parameters() == 3 * 4 + 4 + 1 + 4 * 4 + 4 + 4 * 2 + 2
+
+
+def test_parameter_order_follows_assignment():
+    block = Block()
+    assert [n for n, _ in block.named_parameters()] == ["scale", "fc.weight", "fc.bias"]
+
+
+def test_shared_parameters_are_listed_once():
+    fc = nn.Linear(2, 2)
+    net = nn.Sequential(fc, fc)
+    assert len(list(net.parameters())) == 2
+
+
+def test_setattr_rules():
+    block = Block()
+    with pytest.raises(TypeError, match="parameter 'scale'"):
+        block.scale = ag.ones(1)
+    block.scale = None
+    assert "scale" not in dict(block.named_parameters())
+    with pytest.raises(TypeError, match="buffer 'counter'"):
+        block.counter = 3
+    block.counter = ag.ones(2)
+    assert block.counter.tolist() == [1.0, 1.0]
+
+    class Forgot(nn.Module):
+        def __init__(self):
+            self.fc = nn.Linear(1, 1)
+
+    with pytest.raises(AttributeError, match="super"):
+        Forgot()
+
+
+def test_train_eval_zero_grad_apply():
+    net = Net()
+    net.eval()
+    assert all(not m.training for m in net.modules())
+    net.train()
+    assert all(m.training for m in net.modules())
+    net(ag.randn(5, 3)).sum().backward()
+    assert net.block.fc.weight.grad is not None
+    net.zero_grad(set_to_none=False)
+    assert float(abs(net.block.fc.weight.grad.numpy()).sum()) == 0.0
+    net.zero_grad()
+    assert net.block.fc.weight.grad is None
+    seen = []
+    net.apply(lambda m: seen.append(type(m).__name__))
+    assert seen[-1] == "Net" and seen[0] == "Linear"
+
+
+def test_to_device_and_dtype():
+    net = Net().to(dtype="float64")
+    assert all(p.dtype == "float64" for p in net.parameters())
+    net.to("numpy")
+    assert all(p.device.name == "numpy" for p in net.parameters())
+
+
+def test_state_dict_round_trip():
+    a, b = Net(), Net()
+    b.load_state_dict(a.state_dict())
+    for (na, pa), (nb, pb) in zip(a.state_dict().items(), b.state_dict().items()):
+        assert na == nb
+        np.testing.assert_array_equal(pa.numpy(), pb.numpy())
+    x = ag.randn(2, 3)
+    np.testing.assert_array_equal(a(x).detach().numpy(), b(x).detach().numpy())
+
+
+def test_load_state_dict_reports_every_problem_and_loads_nothing():
+    net = Net()
+    before = {k: v.numpy().copy() for k, v in net.state_dict().items()}
+    state = {k: v.numpy() + 1 for k, v in net.state_dict().items()}
+    del state["block.fc.bias"]
+    state["block.extra"] = np.zeros(1)
+    state["layers.0.weight"] = np.zeros((5, 4), np.float32)
+    with pytest.raises(nn.StateDictError) as info:
+        net.load_state_dict(state)
+    message = str(info.value)
+    assert "block.fc.bias" in message and "block.extra" in message
+    assert "layers.0.weight" in message and "(5, 4)" in message and "(4, 4)" in message
+    for k, v in net.state_dict().items():
+        np.testing.assert_array_equal(v.numpy(), before[k])
+    state["layers.0.weight"] = np.zeros((4, 4), np.float32)
+    result = net.load_state_dict(state, strict=False)
+    assert result.missing_keys == ["block.fc.bias"] and result.unexpected_keys == ["block.extra"]
+
+
+def test_repr_is_a_tree():
+    text = repr(nn.Sequential(nn.Linear(2, 3), nn.Sequential(nn.ReLU())))
+    assert text == ("Sequential(\n  (0): Linear(in_features=2, out_features=3, bias=True)\n"
+                    "  (1): Sequential(\n    (0): ReLU()\n  )\n)")
+
+
+def test_containers():
+    seq = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    assert len(seq) == 2 and isinstance(seq[-1], nn.ReLU) and len(seq[:1]) == 1
+    seq.append(nn.Tanh())
+    assert [n for n, _ in seq.named_children()] == ["0", "1", "2"]
+    ml = nn.ModuleList([nn.ReLU()])
+    ml.extend([nn.Tanh()])
+    ml[0] = nn.Sigmoid()
+    assert [type(m).__name__ for m in ml] == ["Sigmoid", "Tanh"]
+    with pytest.raises(IndexError):
+        ml[5]
+    md = nn.ModuleDict({"x": nn.ReLU()})
+    md["y"] = nn.Tanh()
+    assert md.keys() == ["x", "y"] and "y" in md and len(md) == 2
+
+
+def test_parameter_is_a_leaf_tensor():
+    p = nn.Parameter(ag.zeros(2, 3))
+    assert isinstance(p, ag.Tensor) and p.requires_grad and p.is_leaf
+    assert "Parameter containing" in repr(p)
