@@ -1,0 +1,128 @@
+// bindings.cc: the one place where the extension lamina_backend_cpu._core is
+// defined: every exported kernel, the Array class, the metadata of interface
+// v1 and the exception mapping (std::invalid_argument -> ValueError,
+// TypeError -> TypeError, IndexError -> IndexError, std::runtime_error ->
+// RuntimeError). Kernels that take no Python objects release the GIL.
+#include <pybind11/stl.h>
+
+#include "allocator.h"
+#include "kernels.h"
+#include "threading.h"
+
+namespace py = pybind11;
+using namespace lamina_cpu;
+
+namespace {
+using nogil = py::call_guard<py::gil_scoped_release>;
+}
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "Lamina's cpu backend (interface v1): C++17 kernels with AVX2/FMA and OpenMP";
+
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const lamina_cpu::TypeError& e) {
+      PyErr_SetString(PyExc_TypeError, e.what());
+    } catch (const lamina_cpu::IndexError& e) {
+      PyErr_SetString(PyExc_IndexError, e.what());
+    }
+  });
+
+  // metadata
+  m.attr("name") = "cpu";
+  m.attr("api_version") = 1;
+  m.attr("dtypes") = py::make_tuple("float32", "float64", "int64");
+  m.def("is_available", [] { return true; });
+  m.def("unavailable_reason", [] { return std::string(); });
+  m.def("num_threads", &num_threads);
+  m.def("set_num_threads", &set_num_threads, py::arg("n"));
+  m.def("have_openmp", &have_openmp);
+  m.def("gemm_kernel_name", &gemm_kernel_name);
+  m.def("memory_stats", &allocator_stats);
+  m.def("empty_cache", &allocator_empty_cache);
+  m.def("fma_peak_gflops", &fma_peak_gflops, py::arg("seconds") = 0.2, py::arg("threads") = 1,
+        nogil());
+
+  // buffers
+  py::class_<Array>(m, "Array")
+      .def(py::init<int64_t, const std::string&>(), py::arg("size"), py::arg("dtype") = "float32")
+      .def_property_readonly("size", &Array::size)
+      .def_property_readonly("dtype", &Array::dtype_str)
+      .def_property_readonly("nbytes", &Array::nbytes)
+      .def("__repr__", [](const Array& a) {
+        return "cpu.Array(size=" + std::to_string(a.size()) + ", dtype=" + a.dtype_str() + ")";
+      });
+  m.def("from_numpy", &from_numpy, py::arg("src"), py::arg("out"));
+  m.def("to_numpy", &to_numpy, py::arg("a"), py::arg("shape"), py::arg("strides"), py::arg("offset"));
+  m.def("fill", &fill, py::arg("out"), py::arg("value"));
+
+  // strided access
+  m.def("compact", &compact, nogil());
+  m.def("ewise_setitem", &ewise_setitem, nogil());
+  m.def("scalar_setitem", &scalar_setitem);
+
+  // elementwise: binary
+  m.def("ewise_add", &ewise_add, nogil());
+  m.def("ewise_sub", &ewise_sub, nogil());
+  m.def("ewise_mul", &ewise_mul, nogil());
+  m.def("ewise_div", &ewise_div, nogil());
+  m.def("ewise_power", &ewise_power, nogil());
+  m.def("ewise_maximum", &ewise_maximum, nogil());
+  m.def("ewise_minimum", &ewise_minimum, nogil());
+  m.def("ewise_eq", &ewise_eq, nogil());
+  m.def("ewise_ne", &ewise_ne, nogil());
+  m.def("ewise_lt", &ewise_lt, nogil());
+  m.def("ewise_le", &ewise_le, nogil());
+  m.def("ewise_gt", &ewise_gt, nogil());
+  m.def("ewise_ge", &ewise_ge, nogil());
+  // elementwise: with a scalar (the value is converted under the GIL)
+  m.def("scalar_add", &scalar_add);
+  m.def("scalar_sub", &scalar_sub);
+  m.def("scalar_mul", &scalar_mul);
+  m.def("scalar_div", &scalar_div);
+  m.def("scalar_power", &scalar_power);
+  m.def("scalar_maximum", &scalar_maximum);
+  m.def("scalar_minimum", &scalar_minimum);
+  m.def("scalar_eq", &scalar_eq);
+  m.def("scalar_ne", &scalar_ne);
+  m.def("scalar_lt", &scalar_lt);
+  m.def("scalar_le", &scalar_le);
+  m.def("scalar_gt", &scalar_gt);
+  m.def("scalar_ge", &scalar_ge);
+  m.def("scalar_rsub", &scalar_rsub);
+  m.def("scalar_rdiv", &scalar_rdiv);
+  m.def("scalar_rpower", &scalar_rpower);
+  // elementwise: unary
+  m.def("ewise_neg", &ewise_neg, nogil());
+  m.def("ewise_abs", &ewise_abs, nogil());
+  m.def("ewise_exp", &ewise_exp, nogil());
+  m.def("ewise_log", &ewise_log, nogil());
+  m.def("ewise_sqrt", &ewise_sqrt, nogil());
+  m.def("ewise_tanh", &ewise_tanh, nogil());
+  m.def("ewise_sin", &ewise_sin, nogil());
+  m.def("ewise_cos", &ewise_cos, nogil());
+  m.def("ewise_sign", &ewise_sign, nogil());
+  // elementwise: others
+  m.def("ewise_where", &ewise_where, nogil());
+  m.def("ewise_cast", &ewise_cast, nogil());
+
+  // reductions
+  m.def("reduce_sum", &reduce_sum, nogil());
+  m.def("reduce_max", &reduce_max, nogil());
+  m.def("reduce_min", &reduce_min, nogil());
+  m.def("reduce_argmax", &reduce_argmax, nogil());
+  m.def("reduce_sum_axis", &reduce_sum_axis, nogil());
+  m.def("softmax_last", &softmax_last, nogil());
+  m.def("logsumexp_last", &logsumexp_last, nogil());
+
+  // indexing
+  m.def("index_gather", &index_gather, nogil());
+  m.def("index_scatter_add", &index_scatter_add, nogil());
+
+  // matrix multiplication and convolution
+  m.def("matmul", &matmul, nogil());
+  m.def("matmul_batched", &matmul_batched, nogil());
+  m.def("im2col", &im2col, nogil());
+  m.def("col2im", &col2im, nogil());
+}

@@ -1,0 +1,165 @@
+// buffers.cc: the Array buffer (storage from allocator.cc), the dtype
+// helpers and checked size arithmetic from common.h, and the copy-in /
+// copy-out kernels from_numpy, to_numpy and fill.
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "allocator.h"
+#include "kernels.h"
+#include "threading.h"
+
+namespace lamina_cpu {
+
+const char* dtype_name(DType dt) {
+  switch (dt) {
+    case DType::Float32: return "float32";
+    case DType::Float64: return "float64";
+    default: return "int64";
+  }
+}
+
+DType parse_dtype(const std::string& name, const char* op) {
+  if (name == "float32") return DType::Float32;
+  if (name == "float64") return DType::Float64;
+  if (name == "int64") return DType::Int64;
+  throw TypeError(cat(op, ": unsupported dtype '", name,
+                      "'; cpu lists ('float32', 'float64', 'int64')"));
+}
+
+std::size_t dtype_itemsize(DType dt) { return dt == DType::Float32 ? 4 : 8; }
+
+std::string shape_str(const Shape& s) {
+  std::string r = "(";
+  for (std::size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + (s.size() == 1 ? ",)" : ")");
+}
+
+int64_t checked_mul(int64_t a, int64_t b, const char* op) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) value_error(op, ": size ", a, " * ", b, " overflows int64");
+  return r;
+}
+
+int64_t checked_add(int64_t a, int64_t b, const char* op) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) value_error(op, ": offset ", a, " + ", b, " overflows int64");
+  return r;
+}
+
+int64_t checked_prod(const Shape& dims, const char* op) {
+  int64_t r = 1;
+  for (int64_t d : dims) {
+    if (d < 0) value_error(op, ": negative dimension in ", shape_str(dims));
+    r = checked_mul(r, d, op);
+  }
+  return r;
+}
+
+void require_same_dtype(const char* op, std::initializer_list<const Array*> arrays) {
+  const Array* first = *arrays.begin();
+  for (const Array* x : arrays)
+    if (x->dtype() != first->dtype())
+      throw TypeError(cat(op, ": dtypes differ, ", first->dtype_str(), " and ", x->dtype_str(),
+                          "; every operand must have the dtype of out"));
+}
+
+void require_float(const char* op, DType dt) {
+  if (dt == DType::Int64)
+    throw TypeError(cat(op, ": dtype int64 is not supported; arithmetic kernels take float32 "
+                            "or float64"));
+}
+
+void require_nonneg(const char* op, const char* what, int64_t x) {
+  if (x < 0) value_error(op, ": ", what, " must be >= 0, got ", x);
+}
+
+Array::Array(int64_t size, const std::string& dtype) {
+  dtype_ = parse_dtype(dtype, "Array");
+  if (size < 0) value_error("Array: size must be >= 0, got ", size);
+  if (size > (int64_t(1) << 60) / 8) value_error("Array: size ", size, " is too large");
+  size_ = size;
+  ptr_ = cached_alloc(nbytes());
+}
+
+Array::~Array() { cached_free(ptr_, nbytes()); }
+
+template <class T>
+T scalar_as(py::handle value, const char* op) {
+  if constexpr (std::is_same_v<T, int64_t>) {
+    if (PyLong_Check(value.ptr())) {
+      int overflow = 0;
+      long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+      if (overflow) value_error(op, ": value ", std::string(py::str(value)), " does not fit int64");
+      return static_cast<int64_t>(v);
+    }
+    double d = py::cast<double>(value);
+    if (!std::isfinite(d) || d >= 9.2233720368547758e18 || d < -9.2233720368547758e18)
+      value_error(op, ": cannot convert ", d, " to int64");
+    return static_cast<int64_t>(d);
+  } else {
+    return static_cast<T>(py::cast<double>(value));
+  }
+}
+template float scalar_as<float>(py::handle, const char*);
+template double scalar_as<double>(py::handle, const char*);
+template int64_t scalar_as<int64_t>(py::handle, const char*);
+
+namespace {
+
+template <class T>
+void copy_in(py::array src, Array& out) {
+  auto arr = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(src);
+  if (!arr) throw TypeError("from_numpy: cannot convert the source to " + out.dtype_str());
+  const T* s = arr.data();
+  T* d = out.data<T>();
+  parallel_for(out.size(), 1 << 18, [&](int64_t b, int64_t e) {
+    std::memcpy(d + b, s + b, sizeof(T) * (e - b));
+  });
+}
+
+}  // namespace
+
+void from_numpy(py::array src, Array& out) {
+  if (src.size() != out.size())
+    value_error("from_numpy: source has ", src.size(), " elements, out has ", out.size());
+  char kind = src.dtype().kind();
+  if (kind != 'f' && kind != 'i' && kind != 'u' && kind != 'b')
+    throw TypeError(cat("from_numpy: cannot copy a numpy array of kind '", kind, "' into ",
+                        out.dtype_str()));
+  if (out.dtype() == DType::Int64 && kind == 'f')
+    throw TypeError("from_numpy: cannot copy floating-point data into an int64 buffer; "
+                    "convert it with astype first");
+  if (out.size() == 0) return;
+  dispatch(out.dtype(), [&](auto tag) { copy_in<elem_t<decltype(tag)>>(src, out); });
+}
+
+py::array to_numpy(const Array& a, const Shape& shape, const Shape& strides, int64_t offset) {
+  std::vector<py::ssize_t> dims(shape.begin(), shape.end());
+  // Validate before allocating the result (gather_view validates again, cheaply).
+  if (shape.size() != strides.size())
+    value_error("to_numpy: shape ", shape_str(shape), " and strides ", shape_str(strides),
+                " differ in length");
+  checked_prod(shape, "to_numpy");
+  py::array result;
+  switch (a.dtype()) {
+    case DType::Float32: result = py::array_t<float>(dims); break;
+    case DType::Float64: result = py::array_t<double>(dims); break;
+    default: result = py::array_t<int64_t>(dims); break;
+  }
+  gather_view(a, result.mutable_data(), shape, strides, offset, "to_numpy");
+  return result;
+}
+
+void fill(Array& out, py::handle value) {
+  dispatch(out.dtype(), [&](auto tag) {
+    using T = elem_t<decltype(tag)>;
+    T v = scalar_as<T>(value, "fill");
+    T* d = out.data<T>();
+    parallel_for(out.size(), kParallelGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) d[i] = v;
+    });
+  });
+}
+
+}  // namespace lamina_cpu

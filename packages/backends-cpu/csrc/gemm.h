@@ -1,0 +1,35 @@
+// gemm.h: the interface between the GEMM driver (matmul.cc) and the
+// per-ISA micro-kernels (gemm_avx2.cc, compiled with -mavx2 -mfma).
+//
+// A micro-kernel computes one full MR x NR tile of C from packed panels:
+//   Ap is kc x MR (column k holds A[i0:i0+MR, k], MR consecutive values),
+//   Bp is kc x NR (row k holds B[k, j0:j0+NR]), 32-byte aligned,
+//   C is row-major with leading dimension ldc; accumulate adds to C,
+//   otherwise C is overwritten.
+#pragma once
+
+#include <cstdint>
+
+namespace lamina_cpu {
+
+template <class T>
+using UKernel = void (*)(int64_t kc, const T* Ap, const T* Bp, T* C, int64_t ldc, bool accumulate);
+
+constexpr int kMR = 6;
+constexpr int kNR32 = 16;  // float32 tile: 6 x 16 = 12 ymm accumulators
+constexpr int kNR64 = 8;   // float64 tile: 6 x 8  = 12 ymm accumulators
+
+bool cpu_has_avx2_fma();
+
+#if defined(LAMINA_HAVE_AVX2_TU)
+void sgemm_ukernel_avx2(int64_t kc, const float* Ap, const float* Bp, float* C, int64_t ldc,
+                        bool accumulate);
+void dgemm_ukernel_avx2(int64_t kc, const double* Ap, const double* Bp, double* C, int64_t ldc,
+                        bool accumulate);
+// Seconds of back-to-back FMAs on the calling thread; returns GFLOP/s.
+double fma_probe_avx2(double seconds);
+// out[i] = exp(a[i]) for float32, 8 lanes at a time; a and out may alias.
+void exp_f32_avx2(const float* a, float* out, int64_t n);
+#endif
+
+}  // namespace lamina_cpu

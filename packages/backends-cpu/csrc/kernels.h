@@ -1,0 +1,96 @@
+// kernels.h: declarations of every kernel of interface v1 (and the optional
+// fast paths), one spelling per kernel: the C++ name is the Python name.
+// Argument order is inputs, output, layout; layout counts elements.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include "common.h"
+
+namespace lamina_cpu {
+
+namespace py = pybind11;
+
+// buffers.cc
+void from_numpy(py::array src, Array& out);
+py::array to_numpy(const Array& a, const Shape& shape, const Shape& strides, int64_t offset);
+void fill(Array& out, py::handle value);
+
+// strided.cc
+void compact(const Array& a, Array& out, const Shape& shape, const Shape& strides, int64_t offset);
+void ewise_setitem(const Array& a, Array& out, const Shape& shape, const Shape& strides,
+                   int64_t offset);
+void scalar_setitem(int64_t size, py::handle value, Array& out, const Shape& shape,
+                    const Shape& strides, int64_t offset);
+// The strided view of a copied into dst (prod(shape) elements of a's dtype), validated.
+void gather_view(const Array& a, void* dst, const Shape& shape, const Shape& strides,
+                 int64_t offset, const char* op);
+
+// ewise.cc: binary (ewise_OP, scalar_OP), reversed scalar and unary families.
+#define LAMINA_DECLARE_BINARY(NAME)                                \
+  void ewise_##NAME(const Array& a, const Array& b, Array& out); \
+  void scalar_##NAME(const Array& a, py::handle value, Array& out);
+LAMINA_DECLARE_BINARY(add)
+LAMINA_DECLARE_BINARY(sub)
+LAMINA_DECLARE_BINARY(mul)
+LAMINA_DECLARE_BINARY(div)
+LAMINA_DECLARE_BINARY(power)
+LAMINA_DECLARE_BINARY(maximum)
+LAMINA_DECLARE_BINARY(minimum)
+LAMINA_DECLARE_BINARY(eq)
+LAMINA_DECLARE_BINARY(ne)
+LAMINA_DECLARE_BINARY(lt)
+LAMINA_DECLARE_BINARY(le)
+LAMINA_DECLARE_BINARY(gt)
+LAMINA_DECLARE_BINARY(ge)
+#undef LAMINA_DECLARE_BINARY
+void scalar_rsub(const Array& a, py::handle value, Array& out);
+void scalar_rdiv(const Array& a, py::handle value, Array& out);
+void scalar_rpower(const Array& a, py::handle value, Array& out);
+void ewise_neg(const Array& a, Array& out);
+void ewise_abs(const Array& a, Array& out);
+void ewise_exp(const Array& a, Array& out);
+void ewise_log(const Array& a, Array& out);
+void ewise_sqrt(const Array& a, Array& out);
+void ewise_tanh(const Array& a, Array& out);
+void ewise_sin(const Array& a, Array& out);
+void ewise_cos(const Array& a, Array& out);
+void ewise_sign(const Array& a, Array& out);
+void ewise_where(const Array& cond, const Array& a, const Array& b, Array& out);
+void ewise_cast(const Array& a, Array& out);
+
+// reduce.cc
+void reduce_sum(const Array& a, Array& out, int64_t size);
+void reduce_max(const Array& a, Array& out, int64_t size);
+void reduce_min(const Array& a, Array& out, int64_t size);
+void reduce_argmax(const Array& a, Array& out, int64_t size);
+void reduce_sum_axis(const Array& a, Array& out, int64_t outer, int64_t size, int64_t inner);
+void softmax_last(const Array& a, Array& out, int64_t size);
+void logsumexp_last(const Array& a, Array& out, int64_t size);
+
+// index.cc
+void index_gather(const Array& a, const Array& idx, Array& out, int64_t outer,
+                  int64_t axis_size, int64_t inner);
+void index_scatter_add(const Array& a, const Array& idx, Array& out, int64_t outer,
+                       int64_t axis_size, int64_t inner);
+
+// matmul.cc
+void matmul(const Array& a, const Array& b, Array& out, int64_t m, int64_t n, int64_t p);
+void matmul_batched(const Array& a, const Array& b, Array& out, int64_t batch, int64_t m,
+                    int64_t n, int64_t p);
+double fma_peak_gflops(double seconds, int threads);
+std::string gemm_kernel_name();
+
+// conv.cc
+void im2col(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t w, int64_t kh,
+            int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw);
+void col2im(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t w, int64_t kh,
+            int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw);
+
+// Converts a Python scalar to T like numpy's dtype.type(value): floats round,
+// float -> int64 truncates; raises ValueError for NaN/inf into int64.
+template <class T>
+T scalar_as(py::handle value, const char* op);
+
+}  // namespace lamina_cpu

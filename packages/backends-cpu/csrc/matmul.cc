@@ -1,0 +1,298 @@
+// matmul.cc: matmul (out (m, p) = a (m, n) @ b (n, p), all compact row-major)
+// and matmul_batched, on a cache-blocked, packed GEMM:
+//
+//   for jc in N by NC:            B block  KC x NC, packed into NR-wide panels (L3)
+//     for pc in K by KC:          (packed cooperatively by all threads)
+//       for each (ic, j-split):   A block  MC x KC, packed into MR-tall panels (L2)
+//         for jr, ir:             MR x NR micro-kernel, B panel stays in L1
+//
+// The micro-kernel is AVX2/FMA when the CPU has it (gemm_avx2.cc) and a
+// portable loop otherwise. Threads take whole (ic, j-split) items, and KC is
+// fixed, so every element of C is summed in the same order for any thread
+// count. Tiny products skip packing; batches of small matrices run one
+// matrix per thread.
+#include <algorithm>
+#include <cstring>
+
+#include "allocator.h"
+#include "gemm.h"
+#include "kernels.h"
+#include "threading.h"
+
+namespace lamina_cpu {
+
+bool cpu_has_avx2_fma() {
+#if defined(LAMINA_HAVE_AVX2_TU) && (defined(__GNUC__) || defined(__clang__))
+  static const bool ok = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }();
+  return ok;
+#else
+  return false;
+#endif
+}
+
+namespace {
+
+template <class T, int NR>
+void ukernel_portable(int64_t kc, const T* __restrict__ Ap, const T* __restrict__ Bp,
+                      T* __restrict__ C, int64_t ldc, bool accumulate) {
+  T acc[kMR][NR] = {};
+  for (int64_t k = 0; k < kc; ++k)
+    for (int i = 0; i < kMR; ++i) {
+      const T a = Ap[k * kMR + i];
+      for (int j = 0; j < NR; ++j) acc[i][j] += a * Bp[k * NR + j];
+    }
+  for (int i = 0; i < kMR; ++i)
+    for (int j = 0; j < NR; ++j) C[i * ldc + j] = accumulate ? C[i * ldc + j] + acc[i][j] : acc[i][j];
+}
+
+template <class T> struct Gemm;
+template <> struct Gemm<float> {
+  static constexpr int NR = kNR32;
+  static constexpr int64_t KC = 256, MC = 144, NC = 3072;
+  static UKernel<float> kernel() {
+#if defined(LAMINA_HAVE_AVX2_TU)
+    if (cpu_has_avx2_fma()) return sgemm_ukernel_avx2;
+#endif
+    return ukernel_portable<float, kNR32>;
+  }
+};
+template <> struct Gemm<double> {
+  static constexpr int NR = kNR64;
+  static constexpr int64_t KC = 256, MC = 96, NC = 2048;
+  static UKernel<double> kernel() {
+#if defined(LAMINA_HAVE_AVX2_TU)
+    if (cpu_has_avx2_fma()) return dgemm_ukernel_avx2;
+#endif
+    return ukernel_portable<double, kNR64>;
+  }
+};
+
+// Packs B[0:kc, 0:nc] (row stride ldb) into NR-wide panels, zero-padded.
+template <class T, int NR>
+void pack_b_panel(const T* B, int64_t ldb, int64_t kc, int64_t nc, int64_t panel, T* dst) {
+  const int64_t j0 = panel * NR, w = std::min<int64_t>(NR, nc - j0);
+  T* d = dst + panel * kc * NR;
+  for (int64_t k = 0; k < kc; ++k, d += NR) {
+    const T* s = B + k * ldb + j0;
+    if (w == NR) {
+      for (int j = 0; j < NR; ++j) d[j] = s[j];
+    } else {
+      for (int64_t j = 0; j < w; ++j) d[j] = s[j];
+      for (int64_t j = w; j < NR; ++j) d[j] = T(0);
+    }
+  }
+}
+
+// Packs A[0:mc, 0:kc] (row stride lda) into MR-tall panels, zero-padded.
+template <class T>
+void pack_a(const T* A, int64_t lda, int64_t mc, int64_t kc, T* dst) {
+  for (int64_t i0 = 0; i0 < mc; i0 += kMR) {
+    const int64_t h = std::min<int64_t>(kMR, mc - i0);
+    T* d = dst + i0 * kc;
+    if (h == kMR) {
+      const T* r[kMR];
+      for (int i = 0; i < kMR; ++i) r[i] = A + (i0 + i) * lda;
+      for (int64_t k = 0; k < kc; ++k, d += kMR)
+        for (int i = 0; i < kMR; ++i) d[i] = r[i][k];
+    } else {
+      for (int64_t k = 0; k < kc; ++k, d += kMR)
+        for (int i = 0; i < kMR; ++i) d[i] = i < h ? A[(i0 + i) * lda + k] : T(0);
+    }
+  }
+}
+
+template <class T>
+struct Scratch {
+  T* p = nullptr;
+  std::size_t bytes = 0;
+  explicit Scratch(std::size_t n) : bytes(n * sizeof(T)) { p = static_cast<T*>(cached_alloc(bytes)); }
+  ~Scratch() { cached_free(p, bytes); }
+};
+
+// One MC x NC' piece of C from packed A (mc x kc) and packed B panels [jp0, jp1).
+template <class T, int NR>
+void macro_kernel(UKernel<T> uk, const T* Ap, const T* Bp, int64_t mc, int64_t nc, int64_t kc,
+                  int64_t jp0, int64_t jp1, T* C, int64_t ldc, bool accumulate) {
+  alignas(64) T tile[kMR * NR];
+  for (int64_t jp = jp0; jp < jp1; ++jp) {
+    const int64_t j0 = jp * NR, w = std::min<int64_t>(NR, nc - j0);
+    const T* bpanel = Bp + jp * kc * NR;
+    for (int64_t i0 = 0; i0 < mc; i0 += kMR) {
+      const int64_t h = std::min<int64_t>(kMR, mc - i0);
+      T* c = C + i0 * ldc + j0;
+      if (h == kMR && w == NR) {
+        uk(kc, Ap + i0 * kc, bpanel, c, ldc, accumulate);
+      } else {
+        uk(kc, Ap + i0 * kc, bpanel, tile, NR, false);
+        for (int64_t i = 0; i < h; ++i)
+          for (int64_t j = 0; j < w; ++j)
+            c[i * ldc + j] = accumulate ? c[i * ldc + j] + tile[i * NR + j] : tile[i * NR + j];
+      }
+    }
+  }
+}
+
+template <class T>
+void gemm_packed(const T* A, const T* B, T* C, int64_t M, int64_t K, int64_t N, int nt) {
+  using G = Gemm<T>;
+  constexpr int NR = G::NR;
+  const UKernel<T> uk = G::kernel();
+  // Pick MC so the ic blocks split evenly over the threads.
+  int64_t blocks = (M + G::MC - 1) / G::MC;
+  blocks = (blocks + nt - 1) / nt * nt;
+  int64_t mc_max = (M + blocks - 1) / blocks;
+  mc_max = std::max<int64_t>(kMR, (mc_max + kMR - 1) / kMR * kMR);
+  const int64_t ic_blocks = (M + mc_max - 1) / mc_max;
+  const int64_t nc_max = std::min<int64_t>(G::NC, (N + NR - 1) / NR * NR);
+  const int64_t kc_max = std::min<int64_t>(G::KC, K);
+  Scratch<T> bbuf(static_cast<std::size_t>(kc_max * nc_max));
+  Scratch<T> abuf(static_cast<std::size_t>(nt * mc_max * kc_max));
+
+  auto body = [&](int tid, int tn) {
+    for (int64_t jc = 0; jc < N; jc += nc_max) {
+      const int64_t nc = std::min(nc_max, N - jc);
+      const int64_t panels = (nc + NR - 1) / NR;
+      // Split the panels too when there are fewer ic blocks than threads.
+      const int64_t jsplit = ic_blocks >= tn ? 1 : std::min<int64_t>(panels, (tn + ic_blocks - 1) / ic_blocks);
+      const int64_t items = ic_blocks * jsplit;
+      for (int64_t pc = 0; pc < K; pc += kc_max) {
+        const int64_t kc = std::min(kc_max, K - pc);
+        for (int64_t p = tid; p < panels; p += tn)
+          pack_b_panel<T, NR>(B + pc * N + jc, N, kc, nc, p, bbuf.p);
+#if defined(LAMINA_HAVE_OPENMP)
+        if (tn > 1) {
+#pragma omp barrier
+        }
+#endif
+        T* ap = abuf.p + tid * mc_max * kc_max;
+        int64_t packed_ic = -1;
+        for (int64_t it = tid; it < items; it += tn) {
+          const int64_t icb = it / jsplit, js = it % jsplit;
+          const int64_t ic = icb * mc_max, mc = std::min(mc_max, M - ic);
+          if (packed_ic != ic) {
+            pack_a<T>(A + ic * K + pc, K, mc, kc, ap);
+            packed_ic = ic;
+          }
+          const int64_t jp0 = panels * js / jsplit, jp1 = panels * (js + 1) / jsplit;
+          macro_kernel<T, NR>(uk, ap, bbuf.p, mc, nc, kc, jp0, jp1, C + ic * N + jc, N, pc > 0);
+        }
+#if defined(LAMINA_HAVE_OPENMP)
+        if (tn > 1) {
+#pragma omp barrier
+        }
+#endif
+      }
+    }
+  };
+#if defined(LAMINA_HAVE_OPENMP)
+  if (nt > 1) {
+#pragma omp parallel num_threads(nt)
+    body(omp_get_thread_num(), omp_get_num_threads());
+    return;
+  }
+#endif
+  body(0, 1);
+}
+
+// Unpacked i-k-j loop for tiny products (the inner loop vectorises).
+template <class T>
+void gemm_small(const T* A, const T* B, T* C, int64_t M, int64_t K, int64_t N) {
+  for (int64_t i = 0; i < M; ++i) {
+    T* __restrict__ c = C + i * N;
+    for (int64_t j = 0; j < N; ++j) c[j] = T(0);
+    for (int64_t k = 0; k < K; ++k) {
+      const T a = A[i * K + k];
+      const T* __restrict__ b = B + k * N;
+      for (int64_t j = 0; j < N; ++j) c[j] += a * b[j];
+    }
+  }
+}
+
+constexpr int64_t kSmallFlops = 32 * 32 * 32;
+
+template <class T>
+void gemm(const T* A, const T* B, T* C, int64_t M, int64_t K, int64_t N, int nt) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    std::fill(C, C + M * N, T(0));
+    return;
+  }
+  if (M * K * N <= kSmallFlops || M < 2) {
+    gemm_small(A, B, C, M, K, N);
+    return;
+  }
+  nt = std::max(1, std::min<int>(nt, static_cast<int>(M * K * N / (64 * 64 * 64)) + 1));
+  gemm_packed(A, B, C, M, K, N, nt);
+}
+
+void check_matmul(const char* op, const Array& a, const Array& b, const Array& out, int64_t batch,
+                  int64_t m, int64_t n, int64_t p) {
+  require_same_dtype(op, {&out, &a, &b});
+  require_float(op, out.dtype());
+  for (int64_t x : {batch, m, n, p})
+    if (x < 0) value_error(op, ": sizes must be >= 0, got batch=", batch, ", m=", m, ", n=", n, ", p=", p);
+  const int64_t na = checked_mul(checked_mul(batch, m, op), n, op);
+  const int64_t nb = checked_mul(checked_mul(batch, n, op), p, op);
+  const int64_t no = checked_mul(checked_mul(batch, m, op), p, op);
+  checked_mul(checked_mul(m, n, op), p, op);
+  if (a.size() < na || b.size() < nb || out.size() < no)
+    value_error(op, ": buffers of ", a.size(), ", ", b.size(), " and ", out.size(),
+                " elements do not fit batch=", batch, ", m=", m, ", n=", n, ", p=", p);
+}
+
+}  // namespace
+
+void matmul(const Array& a, const Array& b, Array& out, int64_t m, int64_t n, int64_t p) {
+  check_matmul("matmul", a, b, out, 1, m, n, p);
+  dispatch_float("matmul", out.dtype(), [&](auto tag) {
+    using T = elem_t<decltype(tag)>;
+    gemm<T>(a.data<T>(), b.data<T>(), out.data<T>(), m, n, p, num_threads());
+  });
+}
+
+void matmul_batched(const Array& a, const Array& b, Array& out, int64_t batch, int64_t m,
+                    int64_t n, int64_t p) {
+  check_matmul("matmul_batched", a, b, out, batch, m, n, p);
+  dispatch_float("matmul_batched", out.dtype(), [&](auto tag) {
+    using T = elem_t<decltype(tag)>;
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* po = out.data<T>();
+    const int64_t work = m * n * p;
+    if (batch >= 2 * num_threads() && work < 256 * 256 * 256) {
+      // Many small products: one matrix per thread, each single-threaded.
+      parallel_for(batch, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, work)),
+                   [&](int64_t s, int64_t e) {
+        for (int64_t i = s; i < e; ++i)
+          gemm<T>(pa + i * m * n, pb + i * n * p, po + i * m * p, m, n, p, 1);
+      }, 1);
+    } else {
+      for (int64_t i = 0; i < batch; ++i)
+        gemm<T>(pa + i * m * n, pb + i * n * p, po + i * m * p, m, n, p, num_threads());
+    }
+  });
+}
+
+double fma_peak_gflops(double seconds, int threads) {
+  if (!(seconds > 0) || seconds > 60) value_error("fma_peak_gflops: seconds must be in (0, 60], got ", seconds);
+  if (threads < 1) value_error("fma_peak_gflops: threads must be >= 1, got ", threads);
+#if defined(LAMINA_HAVE_AVX2_TU)
+  if (!cpu_has_avx2_fma()) throw std::runtime_error("fma_peak_gflops: this CPU has no AVX2/FMA");
+  double total = 0;
+#if defined(LAMINA_HAVE_OPENMP)
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+#endif
+  total += fma_probe_avx2(seconds);
+  return total;
+#else
+  (void)seconds;
+  throw std::runtime_error("fma_peak_gflops: built without the AVX2 translation unit");
+#endif
+}
+
+std::string gemm_kernel_name() { return cpu_has_avx2_fma() ? "avx2_fma_6x16" : "portable_6x16"; }
+
+}  // namespace lamina_cpu

@@ -1,0 +1,269 @@
+// reduce.cc: reductions of a compact (rows, size) operand over its last axis
+// (reduce_sum/max/min/argmax), the first-axis style reduce_sum_axis over a
+// compact (outer, size, inner) operand, and the fused row-wise softmax_last
+// and logsumexp_last.
+//
+// Determinism: a row is always reduced by one thread in a fixed order, and a
+// single long row is cut into fixed 64K-element chunks whose partial sums are
+// added in chunk order, so results do not depend on the thread count.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "gemm.h"
+#include "kernels.h"
+#include "threading.h"
+
+namespace lamina_cpu {
+namespace {
+
+constexpr int kLanes = 16;
+constexpr int64_t kChunk = 65536;
+
+// Sum of p[0:n] with 16 independent lanes (vectorised), lanes folded pairwise.
+template <class T>
+T lane_sum(const T* __restrict__ p, int64_t n) {
+  T acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) acc[j] += p[i + j];
+  for (int w = kLanes / 2; w >= 1; w /= 2)
+    for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
+  T tail = T(0);
+  for (; i < n; ++i) tail += p[i];
+  return acc[0] + tail;
+}
+
+// Sum of a row: blocks of 1024 lane-summed, blocks accumulated in a wider type.
+template <class T>
+T row_sum(const T* p, int64_t n) {
+  using Acc = std::conditional_t<std::is_same_v<T, float>, double, T>;
+  Acc total = 0;
+  for (int64_t b = 0; b < n; b += 1024) total += lane_sum(p + b, std::min<int64_t>(1024, n - b));
+  return static_cast<T>(total);
+}
+
+// Max (or min) of p[0:n], n >= 1, with 16 lanes; a NaN sticks once seen
+// (x != x picks it, and nothing compares greater than NaN), like numpy.
+template <class T, bool Max>
+inline T pick(T x, T acc) {
+  return ((Max ? x > acc : x < acc) || x != x) ? x : acc;
+}
+
+template <class T, bool Max>
+T row_extreme(const T* __restrict__ p, int64_t n) {
+  T acc[kLanes];
+  for (int j = 0; j < kLanes; ++j) acc[j] = p[0];
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) acc[j] = pick<T, Max>(p[i + j], acc[j]);
+  T r = acc[0];
+  for (int j = 1; j < kLanes; ++j) r = pick<T, Max>(acc[j], r);
+  for (; i < n; ++i) r = pick<T, Max>(p[i], r);
+  return r;
+}
+
+template <class T>
+int64_t row_argmax(const T* p, int64_t n) {
+  T best = p[0];
+  int64_t at = 0;
+  if (best != best) return 0;
+  for (int64_t i = 1; i < n; ++i) {
+    const T x = p[i];
+    if (x != x) return i;  // numpy: the first NaN is the maximum
+    if (x > best) {
+      best = x;
+      at = i;
+    }
+  }
+  return at;
+}
+
+// Validates a (rows = out.size, size) reduction; returns rows.
+int64_t check_rows(const char* op, const Array& a, const Array& out, int64_t size, bool nonempty) {
+  require_nonneg(op, "size", size);
+  const int64_t rows = out.size();
+  if (nonempty && size < 1 && rows) value_error(op, ": cannot reduce over an empty axis");
+  if (a.size() < checked_mul(rows, size, op))
+    value_error(op, ": input has ", a.size(), " elements, expected ", rows, "x", size);
+  return rows;
+}
+
+// Calls f(row) for every row, rows split across threads by total work.
+template <class F>
+void for_each_row(int64_t rows, int64_t size, F&& f) {
+  const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(size, 1));
+  parallel_for(rows, grain, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) f(r);
+  }, 1);
+}
+
+template <class T>
+void sum_rows(const T* a, T* out, int64_t rows, int64_t size) {
+  if (rows < num_threads() && size >= 2 * kChunk) {
+    // Few long rows: parallel over fixed chunks, then chunk sums in order.
+    const int64_t chunks = (size + kChunk - 1) / kChunk;
+    std::vector<double> part(static_cast<std::size_t>(rows * chunks));
+    parallel_for(rows * chunks, 1, [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) {
+        const int64_t r = t / chunks, c = t % chunks;
+        const int64_t s = c * kChunk, n = std::min(kChunk, size - s);
+        part[t] = static_cast<double>(row_sum(a + r * size + s, n));
+      }
+    }, 1);
+    for (int64_t r = 0; r < rows; ++r) {
+      double total = 0;
+      for (int64_t c = 0; c < chunks; ++c) total += part[r * chunks + c];
+      out[r] = static_cast<T>(total);
+    }
+    return;
+  }
+  for_each_row(rows, size, [&](int64_t r) { out[r] = row_sum(a + r * size, size); });
+}
+
+}  // namespace
+
+void reduce_sum(const Array& a, Array& out, int64_t size) {
+  require_same_dtype("reduce_sum", {&out, &a});
+  const int64_t rows = check_rows("reduce_sum", a, out, size, false);
+  dispatch(a.dtype(), [&](auto tag) {
+    using T = elem_t<decltype(tag)>;
+    sum_rows<T>(a.data<T>(), out.data<T>(), rows, size);
+  });
+}
+
+template <bool Max>
+static void reduce_extreme(const char* op, const Array& a, Array& out, int64_t size) {
+  require_same_dtype(op, {&out, &a});
+  const int64_t rows = check_rows(op, a, out, size, true);
+  dispatch(a.dtype(), [&](auto tag) {
+    using T = elem_t<decltype(tag)>;
+    const T* pa = a.data<T>();
+    T* po = out.data<T>();
+    for_each_row(rows, size, [&](int64_t r) { po[r] = row_extreme<T, Max>(pa + r * size, size); });
+  });
+}
+
+void reduce_max(const Array& a, Array& out, int64_t size) { reduce_extreme<true>("reduce_max", a, out, size); }
+void reduce_min(const Array& a, Array& out, int64_t size) { reduce_extreme<false>("reduce_min", a, out, size); }
+
+void reduce_argmax(const Array& a, Array& out, int64_t size) {
+  if (out.dtype() != DType::Int64)
+    throw TypeError(cat("reduce_argmax: out must be int64, got ", out.dtype_str()));
+  const int64_t rows = check_rows("reduce_argmax", a, out, size, true);
+  dispatch(a.dtype(), [&](auto tag) {
+    using T = elem_t<decltype(tag)>;
+    const T* pa = a.data<T>();
+    int64_t* po = out.data<int64_t>();
+    for_each_row(rows, size, [&](int64_t r) { po[r] = row_argmax<T>(pa + r * size, size); });
+  });
+}
+
+void reduce_sum_axis(const Array& a, Array& out, int64_t outer, int64_t size, int64_t inner) {
+  const char* op = "reduce_sum_axis";
+  require_same_dtype(op, {&out, &a});
+  require_nonneg(op, "outer", outer);
+  require_nonneg(op, "size", size);
+  require_nonneg(op, "inner", inner);
+  const int64_t need = checked_mul(checked_mul(outer, size, op), inner, op);
+  if (a.size() < need || out.size() != checked_mul(outer, inner, op))
+    value_error(op, ": buffers of ", a.size(), " and ", out.size(), " do not fit (", outer, ", ",
+                size, ", ", inner, ")");
+  dispatch(a.dtype(), [&](auto tag) {
+    using T = elem_t<decltype(tag)>;
+    const T* pa = a.data<T>();
+    T* po = out.data<T>();
+    if (inner == 1) {
+      sum_rows<T>(pa, po, outer, size);
+      return;
+    }
+    // Column sums: out row accumulates input rows in order (as numpy does);
+    // threads split (outer, inner column blocks), so each output has one owner.
+    constexpr int64_t kCols = 1024;
+    const int64_t cblocks = (inner + kCols - 1) / kCols;
+    const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, size * std::min(inner, kCols)));
+    parallel_for(outer * cblocks, grain, [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) {
+        const int64_t o = t / cblocks, c0 = t % cblocks * kCols, c1 = std::min(inner, c0 + kCols);
+        T* __restrict__ dst = po + o * inner;
+        const T* src = pa + o * size * inner;
+        for (int64_t i = c0; i < c1; ++i) dst[i] = T(0);
+        for (int64_t k = 0; k < size; ++k) {
+          const T* __restrict__ row = src + k * inner;
+          for (int64_t i = c0; i < c1; ++i) dst[i] += row[i];
+        }
+      }
+    }, 1);
+  });
+}
+
+namespace {
+
+template <class T>
+void exp_inplace(T* p, int64_t n) {
+#if defined(LAMINA_HAVE_AVX2_TU)
+  if constexpr (std::is_same_v<T, float>) {
+    if (cpu_has_avx2_fma()) {
+      exp_f32_avx2(p, p, n);
+      return;
+    }
+  }
+#endif
+  for (int64_t i = 0; i < n; ++i) p[i] = std::exp(p[i]);
+}
+
+}  // namespace
+
+void softmax_last(const Array& a, Array& out, int64_t size) {
+  const char* op = "softmax_last";
+  require_same_dtype(op, {&out, &a});
+  require_float(op, out.dtype());
+  require_nonneg(op, "size", size);
+  const int64_t rows = size ? out.size() / size : 0;
+  if ((size && out.size() % size) || (!size && out.size()))
+    value_error(op, ": out has ", out.size(), " elements, not a multiple of size ", size);
+  if (a.size() < rows * size) value_error(op, ": input has ", a.size(), " elements, expected ", rows, "x", size);
+  dispatch_float(op, out.dtype(), [&](auto tag) {
+    using T = elem_t<decltype(tag)>;
+    const T* pa = a.data<T>();
+    T* po = out.data<T>();
+    for_each_row(rows, size * 8, [&](int64_t r) {
+      const T* x = pa + r * size;
+      T* y = po + r * size;
+      const T peak = row_extreme<T, true>(x, size);
+      for (int64_t i = 0; i < size; ++i) y[i] = x[i] - peak;
+      exp_inplace(y, size);
+      const T total = row_sum(y, size);
+      for (int64_t i = 0; i < size; ++i) y[i] /= total;
+    });
+  });
+}
+
+void logsumexp_last(const Array& a, Array& out, int64_t size) {
+  const char* op = "logsumexp_last";
+  require_same_dtype(op, {&out, &a});
+  require_float(op, out.dtype());
+  const int64_t rows = check_rows(op, a, out, size, true);
+  dispatch_float(op, out.dtype(), [&](auto tag) {
+    using T = elem_t<decltype(tag)>;
+    const T* pa = a.data<T>();
+    T* po = out.data<T>();
+    for_each_row(rows, size * 8, [&](int64_t r) {
+      const T* x = pa + r * size;
+      T peak = row_extreme<T, true>(x, size);
+      if (!std::isfinite(peak)) peak = T(0);
+      using Acc = std::conditional_t<std::is_same_v<T, float>, double, T>;
+      Acc total = 0;
+      T buf[256];
+      for (int64_t s = 0; s < size; s += 256) {
+        const int64_t n = std::min<int64_t>(256, size - s);
+        for (int64_t i = 0; i < n; ++i) buf[i] = x[s + i] - peak;
+        exp_inplace(buf, n);
+        total += lane_sum(buf, n);
+      }
+      po[r] = static_cast<T>(std::log(static_cast<T>(total))) + peak;
+    });
+  });
+}
+
+}  // namespace lamina_cpu

@@ -1,0 +1,57 @@
+// threading.h: the thread count (LAMINA_NUM_THREADS, set_num_threads) and
+// parallel_for, which splits [0, n) into contiguous static chunks and runs
+// them on OpenMP threads only when the work is large enough to pay for the
+// fork/join; builds without OpenMP run everything on the calling thread.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#if defined(LAMINA_HAVE_OPENMP)
+#include <omp.h>
+#endif
+
+namespace lamina_cpu {
+
+int num_threads();
+void set_num_threads(int n);
+bool have_openmp();
+
+// Elements below which a memory-bound elementwise kernel stays serial.
+constexpr int64_t kParallelGrain = 32768;
+
+// Threads to use for `work` units when each thread should get >= grain units.
+inline int threads_for(int64_t work, int64_t grain) {
+  int nt = num_threads();
+  if (nt <= 1 || work < 2 * grain) return 1;
+  int64_t by_work = work / grain;
+  return static_cast<int>(std::min<int64_t>(nt, by_work));
+}
+
+// Calls f(begin, end) over contiguous chunks of [0, n); chunk boundaries are
+// multiples of `align` so SIMD loops see aligned-length pieces.
+template <class F>
+void parallel_for(int64_t n, int64_t grain, F&& f, int64_t align = 16) {
+  if (n <= 0) return;
+  int nt = threads_for(n, grain);
+  if (nt <= 1) {
+    f(int64_t(0), n);
+    return;
+  }
+#if defined(LAMINA_HAVE_OPENMP)
+#pragma omp parallel num_threads(nt)
+  {
+    int t = omp_get_thread_num();
+    int tn = omp_get_num_threads();
+    int64_t chunk = (n + tn - 1) / tn;
+    chunk = (chunk + align - 1) / align * align;
+    int64_t b = std::min<int64_t>(n, t * chunk);
+    int64_t e = std::min<int64_t>(n, b + chunk);
+    if (b < e) f(b, e);
+  }
+#else
+  f(int64_t(0), n);
+#endif
+}
+
+}  // namespace lamina_cpu

@@ -1,0 +1,37 @@
+"""Lamina's ``cpu`` backend: interface v1 as compiled C++ kernels.
+
+The entry point ``cpu = "lamina_backend_cpu:backend"`` names the extension
+module itself: it carries the metadata (``name``, ``api_version``,
+``dtypes``), ``Array`` and every kernel, plus ``num_threads()``,
+``set_num_threads(n)``, ``memory_stats()`` and ``empty_cache()``.
+"""
+
+from __future__ import annotations
+
+import os
+
+# libgomp reads its wait policy once, when it is loaded with the extension.
+# Unless the user chose one, make idle OpenMP workers sleep instead of
+# spinning (on a shared machine a spinning worker steals a core), and restore
+# the environment so a later library (torch's own OpenMP) is unaffected.
+_SET_POLICY = "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ
+if _SET_POLICY:
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+try:
+    from . import _core
+finally:
+    if _SET_POLICY:
+        del os.environ["OMP_WAIT_POLICY"]
+
+backend = _core
+name: str = _core.name
+api_version: int = _core.api_version
+dtypes: tuple[str, ...] = _core.dtypes
+Array = _core.Array
+num_threads = _core.num_threads
+set_num_threads = _core.set_num_threads
+memory_stats = _core.memory_stats
+empty_cache = _core.empty_cache
+
+__all__ = ["Array", "api_version", "backend", "dtypes", "empty_cache", "memory_stats", "name",
+           "num_threads", "set_num_threads"]

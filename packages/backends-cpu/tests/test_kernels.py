@@ -1,0 +1,207 @@
+"""Every kernel of interface v1 and every optional fast path, compared with
+the numpy reference backend over dtypes and odd sizes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import ALL, FLOATS, ODD_SIZES, compare, cpu, rand
+
+from lamina.ndarray._interface import (BINARY_OPS, COMPARISON_OPS, OPTIONAL, REQUIRED,
+                                       REVERSED_SCALAR_OPS, UNARY_OPS)
+
+ARITH = [op for op in BINARY_OPS if op not in COMPARISON_OPS]
+POSITIVE = {"log", "sqrt"}
+
+
+def test_every_name_is_exported() -> None:
+    missing = [n for n in REQUIRED if not hasattr(cpu, n)]
+    assert missing == []
+    optional = [n for n in OPTIONAL if n not in ("device_count", "synchronize")]
+    assert [n for n in optional if not hasattr(cpu, n)] == []
+
+
+def test_metadata() -> None:
+    assert cpu.name == "cpu" and cpu.api_version == 1
+    assert cpu.dtypes == ("float32", "float64", "int64")
+    assert cpu.is_available() is True and cpu.unavailable_reason() == ""
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("size", ODD_SIZES)
+def test_buffers_roundtrip_and_fill(dtype: str, size: int) -> None:
+    x = rand(size, dtype)
+    compare("fill", [], [(size, dtype)], 3)
+    compare("ewise_cast", [x], [(size, dtype)])
+    a = cpu.Array(size, dtype)
+    cpu.from_numpy(x, a)
+    assert a.size == size and a.dtype == dtype
+    np.testing.assert_array_equal(cpu.to_numpy(a, (size,), (1,), 0), x)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("op", ARITH)
+@pytest.mark.parametrize("size", ODD_SIZES)
+def test_binary(dtype: str, op: str, size: int) -> None:
+    lo = 0.5 if op == "power" else -2.0
+    a, b = rand(size, dtype, 1, lo), rand(size, dtype, 2, lo)
+    compare(f"ewise_{op}", [a, b], [(size, dtype)])
+    compare(f"scalar_{op}", [a, 1.5], [(size, dtype)])
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("op", COMPARISON_OPS)
+@pytest.mark.parametrize("size", (0, 1, 17, 1031, 65537))
+def test_comparisons(dtype: str, op: str, size: int) -> None:
+    a, b = rand(size, dtype, 1), rand(size, dtype, 2)
+    if size > 3:
+        b[:3] = a[:3]  # some ties
+    compare(f"ewise_{op}", [a, b], [(size, dtype)])
+    compare(f"scalar_{op}", [a, 1.0], [(size, dtype)])
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("op", REVERSED_SCALAR_OPS)
+@pytest.mark.parametrize("size", (0, 1, 17, 65537))
+def test_reversed_scalar(dtype: str, op: str, size: int) -> None:
+    a = rand(size, dtype, 3, 0.5 if op != "rsub" else -2.0)
+    compare(f"scalar_{op}", [a, 2.5], [(size, dtype)])
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("op", UNARY_OPS)
+@pytest.mark.parametrize("size", ODD_SIZES)
+def test_unary(dtype: str, op: str, size: int) -> None:
+    a = rand(size, dtype, 4, 0.01 if op in POSITIVE else -3.0, 3.0)
+    compare(f"ewise_{op}", [a], [(size, dtype)])
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_exp_edges(dtype: str) -> None:
+    a = np.array([0, -0.0, 1e-30, 88.7, 89, 709, 710, -87.5, -100, -104, -750, np.inf,
+                  -np.inf, np.nan] * 3 + list(np.linspace(-90, 90, 37)), dtype=dtype)
+    compare("ewise_exp", [a], [(a.size, dtype)])
+
+
+def test_nan_propagation() -> None:
+    a = np.array([1, np.nan, 3, -1, np.nan, 0] * 5, dtype=np.float32)
+    b = np.array([np.nan, 2, 1, -2, np.nan, 0] * 5, dtype=np.float32)
+    for op in ("maximum", "minimum"):
+        compare(f"ewise_{op}", [a, b], [(a.size, "float32")])
+    for op in ("sum", "max", "min", "argmax"):
+        out = "int64" if op == "argmax" else "float32"
+        compare(f"reduce_{op}", [a], [(5, out)], 6)
+        long = np.arange(1000, dtype=np.float32)
+        long[517] = np.nan
+        compare(f"reduce_{op}", [long], [(1, out)], 1000)
+
+
+@pytest.mark.parametrize("cond_dtype", ("same", "int64"))
+@pytest.mark.parametrize("dtype", ALL)
+def test_where(dtype: str, cond_dtype: str) -> None:
+    size = 1031
+    cond = rand(size, dtype if cond_dtype == "same" else "int64", 5)
+    compare("ewise_where", [cond, rand(size, dtype, 6), rand(size, dtype, 7)], [(size, dtype)])
+
+
+@pytest.mark.parametrize("src", ALL)
+@pytest.mark.parametrize("dst", ALL)
+def test_cast(src: str, dst: str) -> None:
+    a = rand(1031, src, 8, -50, 50)
+    if src != "int64":
+        a[:4] = [2.7, -2.7, 0.5, -0.5]
+    compare("ewise_cast", [a], [(a.size, dst)])
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("op", ("sum", "max", "min", "argmax"))
+@pytest.mark.parametrize("rows,size", [(1, 1), (3, 7), (5, 17), (2, 1031), (1, 200003),
+                                       (64, 1000), (0, 5), (4, 0)])
+def test_reduce(dtype: str, op: str, rows: int, size: int) -> None:
+    if size == 0 and op != "sum":
+        return
+    if dtype == "int64" and op == "sum":
+        return
+    out = "int64" if op == "argmax" else dtype
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == "float32" and op == "sum" else None
+    compare(f"reduce_{op}", [rand(rows * size, dtype, 9)], [(rows, out)], size, tol=tol)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("outer,size,inner", [(1, 1, 1), (3, 5, 7), (1, 1000, 33),
+                                              (2, 17, 1), (4, 0, 3), (0, 4, 3),
+                                              (1, 300, 2049), (2, 64, 4096)])
+def test_reduce_sum_axis(dtype: str, outer: int, size: int, inner: int) -> None:
+    a = rand(outer * size * inner, dtype, 10)
+    compare("reduce_sum_axis", [a], [(outer * inner, dtype)], outer, size, inner,
+            tol=dict(rtol=1e-4, atol=1e-4) if dtype == "float32" else None)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("rows,size", [(1, 1), (3, 10), (7, 17), (128, 1000), (2, 3001)])
+def test_softmax_logsumexp(dtype: str, rows: int, size: int) -> None:
+    a = rand(rows * size, dtype, 11, -20, 20)
+    compare("softmax_last", [a], [(rows * size, dtype)], size)
+    compare("logsumexp_last", [a], [(rows, dtype)], size)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_softmax_logsumexp_infinite_rows(dtype: str) -> None:
+    a = np.array([-np.inf, -np.inf, -np.inf, 1, np.inf, 2, -np.inf, 0, 1, np.nan, 1, 2],
+                 dtype=dtype)
+    compare("logsumexp_last", [a], [(4, dtype)], 3)
+    compare("softmax_last", [a[3:]], [(9, dtype)], 3)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("outer,axis,inner,n", [(1, 5, 1, 7), (3, 4, 5, 6), (2, 10, 300, 9),
+                                                (1, 1000, 64, 513), (4, 3, 2, 0)])
+def test_index(dtype: str, outer: int, axis: int, inner: int, n: int) -> None:
+    a = rand(outer * axis * inner, dtype, 12)
+    idx = np.random.default_rng(13).integers(0, axis, size=n).astype(np.int64)
+    compare("index_gather", [a, idx], [(outer * n * inner, dtype)], outer, axis, inner)
+    src = rand(outer * n * inner, dtype, 14)
+    init = lambda i, size: rand(size, dtype, 15)  # noqa: E731 (scatter-add accumulates)
+    compare("index_scatter_add", [src, idx], [(outer * axis * inner, dtype)], outer, axis, inner,
+            init=init)
+
+
+def _tol(dtype: str, k: int) -> dict[str, float]:
+    return dict(rtol=1e-4, atol=1e-4 * max(k, 1) ** 0.5) if dtype == "float32" else None
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("m,n,p", [(1, 1, 1), (0, 3, 4), (3, 0, 4), (3, 4, 0), (2, 3, 4),
+                                   (6, 16, 16), (7, 17, 19), (13, 1, 31), (1, 300, 257),
+                                   (97, 101, 103), (150, 257, 129), (300, 300, 3100)])
+def test_matmul(dtype: str, m: int, n: int, p: int) -> None:
+    compare("matmul", [rand(m * n, dtype, 16), rand(n * p, dtype, 17)], [(m * p, dtype)],
+            m, n, p, tol=_tol(dtype, n))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("batch,m,n,p", [(0, 2, 3, 4), (1, 5, 6, 7), (3, 7, 17, 19),
+                                         (16, 8, 9, 10), (5, 64, 65, 66), (2, 200, 100, 150)])
+def test_matmul_batched(dtype: str, batch: int, m: int, n: int, p: int) -> None:
+    compare("matmul_batched", [rand(batch * m * n, dtype, 18), rand(batch * n * p, dtype, 19)],
+            [(batch * m * p, dtype)], batch, m, n, p, tol=_tol(dtype, n))
+
+
+CONV = [  # n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw
+    (1, 1, 5, 5, 3, 3, 1, 1, 0, 0, 1, 1),
+    (2, 3, 7, 6, 3, 2, 2, 1, 1, 0, 1, 1),
+    (2, 2, 9, 9, 3, 3, 2, 2, 2, 1, 2, 1),
+    (1, 4, 4, 4, 1, 1, 1, 1, 0, 0, 1, 1),
+    (3, 2, 8, 8, 2, 2, 2, 2, 0, 0, 1, 1),
+]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("geom", CONV)
+def test_im2col_col2im(dtype: str, geom: tuple[int, ...]) -> None:
+    n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw = geom
+    oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    ow = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    cols = n * oh * ow * c * kh * kw
+    compare("im2col", [rand(n * c * h * w, dtype, 20)], [(cols, dtype)], *geom)
+    compare("col2im", [rand(cols, dtype, 21)], [(n * c * h * w, dtype)], *geom)

@@ -1,0 +1,101 @@
+"""Results are bit-identical for 1 and N threads (LAMINA_NUM_THREADS, set in
+a fresh interpreter because the count is read at import), and the thread
+controls and allocator stats behave."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+from conftest import cpu
+
+SCRIPT = r"""
+import sys, numpy as np, lamina_backend_cpu as m
+b = m.backend
+rng = np.random.default_rng(0)
+def buf(x):
+    a = b.Array(x.size, x.dtype.name); b.from_numpy(x.reshape(-1), a); return a
+def run(kernel, ins, out_size, *layout, out_dtype="float32"):
+    out = b.Array(out_size, out_dtype); getattr(b, kernel)(*ins, out, *layout)
+    return b.to_numpy(out, (out_size,), (1,), 0)
+x = buf(rng.standard_normal(1_000_003).astype(np.float32))
+y = buf(rng.standard_normal(1_000_003).astype(np.float32))
+A = buf(rng.standard_normal(517 * 300).astype(np.float32))
+B = buf(rng.standard_normal(300 * 411).astype(np.float32))
+D = buf(rng.standard_normal(200 * 200).astype(np.float64))
+idx = buf(rng.integers(0, 1000, 5000).astype(np.int64))
+res = {
+  "add": run("ewise_add", (x, y), 1_000_003),
+  "exp": run("ewise_exp", (x,), 1_000_003),
+  "tanh": run("ewise_tanh", (x,), 1_000_003),
+  "sum_one_row": run("reduce_sum", (x,), 1, 1_000_003),
+  "sum_rows": run("reduce_sum", (x,), 1000, 1000),
+  "max_rows": run("reduce_max", (x,), 1000, 1000),
+  "sum_axis": run("reduce_sum_axis", (x,), 2000, 1, 500, 2000),
+  "softmax": run("softmax_last", (x,), 1_000_000, 1000),
+  "lse": run("logsumexp_last", (x,), 1000, 1000),
+  "compact_t": run("compact", (x,), 1_000_000, (1000, 1000), (1, 1000), 0),
+  "matmul": run("matmul", (A, B), 517 * 411, 517, 300, 411),
+  "matmul64": run("matmul", (D, D), 200 * 200, 200, 200, 200, out_dtype="float64"),
+  "batched": run("matmul_batched", (A, B), 10 * 17 * 20, 10, 17, 30, 20),
+  "scatter": run("index_scatter_add", (x, idx), 1000 * 100, 1, 1000, 100),
+  "im2col": run("im2col", (x,), 8 * 30 * 30 * 4 * 9, 8, 4, 30, 30, 3, 3, 1, 1, 0, 0, 1, 1),
+  "col2im": run("col2im", (x,), 8 * 4 * 32 * 32, 8, 4, 32, 32, 3, 3, 1, 1, 0, 0, 1, 1),
+}
+np.savez(sys.argv[1], nthreads=m.num_threads(), **res)
+"""
+
+
+def _run(threads: int, path: str) -> dict[str, np.ndarray]:
+    env = dict(os.environ, LAMINA_NUM_THREADS=str(threads))
+    subprocess.run([sys.executable, "-c", SCRIPT, path], check=True, env=env)
+    with np.load(path) as f:
+        return {k: f[k] for k in f.files}
+
+
+def test_one_vs_many_threads_bit_identical(tmp_path) -> None:  # noqa: ANN001
+    one = _run(1, str(tmp_path / "one.npz"))
+    many = _run(4, str(tmp_path / "many.npz"))
+    assert int(one.pop("nthreads")) == 1 and int(many.pop("nthreads")) == 4
+    for key in one:
+        np.testing.assert_array_equal(one[key], many[key], err_msg=key)
+
+
+def test_set_num_threads() -> None:
+    old = cpu.num_threads()
+    try:
+        cpu.set_num_threads(1)
+        assert cpu.num_threads() == 1
+    finally:
+        cpu.set_num_threads(old)
+    try:
+        cpu.set_num_threads(0)
+    except ValueError as e:
+        assert str(e).startswith("set_num_threads")
+    else:
+        raise AssertionError("set_num_threads(0) must raise")
+
+
+def test_allocator_caches_and_empties() -> None:
+    cpu.empty_cache()
+    a = cpu.Array(1 << 20, "float32")
+    before = cpu.memory_stats()
+    assert before["in_use_bytes"] >= 4 << 20
+    del a
+    cached = cpu.memory_stats()["cached_bytes"]
+    assert cached >= 4 << 20
+    b = cpu.Array(1 << 20, "float32")
+    assert cpu.memory_stats()["cache_hits"] > before["cache_hits"]
+    del b
+    cpu.empty_cache()
+    assert cpu.memory_stats()["cached_bytes"] == 0
+
+
+def test_entry_point_and_registry() -> None:
+    from importlib.metadata import entry_points
+
+    eps = {ep.name: ep for ep in entry_points(group="lamina.backends")}
+    assert eps["cpu"].value == "lamina_backend_cpu:backend"
+    assert eps["cpu"].load() is cpu
