@@ -1,0 +1,313 @@
+"""Every kernel against the numpy reference backend, on a GPU (marker ``cuda``).
+
+Sizes are chosen to cross each kernel's internal paths: vector packs and
+their tails, warp-per-row / block-per-row / split-row reductions, the GEMM's
+64- and 128-wide tiles with and without 16-byte loads, and the int32/int64
+index paths of the strided kernels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import FLOATS, SUM_TOL, TOL, check, cuda, get, put, rand, ref, run
+
+pytestmark = pytest.mark.cuda
+
+BINARY = ("add", "sub", "mul", "div", "power", "maximum", "minimum",
+          "eq", "ne", "lt", "le", "gt", "ge")
+COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
+UNARY = ("neg", "abs", "exp", "log", "sqrt", "tanh", "sin", "cos", "sign")
+SIZES = (0, 1, 3, 4, 5, 1023, 100_003)
+
+
+def _operands(op: str, dtype: str, n: int) -> tuple[np.ndarray, np.ndarray]:
+    a, b = rand(n, dtype, 1), rand(n, dtype, 2)
+    if op == "power":
+        a = np.abs(a) + np.asarray(0.5, dtype)
+    if op in COMPARISONS and n > 4:
+        b[::3] = a[::3]  # equal pairs
+    if op in ("maximum", "minimum") and n > 4 and dtype != "int64":
+        a[1] = np.nan
+    return a, b
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("op", BINARY)
+def test_binary(op: str, n: int, dtype: str) -> None:
+    a, b = _operands(op, dtype, n)
+    check(f"ewise_{op}", [a, b, "OUT"], (n, dtype))
+    check(f"scalar_{op}", [a, 1.25, "OUT"], (n, dtype))
+
+
+@pytest.mark.parametrize("op", COMPARISONS)
+def test_comparisons_on_int64(op: str) -> None:
+    a, b = _operands(op, "int64", 1001)
+    check(f"ewise_{op}", [a, b, "OUT"], (1001, "int64"))
+    check(f"scalar_{op}", [a, 2, "OUT"], (1001, "int64"))
+    check(f"scalar_{op}", [a, 2**62 + 1, "OUT"], (1001, "int64"))  # exact, not via double
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("op", ("rsub", "rdiv", "rpower"))
+def test_reversed_scalar(op: str, dtype: str) -> None:
+    a = rand(1027, dtype, 3, 0.5, 2)
+    check(f"scalar_{op}", [a, 1.5, "OUT"], (1027, dtype))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("op", UNARY)
+def test_unary(op: str, dtype: str) -> None:
+    lo = 0.1 if op in ("log", "sqrt") else -3.0
+    a = rand(100_003, dtype, 4, lo, 3.0)
+    if op == "sign":
+        a[:7] = 0
+    check(f"ewise_{op}", [a, "OUT"], (a.size, dtype))
+
+
+def test_in_place_update() -> None:
+    a = rand(10_001, "float32", 5)
+    buf, other = put(cuda, a), put(cuda, a)
+    cuda.ewise_add(buf, other, buf)
+    np.testing.assert_array_equal(get(cuda, buf), a + a)
+
+
+@pytest.mark.parametrize("dtype", ("float32", "float64", "int64"))
+@pytest.mark.parametrize("cond_dtype", ("same", "int64"))
+def test_where(dtype: str, cond_dtype: str) -> None:
+    n = 4099
+    cond = (rand(n, "int64", 6) > 0).astype(dtype if cond_dtype == "same" else "int64")
+    check("ewise_where", [cond, rand(n, dtype, 7), rand(n, dtype, 8), "OUT"], (n, dtype))
+
+
+@pytest.mark.parametrize("src", ("float32", "float64", "int64"))
+@pytest.mark.parametrize("dst", ("float32", "float64", "int64"))
+def test_cast(src: str, dst: str) -> None:
+    a = rand(5003, src, 9, -1000, 1000)
+    check("ewise_cast", [a, "OUT"], (a.size, dst))
+
+
+@pytest.mark.parametrize("dtype", ("float32", "float64", "int64"))
+def test_fill_and_buffers(dtype: str) -> None:
+    for value in (0, 3, -2.5 if dtype != "int64" else -7):
+        buf = cuda.Array(1001, dtype)
+        cuda.fill(buf, value)
+        np.testing.assert_array_equal(get(cuda, buf), np.full(1001, value, dtype))
+    big = cuda.Array(5, "int64")
+    cuda.fill(big, 2**62 + 3)
+    assert int(get(cuda, big)[0]) == 2**62 + 3
+
+
+VIEWS = [  # (buffer size, shape, strides, offset)
+    (24, (2, 3, 4), (12, 4, 1), 0),
+    (24, (4, 3, 2), (1, 4, 12), 0),       # transposed
+    (24, (3, 4), (0, 1), 5),              # broadcast
+    (24, (2, 3), (-12, -4), 23),          # flipped
+    (100, (3, 3, 3), (30, 10, 3), 1),     # steps
+    (10, (0, 4), (4, 1), 0),              # empty
+    (1, (1, 1, 1), (7, 7, 7), 0),
+    (2 ** 9, (2,) * 9, tuple(2 ** k for k in range(9)), 0),  # 9 dims, reversed strides
+    (3 * 200_003, (200_003, 3), (1, 200_003), 0),
+]
+
+
+@pytest.mark.parametrize("dtype", ("float32", "float64", "int64"))
+@pytest.mark.parametrize("view", VIEWS, ids=str)
+def test_strided(view: tuple, dtype: str) -> None:
+    size, shape, strides, offset = view
+    n = int(np.prod(shape))
+    base = rand(size, dtype, 10)
+    if len(shape) > 8:  # more than 8 dims after merging: a clear error, not a crash
+        with pytest.raises(ValueError, match="at most 8"):
+            cuda.compact(put(cuda, base), cuda.Array(n, dtype), shape, strides, offset)
+        return
+    check("compact", [base, "OUT", shape, strides, offset], (n, dtype), TOL["int64"])
+    got = cuda.to_numpy(put(cuda, base), shape, strides, offset)
+    np.testing.assert_array_equal(got, ref.to_numpy(put(ref, base), shape, strides, offset))
+    if 0 not in strides:
+        src = rand(n, dtype, 11)
+        check("ewise_setitem", [src, "OUT", shape, strides, offset], base, TOL["int64"])
+        check("scalar_setitem", [n, 4, "OUT", shape, strides, offset], base, TOL["int64"])
+
+
+def test_strided_errors() -> None:
+    buf = cuda.Array(10, "float32")
+    with pytest.raises(ValueError, match="compact: view"):
+        cuda.compact(buf, cuda.Array(20, "float32"), (5, 4), (4, 1), 0)
+    with pytest.raises(ValueError, match="differ in length"):
+        cuda.to_numpy(buf, (2, 5), (5,), 0)
+    with pytest.raises(ValueError, match="scalar_setitem: size"):
+        cuda.scalar_setitem(3, 1.0, buf, (2,), (1,), 0)
+    with pytest.raises(TypeError, match="dtypes differ"):
+        cuda.compact(buf, cuda.Array(10, "float64"), (10,), (1,), 0)
+
+
+ROWS_SIZES = [(1, 1), (7, 3), (5, 32), (9, 33), (300, 511), (3, 513), (2, 5000),
+              (1, 1_000_003), (2, 300_007), (4096, 1000), (0, 5)]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("rows,size", ROWS_SIZES)
+@pytest.mark.parametrize("op", ("sum", "max", "min", "argmax"))
+def test_reduce(op: str, rows: int, size: int, dtype: str) -> None:
+    a = rand(rows * size, dtype, 12)
+    out_dtype = "int64" if op == "argmax" else dtype
+    tol = SUM_TOL[dtype] if op == "sum" else TOL["int64"]
+    check(f"reduce_{op}", [a, "OUT", size], (rows, out_dtype), tol)
+
+
+def test_reduce_special_values() -> None:
+    a = np.array([1, 3, 3, 0, np.nan, 2, np.nan, -np.inf, -np.inf, -np.inf, 5, 5],
+                 np.float32)
+    for op in ("max", "min", "argmax"):
+        out_dtype = "int64" if op == "argmax" else "float32"
+        check(f"reduce_{op}", [a, "OUT", 3], (4, out_dtype), TOL["int64"])
+    check("reduce_sum", [a, "OUT", 0], (4, "float32"))
+    with pytest.raises(ValueError, match="empty axis"):
+        cuda.reduce_max(cuda.Array(0, "float32"), cuda.Array(2, "float32"), 0)
+    with pytest.raises(TypeError, match="int64"):
+        cuda.reduce_sum(cuda.Array(4, "int64"), cuda.Array(2, "int64"), 2)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("rows,size", [(1, 1), (33, 10), (4, 512), (3, 513), (2, 40_000)])
+def test_softmax_logsumexp(rows: int, size: int, dtype: str) -> None:
+    a = rand(rows * size, dtype, 13, -20, 20)
+    check("softmax_last", [a, "OUT", size], (rows * size, dtype), SUM_TOL[dtype])
+    check("logsumexp_last", [a, "OUT", size], (rows, dtype), SUM_TOL[dtype])
+    a[:size] = -np.inf  # an all -inf row: logsumexp -inf, like numpy
+    check("logsumexp_last", [a, "OUT", size], (rows, dtype), SUM_TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("outer,size,inner", [(1, 5, 1), (3, 7, 2), (2, 1000, 33),
+                                              (5, 0, 4), (64, 64, 64), (1, 3, 100_000)])
+def test_reduce_sum_axis(outer: int, size: int, inner: int, dtype: str) -> None:
+    a = rand(outer * size * inner, dtype, 14)
+    check("reduce_sum_axis", [a, "OUT", outer, size, inner], (outer * inner, dtype),
+          SUM_TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", ("float32", "float64", "int64"))
+@pytest.mark.parametrize("outer,axis,inner,n", [(1, 10, 1, 7), (3, 5, 4, 9), (2, 1000, 64, 300),
+                                                (4, 3, 1, 0)])
+def test_index(outer: int, axis: int, inner: int, n: int, dtype: str) -> None:
+    idx = np.random.default_rng(15).integers(0, axis, n).astype(np.int64)
+    a = rand(outer * axis * inner, dtype, 16)
+    check("index_gather", [a, idx, "OUT", outer, axis, inner], (outer * n * inner, dtype))
+    if dtype != "int64":
+        src = rand(outer * n * inner, dtype, 17)
+        check("index_scatter_add", [src, idx, "OUT", outer, axis, inner], a)
+
+
+def test_index_errors_leave_out_untouched() -> None:
+    out = put(cuda, np.ones(5, np.float32))
+    for bad in (5, -1):
+        idx = put(cuda, np.array([0, 4, bad, 1], np.int64))
+        with pytest.raises(IndexError, match=f"index {bad} .*axis of size 5"):
+            cuda.index_scatter_add(put(cuda, np.ones(4, np.float32)), idx, out, 1, 5, 1)
+    np.testing.assert_array_equal(get(cuda, out), np.ones(5, np.float32))
+    with pytest.raises(TypeError, match="int64"):
+        cuda.index_gather(out, out, cuda.Array(5, "float32"), 1, 5, 1)
+
+
+MATMUL_SHAPES = [(1, 1, 1), (3, 5, 7), (4, 4, 4), (64, 64, 64), (129, 67, 131), (65, 3, 2),
+                 (256, 256, 256), (512, 512, 512), (1000, 300, 1200), (2, 0, 3), (0, 4, 5),
+                 (1, 4096, 1)]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("m,n,p", MATMUL_SHAPES)
+def test_matmul(m: int, n: int, p: int, dtype: str) -> None:
+    a, b = rand(m * n, dtype, 18), rand(n * p, dtype, 19)
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == "float32" else TOL[dtype]
+    check("matmul", [a, b, "OUT", m, n, p], (m * p, dtype), tol)
+
+
+@pytest.mark.parametrize("batch,m,n,p", [(1, 2, 3, 4), (7, 33, 17, 9), (3, 128, 64, 256),
+                                         (64, 64, 64, 64)])
+def test_matmul_batched(batch: int, m: int, n: int, p: int) -> None:
+    a, b = rand(batch * m * n, "float32", 20), rand(batch * n * p, "float32", 21)
+    check("matmul_batched", [a, b, "OUT", batch, m, n, p], (batch * m * p, "float32"),
+          dict(rtol=1e-4, atol=1e-4))
+
+
+def test_matmul_errors() -> None:
+    a = cuda.Array(6, "float32")
+    with pytest.raises(ValueError, match="matmul: buffers"):
+        cuda.matmul(a, a, cuda.Array(4, "float32"), 2, 3, 4)
+    with pytest.raises(TypeError):
+        cuda.matmul(cuda.Array(4, "int64"), cuda.Array(4, "int64"), cuda.Array(4, "int64"),
+                    2, 2, 2)
+
+
+CONVS = [  # n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw
+    (1, 1, 5, 5, 3, 3, 1, 1, 0, 0, 1, 1),
+    (2, 3, 8, 7, 3, 2, 2, 1, 1, 0, 1, 1),
+    (2, 4, 9, 9, 3, 3, 2, 2, 2, 1, 2, 1),
+    (8, 16, 28, 28, 5, 5, 1, 1, 2, 2, 1, 1),
+]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("conv", CONVS, ids=str)
+def test_im2col_col2im(conv: tuple, dtype: str) -> None:
+    n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw = conv
+    oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    ow = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    image, cols = rand(n * c * h * w, dtype, 22), rand(n * oh * ow * c * kh * kw, dtype, 23)
+    check("im2col", [image, "OUT", *conv], (cols.size, dtype), TOL["int64"])
+    check("col2im", [cols, "OUT", *conv], (image.size, dtype), SUM_TOL[dtype])
+
+
+def test_allocator_reuses_blocks() -> None:
+    a = put(cuda, rand(1 << 20, "float32", 24))
+    cuda.synchronize()
+    for _ in range(3):  # warm up: the sizes of one "step"
+        t = cuda.Array(1 << 20, "float32")
+        cuda.ewise_exp(a, t)
+        s = cuda.Array(1024, "float32")
+        cuda.reduce_sum(t, s, 1024)
+        del t, s
+    before = cuda.memory_stats()
+    for _ in range(20):
+        t = cuda.Array(1 << 20, "float32")
+        cuda.ewise_exp(a, t)
+        s = cuda.Array(1024, "float32")
+        cuda.reduce_sum(t, s, 1024)
+        del t, s
+    after = cuda.memory_stats()
+    assert after["cuda_malloc_calls"] == before["cuda_malloc_calls"]
+    assert after["cache_hits"] >= before["cache_hits"] + 40
+    assert after["peak"] >= after["allocated"] > 0
+    cuda.empty_cache()
+    assert cuda.memory_stats()["reserved"] == cuda.memory_stats()["allocated"]
+
+
+def test_devices_and_errors() -> None:
+    count = cuda.device_count()
+    assert count >= 1
+    with pytest.raises(ValueError, match=f"cuda:{count} does not exist"):
+        cuda.Array(4, "float32", count)
+    with pytest.raises(TypeError, match="unsupported dtype"):
+        cuda.Array(4, "int8")
+    with pytest.raises(ValueError, match="size must be >= 0"):
+        cuda.Array(-1, "float32")
+    with pytest.raises(ValueError, match="operand 1 has 3 elements"):
+        cuda.ewise_add(cuda.Array(5, "float32"), cuda.Array(3, "float32"),
+                       cuda.Array(5, "float32"))
+    with pytest.raises(ValueError, match="from_numpy"):
+        cuda.from_numpy(np.zeros(3, np.float32), cuda.Array(4, "float32"))
+    if count > 1:
+        with pytest.raises(ValueError, match="different devices"):
+            cuda.ewise_add(cuda.Array(4, "float32", 0), cuda.Array(4, "float32", 1),
+                           cuda.Array(4, "float32", 0))
+
+
+def test_results_survive_a_reference_run() -> None:
+    # run() builds buffers on both backends; make sure cuda did not hand back numpy's
+    got, want = run("ewise_add", [np.ones(3, np.float32), np.ones(3, np.float32), "OUT"],
+                    (3, "float32"))
+    np.testing.assert_array_equal(got, want)

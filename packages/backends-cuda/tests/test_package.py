@@ -1,0 +1,78 @@
+"""Checks that run everywhere, GPU or not: the package imports, registers
+through the entry point, lists every kernel of interface v1, and without a
+GPU reports itself unavailable with the CUDA error text."""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+
+import pytest
+
+import lamina_backend_cuda
+from conftest import cuda
+
+interface = pytest.importorskip("lamina.ndarray._interface")
+
+
+def test_registered_through_the_entry_point() -> None:
+    (ep,) = [ep for ep in entry_points(group="lamina.backends") if ep.name == "cuda"]
+    assert ep.value == "lamina_backend_cuda:backend"
+    assert ep.load() is lamina_backend_cuda.backend
+
+
+def test_metadata() -> None:
+    assert cuda.name == "cuda"
+    assert cuda.api_version == interface.API_VERSION
+    assert {"float32", "int64"} <= set(cuda.dtypes)
+    assert isinstance(cuda.is_available(), bool)
+    assert isinstance(cuda.unavailable_reason(), str)
+    assert (cuda.unavailable_reason() == "") == cuda.is_available()
+
+
+def test_provides_every_kernel() -> None:
+    assert interface.missing_kernels(cuda) == []
+    for name in interface.OPTIONAL:
+        assert hasattr(cuda, name), name
+
+
+def test_extension_is_built_and_linked_statically() -> None:
+    from lamina_backend_cuda import _core
+
+    assert _core.device_count() >= 0
+    with open(_core.__file__, "rb") as f:
+        image = f.read()
+    # The runtime is static and the driver is loaded at run time, never linked.
+    assert b"libcudart.so" not in image
+
+
+@pytest.mark.skipif(cuda.is_available(), reason="a GPU is available")
+class TestWithoutGPU:
+    def test_reason_carries_the_cuda_error(self) -> None:
+        reason = cuda.unavailable_reason()
+        assert "cuda" in reason.lower() and reason.strip()
+        assert cuda.device_count() == 0
+
+    def test_every_kernel_raises_runtime_error_with_the_reason(self) -> None:
+        for name in lamina_backend_cuda.KERNELS:
+            with pytest.raises(RuntimeError, match="unavailable") as info:
+                getattr(cuda, name)(1, "float32")
+            assert cuda.unavailable_reason() in str(info.value), name
+
+    def test_extension_raises_too(self) -> None:
+        from lamina_backend_cuda import _core
+
+        with pytest.raises(RuntimeError, match="Array: the cuda backend is unavailable"):
+            _core.Array(4, "float32")
+        with pytest.raises(RuntimeError, match="unavailable"):
+            _core.memory_stats()
+
+    def test_registry_raises_device_error_naming_the_reason(self) -> None:
+        ndarray = pytest.importorskip("lamina.ndarray")
+        ndarray._registry.refresh()
+        info = {b.name: b for b in ndarray.list_backends()}["cuda"]
+        assert info.status == "unavailable"
+        assert info.reason
+        with pytest.raises(ndarray.DeviceError) as exc:
+            ndarray.get_device("cuda")
+        message = str(exc.value)
+        assert "lamina-backend-cuda" in message and info.reason in message
