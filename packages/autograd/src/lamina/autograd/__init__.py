@@ -1,0 +1,116 @@
+"""lamina.autograd: Tensor and reverse-mode automatic differentiation.
+
+Example:
+    >>> import lamina.autograd as ag
+    >>> x = ag.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    >>> (x * x).sum().backward()
+    >>> x.grad
+    tensor([2., 4., 6.])
+"""
+
+from lamina.ndarray import DeviceError, DTypeError, ShapeError, float32, float64, int64
+
+from ._creation import (
+    arange,
+    empty,
+    full,
+    manual_seed,
+    ones,
+    ones_like,
+    rand,
+    randn,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from ._engine import backward, grad
+from ._function import Function
+from ._grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from ._gradcheck import GradcheckError, gradcheck
+from ._ops import (
+    abs,
+    add,
+    amax,
+    amin,
+    argmax,
+    avg_pool2d,
+    broadcast_to,
+    cat,
+    chunk,
+    clamp,
+    conv2d,
+    cos,
+    dilate,
+    div,
+    dropout,
+    embedding,
+    eq,
+    erf,
+    exp,
+    expand,
+    flatten,
+    flip,
+    ge,
+    gelu,
+    gt,
+    le,
+    log,
+    log_softmax,
+    logsumexp,
+    lt,
+    matmul,
+    max_pool2d,
+    maximum,
+    mean,
+    minimum,
+    mul,
+    ne,
+    neg,
+    one_hot,
+    pad,
+    permute,
+    pow,
+    relu,
+    reshape,
+    scatter_add,
+    sigmoid,
+    sign,
+    sin,
+    softmax,
+    split,
+    sqrt,
+    squeeze,
+    stack,
+    std,
+    sub,
+    sum,
+    take,
+    tanh,
+    transpose,
+    undilate,
+    unsqueeze,
+    var,
+    view,
+    where,
+)
+from ._tensor import Tensor
+
+__all__ = [
+    # tensor, dtypes, errors
+    "Tensor", "Function", "float32", "float64", "int64",
+    "ShapeError", "DTypeError", "DeviceError",
+    # creation
+    "tensor", "zeros", "ones", "empty", "full", "rand", "randn", "arange", "zeros_like",
+    "ones_like", "manual_seed",
+    # autograd
+    "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+    "gradcheck", "GradcheckError",
+    # ops
+    "abs", "add", "amax", "amin", "argmax", "avg_pool2d", "broadcast_to", "cat", "chunk",
+    "clamp", "conv2d", "cos", "dilate", "div", "dropout", "embedding", "eq", "erf", "exp",
+    "expand", "flatten", "flip", "ge", "gelu", "gt", "le", "log", "log_softmax", "logsumexp",
+    "lt", "matmul", "max_pool2d", "maximum", "mean", "minimum", "mul", "ne", "neg", "one_hot",
+    "pad", "permute", "pow", "relu", "reshape", "scatter_add", "sigmoid", "sign", "sin",
+    "softmax", "split", "sqrt", "squeeze", "stack", "std", "sub", "sum", "take", "tanh",
+    "transpose", "undilate", "unsqueeze", "var", "view", "where",
+]

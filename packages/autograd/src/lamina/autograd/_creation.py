@@ -1,0 +1,100 @@
+"""Tensor creation: ``tensor``, ``zeros``, ``ones``, ``full``, ``rand``, ``randn``, ``arange``...
+
+Each wraps the matching ``lamina.ndarray`` constructor and adds
+``requires_grad``. Shapes may be given as ``f(2, 3)`` or ``f((2, 3))``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import lamina.ndarray as nd
+
+from ._ops._util import shape_arg
+from ._tensor import Tensor
+
+
+def _leaf(data: nd.NDArray, requires_grad: bool) -> Tensor:
+    return Tensor(data, requires_grad=requires_grad)
+
+
+def tensor(data: Any, dtype: Any = None, device: Any = None,
+           requires_grad: bool = False) -> Tensor:
+    """A new leaf tensor copied from a list, numpy array, number, NDArray or Tensor.
+
+    Float data defaults to float32 (a float64 numpy array stays float64),
+    integer data to int64.
+
+    Example:
+        >>> import lamina.autograd as ag
+        >>> ag.tensor([1.0, 2.0], requires_grad=True)
+        tensor([1., 2.], requires_grad=True)
+    """
+    if isinstance(data, Tensor):
+        data = data.data
+    return _leaf(nd.array(data, dtype=dtype, device=device), requires_grad)
+
+
+def zeros(*shape: Any, dtype: Any = "float32", device: Any = None,
+          requires_grad: bool = False) -> Tensor:
+    """Zeros of ``shape``."""
+    return _leaf(nd.zeros(shape_arg(shape), dtype=dtype, device=device), requires_grad)
+
+
+def ones(*shape: Any, dtype: Any = "float32", device: Any = None,
+         requires_grad: bool = False) -> Tensor:
+    """Ones of ``shape``."""
+    return _leaf(nd.ones(shape_arg(shape), dtype=dtype, device=device), requires_grad)
+
+
+def empty(*shape: Any, dtype: Any = "float32", device: Any = None,
+          requires_grad: bool = False) -> Tensor:
+    """Uninitialised values of ``shape``."""
+    return _leaf(nd.empty(shape_arg(shape), dtype=dtype, device=device), requires_grad)
+
+
+def full(shape: Any, fill_value: float, dtype: Any = "float32", device: Any = None,
+         requires_grad: bool = False) -> Tensor:
+    """``fill_value`` everywhere in ``shape``."""
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    return _leaf(nd.full(shape, fill_value, dtype=dtype, device=device), requires_grad)
+
+
+def rand(*shape: Any, dtype: Any = "float32", device: Any = None,
+         requires_grad: bool = False) -> Tensor:
+    """Uniform samples in ``[0, 1)`` from the generator seeded by ``manual_seed``."""
+    return _leaf(nd.rand(shape_arg(shape), dtype=dtype, device=device), requires_grad)
+
+
+def randn(*shape: Any, dtype: Any = "float32", device: Any = None,
+          requires_grad: bool = False) -> Tensor:
+    """Standard normal samples from the generator seeded by ``manual_seed``."""
+    return _leaf(nd.randn(shape_arg(shape), dtype=dtype, device=device), requires_grad)
+
+
+def arange(start: float, end: float | None = None, step: float = 1, dtype: Any = None,
+           device: Any = None, requires_grad: bool = False) -> Tensor:
+    """``start, start + step, ...`` below ``end`` (``arange(n)`` counts from 0).
+
+    Integer arguments give int64, float ones float32.
+    """
+    return _leaf(nd.arange(start, end, step, dtype=dtype, device=device), requires_grad)
+
+
+def zeros_like(x: Tensor, dtype: Any = None, device: Any = None,
+               requires_grad: bool = False) -> Tensor:
+    """Zeros with ``x``'s shape (and dtype and device unless given)."""
+    return zeros(x.shape, dtype=dtype or x.dtype, device=device or x.device,
+                 requires_grad=requires_grad)
+
+
+def ones_like(x: Tensor, dtype: Any = None, device: Any = None,
+              requires_grad: bool = False) -> Tensor:
+    """Ones with ``x``'s shape (and dtype and device unless given)."""
+    return ones(x.shape, dtype=dtype or x.dtype, device=device or x.device,
+                requires_grad=requires_grad)
+
+
+def manual_seed(seed: int) -> None:
+    """Seeds the generator behind ``rand``, ``randn`` and ``dropout``."""
+    nd.manual_seed(seed)

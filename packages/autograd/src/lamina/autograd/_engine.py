@@ -1,0 +1,241 @@
+"""The reverse-mode engine: ``backward`` and ``grad``.
+
+One pass works like this:
+
+1. Order the nodes reachable from the outputs so that every node comes
+   before the nodes that produced its inputs (an iterative depth-first search:
+   a 100,000-op chain does not hit Python's recursion limit).
+2. Walk that order once. Each node receives the sum of the gradients sent to
+   its output, calls its op's ``backward`` rule, sums each returned gradient
+   back to the shape of the matching input (undoing implicit broadcasting, so
+   that no rule has to), and sends it on: to the parent node, or into a leaf's
+   ``.grad``.
+3. Unless ``retain_graph``, each node drops its saved tensors as soon as it
+   has run, which frees a training step's activations.
+
+With ``create_graph`` the rules run with recording on, so the gradients
+are themselves differentiable.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from lamina.ndarray import ShapeError
+
+from ._function import Function
+from ._grad_mode import set_grad_enabled
+
+if TYPE_CHECKING:
+    from ._tensor import Tensor
+
+
+def topological_order(roots: Sequence[Function]) -> list[Function]:
+    """Nodes reachable from ``roots``, each before every node it depends on."""
+    order: list[Function] = []
+    seen: set[int] = set()
+    for root in roots:
+        if id(root) in seen:
+            continue
+        seen.add(id(root))
+        stack = [(root, iter(root.next))]
+        while stack:
+            node, parents = stack[-1]
+            for parent in parents:
+                if isinstance(parent, Function) and id(parent) not in seen:
+                    seen.add(id(parent))
+                    stack.append((parent, iter(parent.next)))
+                    break
+            else:
+                stack.pop()
+                order.append(node)
+    order.reverse()
+    return order
+
+
+def sum_to_shape(grad: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """Sums ``grad`` over the axes that broadcasting added or stretched.
+
+    Args:
+        grad: gradient with the broadcast shape, e.g. ``(B, N, M)``.
+        shape: the input's shape, e.g. ``(N, 1)``.
+
+    Returns:
+        The gradient with ``shape``.
+    """
+    if grad.shape == shape:
+        return grad
+    lead = grad.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, n in enumerate(shape) if n == 1 and grad.shape[lead + i] != 1)
+    if axes:
+        grad = grad.sum(dim=axes)
+    return grad.reshape(shape)
+
+
+def _seed(outputs: Sequence[Tensor], grad_outputs: Sequence[Any] | None,
+          op: str) -> list[tuple[Tensor, Tensor]]:
+    """Pairs each output with the gradient that starts the backward pass."""
+    from ._tensor import Tensor, ones_like_data
+
+    if grad_outputs is None:
+        grad_outputs = [None] * len(outputs)
+    if len(grad_outputs) != len(outputs):
+        raise ShapeError(f"{op}: got {len(outputs)} outputs but {len(grad_outputs)} gradients")
+    pairs = []
+    for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        if not out.requires_grad:
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a grad_fn")
+        if g is None:
+            if out.data.size != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            g = Tensor._make(ones_like_data(out.data))
+        elif not isinstance(g, Tensor):
+            g = Tensor(g, dtype=out.dtype, device=out.device)
+        if g.shape != out.shape:
+            raise ShapeError(
+                f"{op}: gradient {i} has shape {g.shape} but output {i} has shape "
+                f"{out.shape}; pass a gradient of the output's shape")
+        pairs.append((out, g))
+    return pairs
+
+
+def _accumulate(store: dict[int, Tensor], key: int, grad: Tensor) -> None:
+    old = store.get(key)
+    store[key] = grad if old is None else old + grad
+
+
+def run_backward(pairs: list[tuple[Tensor, Tensor]], retain_graph: bool, create_graph: bool,
+                 capture: dict[int, int] | None = None) -> dict[int, Tensor]:
+    """Propagates gradients from ``pairs`` of (output, gradient) to the leaves.
+
+    Without ``capture`` (``Tensor.backward``), gradients accumulate into the
+    ``.grad`` of leaves and of tensors that called ``retain_grad()``. With
+    ``capture`` (``grad()``), mapping ``id`` of a leaf tensor or of a node to
+    a slot, nothing is written to ``.grad`` and the gradients reaching those
+    keys are returned, keyed by ``id``.
+    """
+    captured: dict[int, Tensor] = {}
+    leaves: dict[int, Tensor] = {}
+    pending: dict[int, Tensor] = {}
+    keep: dict[int, Any] = {}  # ids stay valid only while their objects live
+    with set_grad_enabled(create_graph):
+        roots = []
+        for out, g in pairs:
+            target = out if out.grad_fn is None else out.grad_fn
+            keep[id(target)] = target
+            if out.grad_fn is None:
+                _accumulate(leaves, id(out), g)
+            else:
+                _accumulate(pending, id(target), g)
+                roots.append(target)
+        for node in topological_order(roots):
+            grad = pending.pop(id(node), None)
+            if grad is None:
+                continue
+            if capture is not None and id(node) in capture:
+                _accumulate(captured, id(node), grad)
+            elif capture is None and node._retained is not None:
+                _store_grad(node._retained(), grad, create_graph)
+            grads = node.backward(grad)
+            for edge, shape, g in zip(node.next, node.shapes, grads):
+                if edge is None or g is None:
+                    continue
+                g = sum_to_shape(g, shape)
+                keep[id(edge)] = edge
+                _accumulate(pending if isinstance(edge, Function) else leaves, id(edge), g)
+            if not retain_graph:
+                node.release()
+        for key, grad in leaves.items():
+            if capture is None:
+                _store_grad(keep[key], grad, create_graph)
+            elif key in capture:
+                _accumulate(captured, key, grad)
+    return captured
+
+
+def _store_grad(tensor: Tensor | None, grad: Tensor, create_graph: bool) -> None:
+    """Accumulates into ``tensor.grad`` (PyTorch: sum across backward calls)."""
+    if tensor is None:
+        return
+    if not create_graph:
+        grad = grad.detach()
+    tensor.grad = grad if tensor.grad is None else tensor.grad + grad
+
+
+def backward(tensors: Tensor | Sequence[Tensor], grad_tensors: Any = None,
+             retain_graph: bool | None = None, create_graph: bool = False) -> None:
+    """Accumulates the gradients of ``tensors`` into the leaves' ``.grad``.
+
+    Args:
+        tensors: outputs to differentiate.
+        grad_tensors: one gradient per output (``None`` for a scalar output,
+            meaning 1).
+        retain_graph: keep the saved tensors for another backward; defaults to
+            ``create_graph``.
+        create_graph: record the backward pass, for higher-order gradients.
+    """
+    from ._tensor import Tensor
+
+    outputs = [tensors] if isinstance(tensors, Tensor) else list(tensors)
+    if isinstance(grad_tensors, Tensor) or grad_tensors is None and len(outputs) == 1:
+        grad_tensors = [grad_tensors]
+    pairs = _seed(outputs, grad_tensors, "backward")
+    retain = create_graph if retain_graph is None else retain_graph
+    run_backward(pairs, retain, create_graph)
+
+
+def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
+         grad_outputs: Any = None, retain_graph: bool | None = None,
+         create_graph: bool = False, allow_unused: bool = False) -> tuple[Tensor | None, ...]:
+    """Gradients of ``outputs`` with respect to ``inputs``, returned, not stored.
+
+    Args:
+        outputs: tensors to differentiate (scalars unless ``grad_outputs``).
+        inputs: tensors to differentiate with respect to (leaves or not).
+        grad_outputs: one gradient per output, as in ``backward``.
+        retain_graph: keep the graph; defaults to ``create_graph``.
+        create_graph: record the computation, for higher-order gradients.
+        allow_unused: return ``None`` for an input that the outputs do not
+            depend on, instead of raising.
+
+    Returns:
+        One gradient per input, shaped like it.
+
+    Example:
+        >>> import lamina.autograd as ag
+        >>> x = ag.tensor([1.0, 2.0], requires_grad=True)
+        >>> (g,) = ag.grad((x ** 3).sum(), x, create_graph=True)
+        >>> g.tolist(), ag.grad(g.sum(), x)[0].tolist()
+        ([3.0, 12.0], [6.0, 12.0])
+    """
+    from ._tensor import Tensor
+
+    outs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+    ins = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    if isinstance(grad_outputs, Tensor) or grad_outputs is None and len(outs) == 1:
+        grad_outputs = [grad_outputs]
+    for i, t in enumerate(ins):
+        if not t.requires_grad:
+            raise RuntimeError(f"grad: input {i} does not require grad")
+    keys = [id(t) if t.grad_fn is None else id(t.grad_fn) for t in ins]
+    pairs = _seed(outs, grad_outputs, "grad")
+    retain = create_graph if retain_graph is None else retain_graph
+    found = run_backward(pairs, retain, create_graph, {k: i for i, k in enumerate(keys)})
+    result = []
+    for i, key in enumerate(keys):
+        if key not in found and not allow_unused:
+            raise RuntimeError(
+                f"grad: input {i} appears to not have been used in the graph. "
+                "Set allow_unused=True if this is the desired behavior.")
+        result.append(found.get(key))
+    return tuple(result)
+
+
+def retain_grad(tensor: Tensor) -> None:
+    """Makes a non-leaf ``tensor`` keep its ``.grad`` after backward."""
+    if tensor.grad_fn is not None:
+        tensor.grad_fn._retained = weakref.ref(tensor)

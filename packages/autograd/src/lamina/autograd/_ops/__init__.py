@@ -1,0 +1,90 @@
+"""Every op, grouped by family, and the registry that lists them.
+
+``PRIMITIVES`` maps an op name to its ``Function`` (forward + backward rule,
+or ``differentiable = False``); ``COMPOSITES`` maps a name to a function built
+from primitives only, with no backward code. The registry test checks that
+each name has a gradient rule or is declared non-differentiable, and a test
+record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .._function import Function
+from . import conv, elementwise, index, linalg, reduce, shape
+from .conv import avg_pool2d, conv2d, im2col, max_pool2d
+from .elementwise import (
+    abs,
+    add,
+    clamp,
+    cos,
+    div,
+    dropout,
+    eq,
+    erf,
+    exp,
+    ge,
+    gelu,
+    gt,
+    le,
+    log,
+    lt,
+    maximum,
+    minimum,
+    mul,
+    ne,
+    neg,
+    pow,
+    relu,
+    sigmoid,
+    sign,
+    sin,
+    sqrt,
+    sub,
+    tanh,
+    where,
+)
+from .index import embedding, getitem, one_hot, scatter_add, take
+from .linalg import matmul
+from .reduce import amax, amin, argmax, log_softmax, logsumexp, mean, softmax, std, sum, var
+from .shape import (
+    broadcast_to,
+    cat,
+    chunk,
+    dilate,
+    expand,
+    flatten,
+    flip,
+    pad,
+    permute,
+    reshape,
+    slice_scatter,
+    split,
+    squeeze,
+    stack,
+    transpose,
+    undilate,
+    unsqueeze,
+    view,
+)
+
+_FAMILIES = (elementwise, linalg, reduce, shape, index, conv)
+
+PRIMITIVES: dict[str, type[Function]] = {
+    op.name: op for family in _FAMILIES for op in family.PRIMITIVES}
+COMPOSITES: dict[str, Callable[..., Any]] = {
+    fn.__name__: fn for family in _FAMILIES for fn in family.COMPOSITES}
+
+__all__ = [
+    "PRIMITIVES", "COMPOSITES",
+    "abs", "add", "amax", "amin", "argmax", "avg_pool2d", "broadcast_to", "cat", "chunk",
+    "clamp", "conv2d", "cos", "dilate", "div", "dropout", "embedding", "eq", "erf", "exp",
+    "expand", "flatten", "flip", "ge", "gelu", "getitem", "gt", "im2col", "le", "log",
+    "log_softmax", "logsumexp", "lt", "matmul", "max_pool2d", "maximum", "mean", "minimum",
+    "mul", "ne", "neg", "one_hot", "pad", "permute", "pow", "relu", "reshape", "scatter_add",
+    "sigmoid", "sign", "sin", "slice_scatter", "softmax", "split", "sqrt", "squeeze", "stack",
+    "std", "sub", "sum", "take", "tanh", "transpose", "undilate", "unsqueeze", "var", "view",
+    "where",
+]

@@ -1,0 +1,63 @@
+"""Argument helpers shared by the op modules: scalars to tensors, axes to tuples."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import lamina.ndarray as nd
+from lamina.ndarray import ShapeError
+
+from .._tensor import Tensor
+
+
+def lift(value: Any, like: Tensor) -> Tensor:
+    """``value`` as a Tensor; a Python scalar takes ``like``'s dtype and device."""
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, (int, float, bool)):
+        return Tensor._make(nd.full((), value, dtype=like.data.dtype, device=like.data.device))
+    return Tensor(value, dtype=like.dtype, device=like.device)
+
+
+def operands(a: Any, b: Any, op: str) -> tuple[Tensor, Tensor]:
+    """Both operands of a binary op as Tensors (at least one must be one)."""
+    if isinstance(a, Tensor):
+        return a, lift(b, a)
+    if isinstance(b, Tensor):
+        return lift(a, b), b
+    raise TypeError(f"{op}: expected at least one Tensor, got {type(a).__name__} "
+                    f"and {type(b).__name__}")
+
+
+def normalize_axis(axis: int, ndim: int, op: str) -> int:
+    """``axis`` in ``range(ndim)``; negative counts from the end."""
+    if not isinstance(axis, int):
+        raise TypeError(f"{op}: dim must be an int, got {type(axis).__name__}")
+    if not -ndim <= axis < max(ndim, 1):
+        raise ShapeError(f"{op}: dim {axis} is out of range for a tensor of {ndim} dims "
+                         f"(expected {-ndim} <= dim < {ndim})")
+    return axis % max(ndim, 1)
+
+
+def normalize_axes(dim: int | Sequence[int] | None, ndim: int, op: str) -> tuple[int, ...]:
+    """Sorted, non-negative, unique axes; ``None`` means every axis."""
+    if dim is None:
+        return tuple(range(ndim))
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    axes = tuple(sorted({normalize_axis(d, ndim, op) for d in dims}))
+    if len(axes) != len(dims):
+        raise ShapeError(f"{op}: dim {dim} repeats an axis")
+    return axes
+
+
+def shape_arg(shape: Sequence[Any]) -> tuple[int, ...]:
+    """``f(2, 3)`` and ``f((2, 3))`` both mean the shape ``(2, 3)``."""
+    if len(shape) == 1 and not isinstance(shape[0], int):
+        return tuple(shape[0])
+    return tuple(shape)
+
+
+def kept_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
+    """``shape`` with each reduced axis kept as size 1 (``keepdim=True``)."""
+    return tuple(1 if i in axes else n for i, n in enumerate(shape))

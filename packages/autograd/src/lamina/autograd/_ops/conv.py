@@ -1,0 +1,160 @@
+"""Convolution and pooling over NCHW images, built on im2col.
+
+``im2col`` copies every receptive field of ``x (N, C, H, W)`` into
+``(N, OH, OW, C, KH, KW)``; its adjoint ``col2im`` sums such patches back
+into an image (overlaps add up). With that pair of primitives, conv2d is a
+matrix product and the pools are reductions: compositions whose gradients
+the engine derives, with no loop over pixels in Python.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import lamina.ndarray as nd
+from lamina.ndarray import NDArray, ShapeError
+
+from .._function import Function
+from .._tensor import Tensor
+from .elementwise import where
+from .reduce import amax
+from .shape import pad
+
+Pair = tuple[int, int]
+
+
+class Im2Col(Function):
+    """``(N, C, H, W)`` -> ``(N, OH, OW, C, KH, KW)`` receptive fields."""
+
+    name = "im2col"
+
+    def forward(self, x: NDArray, kernel: Pair, stride: Pair, padding: Pair,
+                dilation: Pair) -> NDArray:
+        self.params = (kernel, stride, padding, dilation)
+        return nd.im2col(x, kernel=kernel, stride=stride, padding=padding, dilation=dilation)
+
+    def backward(self, g: Tensor) -> tuple[Tensor]:
+        return (Col2Im.apply(g, input_shape=self.shapes[0], params=self.params),)
+
+
+class Col2Im(Function):
+    """``(N, OH, OW, C, KH, KW)`` -> ``(N, C, H, W)``, summing overlapping patches."""
+
+    name = "col2im"
+
+    def forward(self, cols: NDArray, input_shape: tuple[int, ...],
+                params: tuple[Pair, Pair, Pair, Pair]) -> NDArray:
+        self.params = params
+        kernel, stride, padding, dilation = params
+        return nd.col2im(cols, input_shape=input_shape, kernel=kernel, stride=stride,
+                         padding=padding, dilation=dilation)
+
+    def backward(self, g: Tensor) -> tuple[Tensor]:
+        kernel, stride, padding, dilation = self.params
+        return (Im2Col.apply(g, kernel=kernel, stride=stride, padding=padding,
+                             dilation=dilation),)
+
+
+def _pair(value: Any, name: str, op: str, minimum: int) -> Pair:
+    pair = (value, value) if isinstance(value, int) else tuple(value)
+    if len(pair) != 2 or not all(isinstance(v, int) and v >= minimum for v in pair):
+        raise ValueError(f"{op}: {name} must be an int >= {minimum} or a pair of them, "
+                         f"got {value!r}")
+    return pair  # type: ignore[return-value]
+
+
+def _out_size(op: str, shape: tuple[int, ...], kernel: Pair, stride: Pair, padding: Pair,
+              dilation: Pair) -> Pair:
+    if len(shape) != 4:
+        raise ShapeError(f"{op}: expected a 4-D (N, C, H, W) input, got shape {shape}")
+    out = tuple((size + 2 * p - d * (k - 1) - 1) // s + 1
+                for size, k, s, p, d in zip(shape[2:], kernel, stride, padding, dilation))
+    if min(out) <= 0:
+        raise ShapeError(f"{op}: input of shape {shape} is too small for kernel {kernel} "
+                         f"with padding {padding} and dilation {dilation}")
+    return out  # type: ignore[return-value]
+
+
+def im2col(x: Tensor, kernel: Pair, stride: Pair = (1, 1), padding: Pair = (0, 0),
+           dilation: Pair = (1, 1)) -> Tensor:
+    """Receptive fields of an image. Shapes: ``(N, C, H, W)`` -> ``(N, OH, OW, C, KH, KW)``."""
+    _out_size("im2col", x.shape, kernel, stride, padding, dilation)
+    return Im2Col.apply(x, kernel=tuple(kernel), stride=tuple(stride), padding=tuple(padding),
+                        dilation=tuple(dilation))
+
+
+def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    """2-D cross-correlation, as ``torch.nn.functional.conv2d`` with ``groups=1``.
+
+    Args:
+        x: images, ``(N, C, H, W)``.
+        weight: filters, ``(O, C, KH, KW)``.
+        bias: ``(O,)`` or ``None``.
+        stride, padding, dilation: an int or an ``(h, w)`` pair each.
+
+    Returns:
+        ``(N, O, OH, OW)`` with ``OH = (H + 2*ph - dh*(KH-1) - 1) // sh + 1``.
+    """
+    if groups != 1:
+        raise ValueError(f"conv2d: only groups=1 is supported, got groups={groups}")
+    if weight.ndim != 4 or x.ndim != 4 or x.shape[1] != weight.shape[1]:
+        raise ShapeError(f"conv2d: input {x.shape} (N, C, H, W) and weight {weight.shape} "
+                         "(O, C, KH, KW) must be 4-D with the same C")
+    params = (weight.shape[2:], _pair(stride, "stride", "conv2d", 1),
+              _pair(padding, "padding", "conv2d", 0), _pair(dilation, "dilation", "conv2d", 1))
+    oh, ow = _out_size("conv2d", x.shape, *params)
+    n, o = x.shape[0], weight.shape[0]
+    cols = Im2Col.apply(x, kernel=params[0], stride=params[1], padding=params[2],
+                        dilation=params[3])
+    rows = cols.reshape(n * oh * ow, -1) @ weight.reshape(o, -1).mT  # (N*OH*OW, O)
+    out = rows.reshape(n, oh, ow, o).permute(0, 3, 1, 2)
+    if bias is not None:
+        if bias.shape != (o,):
+            raise ShapeError(f"conv2d: bias has shape {bias.shape}, expected ({o},)")
+        out = out + bias.reshape(1, o, 1, 1)
+    return out
+
+
+def _pool_params(op: str, kernel_size: Any, stride: Any, padding: Any) -> tuple[Pair, ...]:
+    kernel = _pair(kernel_size, "kernel_size", op, 1)
+    stride = kernel if stride is None else _pair(stride, "stride", op, 1)
+    pads = _pair(padding, "padding", op, 0)
+    if pads[0] * 2 > kernel[0] or pads[1] * 2 > kernel[1]:
+        raise ValueError(f"{op}: padding {pads} should be at most half of kernel {kernel}")
+    return kernel, stride, pads
+
+
+def max_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Tensor:
+    """Maximum over each window, as ``torch.nn.functional.max_pool2d``.
+
+    Padding counts as -inf. Where several elements of a window tie for the
+    maximum, the gradient is shared among them (PyTorch routes it to one).
+
+    Shapes: ``(N, C, H, W)`` -> ``(N, C, OH, OW)``.
+    """
+    kernel, stride, pads = _pool_params("max_pool2d", kernel_size, stride, padding)
+    oh, ow = _out_size("max_pool2d", x.shape, kernel, stride, pads, (1, 1))
+    if pads != (0, 0):
+        widths = ((0, 0), (0, 0), (pads[0], pads[0]), (pads[1], pads[1]))
+        inside = nd.ones(x.shape, dtype=x.data.dtype, device=x.data.device).pad(widths)
+        x = where(Tensor._make(inside), pad(x, widths), float("-inf"))
+    cols = Im2Col.apply(x, kernel=kernel, stride=stride, padding=(0, 0), dilation=(1, 1))
+    n, c = x.shape[:2]
+    windows = cols.reshape(n, oh, ow, c, kernel[0] * kernel[1])
+    return amax(windows, -1).permute(0, 3, 1, 2)
+
+
+def avg_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Tensor:
+    """Mean over each window, zero padding included in the count (PyTorch's default).
+
+    Shapes: ``(N, C, H, W)`` -> ``(N, C, OH, OW)``.
+    """
+    kernel, stride, pads = _pool_params("avg_pool2d", kernel_size, stride, padding)
+    _out_size("avg_pool2d", x.shape, kernel, stride, pads, (1, 1))
+    cols = Im2Col.apply(x, kernel=kernel, stride=stride, padding=pads, dilation=(1, 1))
+    return cols.mean(dim=(4, 5)).permute(0, 3, 1, 2)
+
+
+PRIMITIVES = (Im2Col, Col2Im)
+COMPOSITES = (conv2d, max_pool2d, avg_pool2d)

@@ -1,0 +1,63 @@
+"""Matrix multiplication, with numpy's rules for 1-D and batched operands."""
+
+from __future__ import annotations
+
+from lamina.ndarray import NDArray, ShapeError
+
+from .._function import Function
+from .._tensor import Tensor
+
+
+class Matmul(Function):
+    """``a @ b``: 1-D, 2-D, or batched ``(*B, N, K) @ (*B, K, M)`` with broadcast ``B``.
+
+    The rule promotes 1-D operands to matrices (``(K,)`` as ``(1, K)`` on the
+    left, ``(K, 1)`` on the right), applies ``dA = dC @ B^T`` and
+    ``dB = A^T @ dC``, then drops the added axis; the engine sums any
+    broadcast batch axes away.
+    """
+
+    name = "matmul"
+    save_inputs = True
+
+    def forward(self, a: NDArray, b: NDArray) -> NDArray:
+        if a.ndim == 0 or b.ndim == 0:
+            raise ShapeError(f"matmul: both arguments need at least 1 dimension, got shapes "
+                             f"{a.shape} and {b.shape}; use * to multiply by a scalar")
+        return a @ b
+
+    def backward(self, g: Tensor) -> tuple[Tensor | None, Tensor | None]:
+        a, b = self.inputs
+        need_a, need_b = self.needs_input_grad
+        a2 = a.unsqueeze(0) if a.ndim == 1 else a
+        b2 = b.unsqueeze(-1) if b.ndim == 1 else b
+        if a.ndim == 1 and b.ndim == 1:
+            g2 = g.reshape(1, 1)
+        elif a.ndim == 1:
+            g2 = g.unsqueeze(-2)
+        else:
+            g2 = g.unsqueeze(-1) if b.ndim == 1 else g
+        ga = gb = None
+        if need_a:
+            ga = g2 @ b2.mT
+            ga = ga.squeeze(-2) if a.ndim == 1 else ga
+        if need_b:
+            gb = a2.mT @ g2
+            gb = gb.squeeze(-1) if b.ndim == 1 else gb
+        return ga, gb
+
+
+def matmul(a: Tensor, b: Tensor) -> Tensor:
+    """Matrix product with numpy's semantics.
+
+    Shapes: ``(K,) @ (K,) -> ()``, ``(N, K) @ (K, M) -> (N, M)``,
+    ``(*B1, N, K) @ (*B2, K, M) -> (*broadcast(B1, B2), N, M)``.
+
+    Raises:
+        ShapeError: the inner dimensions differ, or an operand is 0-d.
+    """
+    return Matmul.apply(a, b)
+
+
+PRIMITIVES = (Matmul,)
+COMPOSITES = ()

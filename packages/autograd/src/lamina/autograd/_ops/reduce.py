@@ -1,0 +1,173 @@
+"""Reductions: sum, amax/amin, logsumexp, softmax, argmax; mean, var, std, log_softmax."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from lamina.ndarray import NDArray
+
+from .._function import Function
+from .._tensor import Tensor
+from ._util import kept_shape, normalize_axes, normalize_axis
+
+Dim = int | Sequence[int] | None
+
+
+class Sum(Function):
+    name = "sum"
+
+    def forward(self, a: NDArray, axes: tuple[int, ...], keepdim: bool) -> NDArray:
+        self.kept = kept_shape(a.shape, axes)
+        if not axes:  # a 0-d tensor: nothing to reduce
+            return a.copy()
+        return a.sum(axis=axes, keepdims=keepdim)
+
+    def backward(self, g: Tensor) -> tuple[Tensor]:
+        return (g.reshape(self.kept).broadcast_to(self.shapes[0]),)
+
+
+class _Extremum(Function):
+    """amax/amin: the gradient is shared evenly by the elements that tie (as PyTorch)."""
+
+    save_inputs = True
+    save_output = True
+
+    def forward(self, a: NDArray, axes: tuple[int, ...], keepdim: bool) -> NDArray:
+        if a.size == 0:
+            raise ValueError(f"{self.name}: cannot reduce an empty tensor of shape {a.shape}")
+        self.axes, self.kept = axes, kept_shape(a.shape, axes)
+        if not axes:
+            return a.copy()
+        reduce = a.max if self.name == "amax" else a.min
+        return reduce(axis=axes, keepdims=keepdim)
+
+    def backward(self, g: Tensor) -> tuple[Tensor]:
+        (x,) = self.inputs
+        hit = x == self.output.reshape(self.kept)
+        return (g.reshape(self.kept) * hit / hit.sum(dim=self.axes, keepdim=True),)
+
+
+class Amax(_Extremum):
+    name = "amax"
+
+
+class Amin(_Extremum):
+    name = "amin"
+
+
+class LogSumExp(Function):
+    """``log(sum(exp(x)))`` along one axis, computed stably by the NDArray kernel."""
+
+    name = "logsumexp"
+    save_inputs = True
+    save_output = True
+
+    def forward(self, a: NDArray, axis: int, keepdim: bool) -> NDArray:
+        self.kept = kept_shape(a.shape, (axis,))
+        return a.logsumexp(axis=axis, keepdims=keepdim)
+
+    def backward(self, g: Tensor) -> tuple[Tensor]:
+        (x,) = self.inputs
+        return (g.reshape(self.kept) * (x - self.output.reshape(self.kept)).exp(),)
+
+
+class Softmax(Function):
+    name = "softmax"
+    save_output = True
+
+    def forward(self, a: NDArray, axis: int) -> NDArray:
+        self.axis = axis
+        return a.softmax(axis=axis)
+
+    def backward(self, g: Tensor) -> tuple[Tensor]:
+        out = self.output
+        return (out * (g - (g * out).sum(dim=self.axis, keepdim=True)),)
+
+
+class Argmax(Function):
+    name = "argmax"
+    differentiable = False
+
+    def forward(self, a: NDArray, axis: int | None, keepdim: bool) -> NDArray:
+        return a.argmax(axis=axis, keepdims=keepdim)
+
+
+def sum(x: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:  # noqa: A001
+    """Sum over ``dim`` (an int, a tuple, or ``None`` for all).
+
+    Shapes: ``(N, C, L)`` with ``dim=1`` -> ``(N, L)``, or ``(N, 1, L)`` with
+    ``keepdim=True``.
+    """
+    return Sum.apply(x, axes=normalize_axes(dim, x.ndim, "sum"), keepdim=keepdim)
+
+
+def amax(x: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:
+    """Maximum over ``dim``; tied maxima share the gradient evenly."""
+    return Amax.apply(x, axes=normalize_axes(dim, x.ndim, "amax"), keepdim=keepdim)
+
+
+def amin(x: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:
+    """Minimum over ``dim``; tied minima share the gradient evenly."""
+    return Amin.apply(x, axes=normalize_axes(dim, x.ndim, "amin"), keepdim=keepdim)
+
+
+def logsumexp(x: Tensor, dim: int = -1, keepdim: bool = False) -> Tensor:
+    """``log(sum(exp(x), dim))`` without overflow. Shapes: ``(N, C)`` -> ``(N,)``."""
+    return LogSumExp.apply(x, axis=normalize_axis(dim, x.ndim, "logsumexp"), keepdim=keepdim)
+
+
+def softmax(x: Tensor, dim: int = -1) -> Tensor:
+    """``exp(x) / sum(exp(x), dim)``, computed stably. Shapes: unchanged."""
+    return Softmax.apply(x, axis=normalize_axis(dim, x.ndim, "softmax"))
+
+
+def argmax(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """Index of the maximum (int64, not differentiable); ``dim=None`` flattens."""
+    axis = None if dim is None else normalize_axis(dim, x.ndim, "argmax")
+    return Argmax.apply(x, axis=axis, keepdim=keepdim)
+
+
+def mean(x: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:
+    """Mean over ``dim``. Shapes as ``sum``."""
+    axes = normalize_axes(dim, x.ndim, "mean")
+    count = 1
+    for a in axes:
+        count *= x.shape[a]
+    return sum(x, axes, keepdim) / count
+
+
+def var(x: Tensor, dim: Dim = None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: int | None = None) -> Tensor:
+    """Variance over ``dim``: ``sum((x - mean)**2) / (n - correction)``, as ``torch.var``.
+
+    Args:
+        x: input tensor.
+        dim: axes to reduce (``None`` for all).
+        unbiased: legacy spelling: ``True`` means correction 1, ``False`` 0.
+        keepdim: keep reduced axes as size 1.
+        correction: Bessel's correction; defaults to 1.
+    """
+    if correction is None:
+        correction = 0 if unbiased is False else 1
+    axes = normalize_axes(dim, x.ndim, "var")
+    count = 1
+    for a in axes:
+        count *= x.shape[a]
+    centered = x - mean(x, axes, keepdim=True)
+    denom = count - correction
+    return sum(centered * centered, axes, keepdim) / (denom if denom > 0 else float("nan"))
+
+
+def std(x: Tensor, dim: Dim = None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: int | None = None) -> Tensor:
+    """Standard deviation, ``sqrt(var(...))``; same arguments as ``var``."""
+    return var(x, dim, unbiased, keepdim, correction=correction).sqrt()
+
+
+def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
+    """``x - logsumexp(x, dim)``: log-probabilities, stable. Shapes: unchanged."""
+    return x - logsumexp(x, dim, keepdim=True)
+
+
+PRIMITIVES = (Sum, Amax, Amin, LogSumExp, Softmax, Argmax)
+COMPOSITES = (mean, var, std, log_softmax)

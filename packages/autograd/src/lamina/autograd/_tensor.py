@@ -1,0 +1,463 @@
+"""``Tensor``: an NDArray plus what autograd needs to differentiate through it.
+
+A Tensor holds its values in ``data`` (a ``lamina.ndarray.NDArray``), a
+``requires_grad`` flag, the accumulated ``grad`` and, when an op made it while
+recording, ``grad_fn``: the node of that op. Methods mirror PyTorch's names
+and delegate to the op functions in ``lamina.autograd._ops``.
+
+Unlike PyTorch, ``tensor.data`` is the raw NDArray (not a detached Tensor):
+assigning to it (``p.data = p.data - lr * p.grad.data``) is how optimizers
+update a parameter without recording.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import lamina.ndarray as nd
+import numpy as np
+from lamina.ndarray import DTypeError, NDArray
+
+_FLOAT_DTYPES = ("float32", "float64")
+
+
+def ones_like_data(a: NDArray) -> NDArray:
+    """An NDArray of ones with ``a``'s shape, dtype and device."""
+    return nd.ones(a.shape, dtype=a.dtype, device=a.device)
+
+
+def _check_float(dtype: Any, op: str) -> None:
+    if dtype not in _FLOAT_DTYPES:
+        raise DTypeError(f"{op}: only floating point tensors can require gradients, "
+                         f"got dtype {dtype}; convert with .float()")
+
+
+class Tensor:
+    """An n-dimensional array that can record the ops applied to it.
+
+    Args:
+        data: a list, numpy array, Python number, NDArray or Tensor.
+        dtype: ``"float32"`` (the default for float data), ``"float64"`` or
+            ``"int64"`` (the default for integer data).
+        device: a device name such as ``"numpy"`` or ``"cpu"``; the default
+            device when ``None``.
+        requires_grad: record ops on this tensor so ``backward`` can fill
+            its ``.grad``. Only floating point tensors can require grad.
+
+    Example:
+        >>> import lamina.autograd as ag
+        >>> x = ag.Tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        >>> x.shape, x.dtype
+        ((2, 2), lamina.float32)
+    """
+
+    __slots__ = ("data", "_requires_grad", "grad", "grad_fn", "__weakref__")
+    __array_priority__ = 1000  # numpy scalars on the left defer to Tensor's operators
+
+    data: NDArray
+    grad: Tensor | None
+    grad_fn: Any
+
+    def __init__(self, data: Any, dtype: Any = None, device: Any = None,
+                 requires_grad: bool = False) -> None:
+        if isinstance(data, Tensor):
+            data = data.data
+        if not (isinstance(data, NDArray) and dtype is None and device is None):
+            data = nd.array(data, dtype=dtype, device=device)
+        if requires_grad:
+            _check_float(data.dtype, "Tensor")
+        self.data = data
+        self._requires_grad = bool(requires_grad)
+        self.grad = None
+        self.grad_fn = None
+
+    @classmethod
+    def _make(cls, data: NDArray, requires_grad: bool = False, grad_fn: Any = None) -> Tensor:
+        """Wraps an NDArray without copying or checking (for ops and the engine)."""
+        t = object.__new__(cls)
+        t.data = data
+        t._requires_grad = requires_grad
+        t.grad = None
+        t.grad_fn = grad_fn
+        return t
+
+    # ----- autograd state -------------------------------------------------------------
+
+    @property
+    def requires_grad(self) -> bool:
+        """Whether ops on this tensor are recorded for ``backward``."""
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if self.grad_fn is not None and not value:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables; "
+                               "use .detach() to get a tensor that does not require grad")
+        if value:
+            _check_float(self.dtype, "requires_grad")
+        self._requires_grad = bool(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Sets ``requires_grad`` in place and returns ``self``."""
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        """True for tensors made by the user rather than by a recorded op."""
+        return self.grad_fn is None
+
+    def detach(self) -> Tensor:
+        """The same data (no copy) as a new leaf that does not require grad."""
+        return Tensor._make(self.data)
+
+    def backward(self, gradient: Any = None, retain_graph: bool | None = None,
+                 create_graph: bool = False) -> None:
+        """Accumulates d(self)/d(leaf) into every leaf's ``.grad``.
+
+        Args:
+            gradient: d(loss)/d(self), shaped like ``self``; may be omitted
+                when ``self`` has one element.
+            retain_graph: keep saved tensors for another backward (defaults
+                to ``create_graph``).
+            create_graph: record the backward pass (for higher-order grads).
+        """
+        _engine.backward(self, gradient, retain_graph, create_graph)
+
+    def retain_grad(self) -> None:
+        """Keeps ``.grad`` for this non-leaf tensor after ``backward``."""
+        _engine.retain_grad(self)
+
+    @property
+    def retains_grad(self) -> bool:
+        return self.grad_fn is not None and self.grad_fn._retained is not None
+
+    # ----- metadata and conversion -------------------------------------------------
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.data.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim
+
+    @property
+    def dtype(self) -> nd.DType:
+        return self.data.dtype
+
+    @property
+    def device(self) -> nd.Device:
+        return self.data.device
+
+    def size(self, dim: int | None = None) -> Any:
+        """The shape, or the size of one axis (PyTorch's ``Tensor.size``)."""
+        return self.shape if dim is None else self.shape[dim]
+
+    def numel(self) -> int:
+        return self.data.size
+
+    def dim(self) -> int:
+        return self.data.ndim
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __iter__(self) -> Iterator[Tensor]:
+        return (self[i] for i in range(len(self)))
+
+    def numpy(self) -> np.ndarray:
+        """A numpy copy of the values (refuses tensors that require grad, like PyTorch)."""
+        if self._requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
+                               "Use tensor.detach().numpy() instead.")
+        return self.data.numpy()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = self.data.numpy()
+        return out if dtype is None else out.astype(dtype)
+
+    def item(self) -> float | int:
+        """The value of a one-element tensor as a Python number."""
+        return self.data.item()
+
+    def tolist(self) -> Any:
+        return self.data.tolist()
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        if self.data.size != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    __hash__ = object.__hash__  # identity, as PyTorch: tensors can be dict keys
+
+    def to(self, *args: Any, device: Any = None, dtype: Any = None) -> Tensor:
+        """Moves to a device and/or converts the dtype (differentiable for floats).
+
+        ``t.to("cpu")``, ``t.to("float64")``, ``t.to(device="cpu", dtype="float32")``.
+        Returns ``self`` when nothing changes.
+        """
+        for a in args:
+            if isinstance(a, nd.DType) or a in ("float32", "float64", "int64"):
+                dtype = a
+            else:
+                device = a
+        return _ops_shape.to(self, device=device, dtype=dtype)
+
+    def float(self) -> Tensor:
+        return self.to(dtype="float32")
+
+    def double(self) -> Tensor:
+        return self.to(dtype="float64")
+
+    def long(self) -> Tensor:
+        return self.to(dtype="int64")
+
+    def clone(self) -> Tensor:
+        """A differentiable copy."""
+        return _ops_shape.to(self, copy=True)
+
+    def contiguous(self) -> Tensor:
+        return self if self.data.is_compact() else self.clone()
+
+    def __repr__(self) -> str:
+        body = np.array2string(self.data.numpy(), separator=", ", prefix="tensor(",
+                               precision=4, threshold=1000)
+        extra = []
+        if self.device != nd.default_device():
+            extra.append(f"device='{self.device}'")
+        if self.dtype not in ("float32", "int64"):
+            extra.append(f"dtype=lamina.{self.dtype.name}")
+        if self.grad_fn is not None:
+            extra.append(f"grad_fn={self.grad_fn!r}")
+        elif self._requires_grad:
+            extra.append("requires_grad=True")
+        return "tensor(" + ", ".join([body, *extra]) + ")"
+
+    # ----- operators ---------------------------------------------------------------
+
+    def __add__(self, other: Any) -> Tensor:
+        return F.add(self, other)
+
+    def __radd__(self, other: Any) -> Tensor:
+        return F.add(other, self)
+
+    def __sub__(self, other: Any) -> Tensor:
+        return F.sub(self, other)
+
+    def __rsub__(self, other: Any) -> Tensor:
+        return F.sub(other, self)
+
+    def __mul__(self, other: Any) -> Tensor:
+        return F.mul(self, other)
+
+    def __rmul__(self, other: Any) -> Tensor:
+        return F.mul(other, self)
+
+    def __truediv__(self, other: Any) -> Tensor:
+        return F.div(self, other)
+
+    def __rtruediv__(self, other: Any) -> Tensor:
+        return F.div(other, self)
+
+    def __pow__(self, exponent: Any) -> Tensor:
+        return F.pow(self, exponent)
+
+    def __rpow__(self, base: Any) -> Tensor:
+        return F.pow(base, self)
+
+    def __matmul__(self, other: Tensor) -> Tensor:
+        return F.matmul(self, other)
+
+    def __rmatmul__(self, other: Tensor) -> Tensor:
+        return F.matmul(other, self)
+
+    def __neg__(self) -> Tensor:
+        return F.neg(self)
+
+    def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
+        return F.eq(self, other)
+
+    def __ne__(self, other: Any) -> Tensor:  # type: ignore[override]
+        return F.ne(self, other)
+
+    def __lt__(self, other: Any) -> Tensor:
+        return F.lt(self, other)
+
+    def __le__(self, other: Any) -> Tensor:
+        return F.le(self, other)
+
+    def __gt__(self, other: Any) -> Tensor:
+        return F.gt(self, other)
+
+    def __ge__(self, other: Any) -> Tensor:
+        return F.ge(self, other)
+
+    def __getitem__(self, key: Any) -> Tensor:
+        return F.getitem(self, key)
+
+    # ----- methods: one line each, the ops live in _ops -------------------------------
+
+    def add(self, other: Any) -> Tensor:
+        return F.add(self, other)
+
+    def sub(self, other: Any) -> Tensor:
+        return F.sub(self, other)
+
+    def mul(self, other: Any) -> Tensor:
+        return F.mul(self, other)
+
+    def div(self, other: Any) -> Tensor:
+        return F.div(self, other)
+
+    def pow(self, exponent: Any) -> Tensor:
+        return F.pow(self, exponent)
+
+    def matmul(self, other: Tensor) -> Tensor:
+        return F.matmul(self, other)
+
+    def neg(self) -> Tensor:
+        return F.neg(self)
+
+    def exp(self) -> Tensor:
+        return F.exp(self)
+
+    def log(self) -> Tensor:
+        return F.log(self)
+
+    def sqrt(self) -> Tensor:
+        return F.sqrt(self)
+
+    def tanh(self) -> Tensor:
+        return F.tanh(self)
+
+    def sin(self) -> Tensor:
+        return F.sin(self)
+
+    def cos(self) -> Tensor:
+        return F.cos(self)
+
+    def abs(self) -> Tensor:
+        return F.abs(self)
+
+    def sign(self) -> Tensor:
+        return F.sign(self)
+
+    def sigmoid(self) -> Tensor:
+        return F.sigmoid(self)
+
+    def relu(self) -> Tensor:
+        return F.relu(self)
+
+    def maximum(self, other: Any) -> Tensor:
+        return F.maximum(self, other)
+
+    def minimum(self, other: Any) -> Tensor:
+        return F.minimum(self, other)
+
+    def clamp(self, min: float | None = None, max: float | None = None) -> Tensor:  # noqa: A002
+        return F.clamp(self, min, max)
+
+    def sum(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+        return F.sum(self, dim, keepdim)
+
+    def mean(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+        return F.mean(self, dim, keepdim)
+
+    def max(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+        """Maximum over ``dim`` (values only, like ``torch.amax``)."""
+        return F.amax(self, dim, keepdim)
+
+    def min(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+        """Minimum over ``dim`` (values only, like ``torch.amin``)."""
+        return F.amin(self, dim, keepdim)
+
+    def amax(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+        return F.amax(self, dim, keepdim)
+
+    def amin(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+        return F.amin(self, dim, keepdim)
+
+    def var(self, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+            correction: int | None = None) -> Tensor:
+        return F.var(self, dim, unbiased, keepdim, correction=correction)
+
+    def std(self, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+            correction: int | None = None) -> Tensor:
+        return F.std(self, dim, unbiased, keepdim, correction=correction)
+
+    def logsumexp(self, dim: int = -1, keepdim: bool = False) -> Tensor:
+        return F.logsumexp(self, dim, keepdim)
+
+    def softmax(self, dim: int = -1) -> Tensor:
+        return F.softmax(self, dim)
+
+    def log_softmax(self, dim: int = -1) -> Tensor:
+        return F.log_softmax(self, dim)
+
+    def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        return F.argmax(self, dim, keepdim)
+
+    def reshape(self, *shape: Any) -> Tensor:
+        return F.reshape(self, *shape)
+
+    def view(self, *shape: Any) -> Tensor:
+        return F.view(self, *shape)
+
+    def permute(self, *dims: Any) -> Tensor:
+        return F.permute(self, *dims)
+
+    def transpose(self, dim0: int, dim1: int) -> Tensor:
+        return F.transpose(self, dim0, dim1)
+
+    @property
+    def T(self) -> Tensor:  # noqa: N802
+        """All axes reversed (the matrix transpose for 2-D)."""
+        return F.permute(self, tuple(range(self.ndim - 1, -1, -1)))
+
+    @property
+    def mT(self) -> Tensor:  # noqa: N802
+        """The last two axes swapped (batched matrix transpose)."""
+        return F.transpose(self, -2, -1)
+
+    def broadcast_to(self, *shape: Any) -> Tensor:
+        return F.broadcast_to(self, *shape)
+
+    def expand(self, *sizes: Any) -> Tensor:
+        return F.expand(self, *sizes)
+
+    def squeeze(self, dim: Any = None) -> Tensor:
+        return F.squeeze(self, dim)
+
+    def unsqueeze(self, dim: int) -> Tensor:
+        return F.unsqueeze(self, dim)
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        return F.flatten(self, start_dim, end_dim)
+
+    def flip(self, dims: Any) -> Tensor:
+        return F.flip(self, dims)
+
+    def split(self, split_size: Any, dim: int = 0) -> tuple[Tensor, ...]:
+        return F.split(self, split_size, dim)
+
+    def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+        return F.chunk(self, chunks, dim)
+
+    def take(self, indices: Any, dim: int = 0) -> Tensor:
+        return F.take(self, indices, dim)
+
+
+# The op modules build Tensors, so they are imported once Tensor exists.
+from . import _engine  # noqa: E402
+from . import _ops as F  # noqa: E402
+from ._ops import shape as _ops_shape  # noqa: E402

@@ -1,0 +1,352 @@
+"""One record per op: the Lamina call, the PyTorch reference, sample and error inputs.
+
+Generic tests (``test_ops.py``, ``test_gradcheck.py``, ``test_registry.py``)
+sweep ``RECORDS``. Sample arguments are numpy arrays (floats become tensors
+of the dtype under test; int64 arrays become index tensors), Python numbers,
+or anything else passed through unchanged to both sides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import lamina.autograd as ag
+import numpy as np
+import torch
+import torch.nn.functional as TF
+from lamina.autograd._ops import im2col
+from lamina.ndarray import ShapeError
+
+_rng = np.random.default_rng(1234)
+
+
+def r(*shape: int) -> np.ndarray:
+    """Standard normal float64 values."""
+    return np.asarray(_rng.standard_normal(shape))
+
+
+def pos(*shape: int) -> np.ndarray:
+    """Values in [0.5, 2): safe for log, sqrt, division."""
+    return np.asarray(_rng.uniform(0.5, 2.0, shape))
+
+
+def away(*shape: int) -> np.ndarray:
+    """Values with |x| in [0.2, 2]: away from the kinks of abs, relu, clamp."""
+    return np.asarray(_rng.uniform(0.2, 2.0, shape) * _rng.choice([-1.0, 1.0], shape))
+
+
+def ties(*shape: int) -> np.ndarray:
+    """Small half-integers, so comparisons see equal values."""
+    return np.asarray(_rng.integers(-2, 3, shape) / 2.0)
+
+
+def idx(high: int, *shape: int) -> np.ndarray:
+    """int64 indices in [0, high)."""
+    return _rng.integers(0, high, shape).astype(np.int64)
+
+
+def distinct(*shape: int) -> np.ndarray:
+    """A permutation of spread-out values: no ties for max/min/pooling."""
+    return _rng.permutation(np.prod(shape)).reshape(shape) * 0.1 - 1.0
+
+
+@dataclass
+class Sample:
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+def S(*args: Any, **kwargs: Any) -> Sample:  # noqa: N802
+    return Sample(args, kwargs)
+
+
+@dataclass
+class ErrorSample:
+    sample: Sample
+    error: type[BaseException]
+    match: str
+
+
+@dataclass
+class OpRecord:
+    """Everything the generic tests need to know about one op.
+
+    Attributes:
+        name: the registry name (a primitive ``Function.name`` or composite).
+        fn: the Lamina call, ``fn(*tensors, **kwargs)``.
+        ref: the PyTorch reference with the same arguments.
+        samples: inputs, including broadcasting and 0-d/1-d cases.
+        differentiable: False for ops whose output never requires grad.
+        covers: other registry names this record exercises (adjoints).
+        errors: bad inputs, the exception class and a regex of its message.
+        second_order: include in the second-order gradient checks.
+        gradcheck: include in the float64 finite-difference sweep.
+        constant_args: positions of float arguments that never require grad.
+        tolerance: per-dtype overrides of the harness tolerances.
+        out_dtype: the output dtype when it does not follow the inputs'.
+    """
+
+    name: str
+    fn: Callable[..., Any]
+    ref: Callable[..., Any]
+    samples: list[Sample]
+    differentiable: bool = True
+    covers: tuple[str, ...] = ()
+    errors: list[ErrorSample] = field(default_factory=list)
+    second_order: bool = False
+    gradcheck: bool = True
+    constant_args: tuple[int, ...] = ()
+    tolerance: dict[str, dict[str, float]] = field(default_factory=dict)
+    out_dtype: str | None = None
+
+
+def _unfold(x: torch.Tensor, kernel: Any, stride: Any, padding: Any, dilation: Any
+            ) -> torch.Tensor:
+    """torch's unfold rearranged to Lamina's im2col layout (N, OH, OW, C, KH, KW)."""
+    n, c, h, w = x.shape
+    kh, kw = kernel
+    cols = TF.unfold(x, kernel, dilation=dilation, padding=padding, stride=stride)
+    oh = (h + 2 * padding[0] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
+    ow = (w + 2 * padding[1] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+    return cols.reshape(n, c, kh, kw, oh, ow).permute(0, 4, 5, 1, 2, 3)
+
+
+def _fold(cols: torch.Tensor, input_shape: Any, kernel: Any, stride: Any, padding: Any,
+          dilation: Any) -> torch.Tensor:
+    n, oh, ow, c, kh, kw = cols.shape
+    flat = cols.permute(0, 3, 4, 5, 1, 2).reshape(n, c * kh * kw, oh * ow)
+    return TF.fold(flat, input_shape[2:], kernel, dilation=dilation, padding=padding,
+                   stride=stride)
+
+
+def _torch_scatter(shape: tuple[int, ...], key: Any, x: torch.Tensor) -> torch.Tensor:
+    out = x.new_zeros(shape)
+    out[key] = x
+    return out
+
+
+def _torch_dilate(x: torch.Tensor, axes: Any, dilation: int) -> torch.Tensor:
+    shape = tuple(n * (dilation + 1) if i in axes else n for i, n in enumerate(x.shape))
+    key = tuple(slice(None, None, dilation + 1) if i in axes else slice(None)
+                for i in range(x.ndim))
+    return _torch_scatter(shape, key, x)
+
+
+def _torch_take(x: torch.Tensor, indices: torch.Tensor, dim: int = 0) -> torch.Tensor:
+    return x[(slice(None),) * dim + (indices,)]
+
+
+def _torch_scatter_add(src: torch.Tensor, indices: torch.Tensor, dim: int, size: int
+                       ) -> torch.Tensor:
+    shape = src.shape[:dim] + (size,) + src.shape[dim + indices.ndim:]
+    flat = src.reshape(src.shape[:dim] + (-1,) + src.shape[dim + indices.ndim:])
+    return src.new_zeros(shape).index_add(dim, indices.reshape(-1), flat)
+
+
+def _torch_pad(x: torch.Tensor, pad_width: Any) -> torch.Tensor:
+    flat = [v for pair in reversed(pad_width) for v in pair]
+    return TF.pad(x, flat)
+
+
+def _torch_getitem(x: torch.Tensor, key: Any) -> torch.Tensor:
+    """``x[key]``; torch has no negative slice steps, so those become flips."""
+    parts = key if isinstance(key, tuple) else (key,)
+    for axis, k in enumerate(parts):
+        if isinstance(k, slice) and k.step is not None and k.step < 0:
+            if k != slice(None, None, -1):
+                raise ValueError(f"test reference handles only ::-1, got {k}")
+            x = x.flip(axis)
+    return x[tuple(slice(None) if isinstance(k, slice) and k.step and k.step < 0 else k
+                   for k in parts)]
+
+
+def _cmp(op: Callable[..., Any]) -> Callable[..., Any]:
+    return lambda a, b: op(a, b).double()
+
+
+_ERF_TOL = {"float64": {"rtol": 1e-6, "atol": 3e-7}}
+_MM_ERROR = ErrorSample(S(r(2, 3), r(4, 5)), ShapeError,
+                        r"matmul.*\(2, 3\).*\(4, 5\)")
+_BROADCAST_ERROR = ErrorSample(S(r(2, 3), r(4, 3)), ShapeError, r"\(2, 3\).*\(4, 3\)")
+
+
+def _binary(name: str, fn: Callable[..., Any], ref: Callable[..., Any], lhs: Callable[..., Any],
+            rhs: Callable[..., Any], **extra: Any) -> OpRecord:
+    return OpRecord(name, fn, ref, [
+        S(lhs(3, 4), rhs(3, 4)),
+        S(lhs(2, 1, 4), rhs(3, 1)),           # broadcasting both ways
+        S(lhs(4), rhs()),                     # 0-d operand
+        S(lhs(3, 4), 1.5), S(2.5, rhs(4)),    # Python scalars on either side
+    ], errors=[_BROADCAST_ERROR], **extra)
+
+
+def _unary(name: str, fn: Callable[..., Any], ref: Callable[..., Any],
+           gen: Callable[..., Any] = r, **extra: Any) -> OpRecord:
+    return OpRecord(name, fn, ref, [S(gen(3, 4)), S(gen(2, 3, 2)), S(gen())], **extra)
+
+
+RECORDS: list[OpRecord] = [
+    # ----- elementwise ----------------------------------------------------------------
+    _binary("add", lambda a, b: a + b, lambda a, b: a + b, r, r, second_order=True),
+    _binary("sub", lambda a, b: a - b, lambda a, b: a - b, r, r),
+    _binary("mul", lambda a, b: a * b, lambda a, b: a * b, r, r, second_order=True),
+    _binary("div", lambda a, b: a / b, lambda a, b: a / b, r, pos, second_order=True),
+    OpRecord("pow", lambda a, b: a**b, lambda a, b: a**b,
+             [S(pos(3, 4), r(3, 4)), S(pos(2, 3), r(3)), S(2.0, r(4))], second_order=True),
+    OpRecord("pow_scalar", lambda a, e: a**e, lambda a, e: a**e,
+             [S(pos(3, 4), 2.5), S(r(5), 2), S(r(3), 0), S(pos(4), -0.5)]),
+    _unary("neg", lambda a: -a, lambda a: -a),
+    _unary("exp", ag.exp, torch.exp, second_order=True),
+    _unary("log", ag.log, torch.log, pos, second_order=True),
+    _unary("sqrt", ag.sqrt, torch.sqrt, pos),
+    _unary("tanh", ag.tanh, torch.tanh, second_order=True),
+    _unary("sin", ag.sin, torch.sin),
+    _unary("cos", ag.cos, torch.cos),
+    _unary("abs", ag.abs, torch.abs, away),
+    _unary("relu", ag.relu, torch.relu, away),
+    # erf's forward is a 1.5e-7 approximation (see lamina.autograd._ops.elementwise.Erf).
+    _unary("erf", ag.erf, torch.erf, tolerance=_ERF_TOL),
+    _unary("sign", ag.sign, torch.sign, away, differentiable=False),
+    _unary("sigmoid", ag.sigmoid, torch.sigmoid, second_order=True),
+    OpRecord("gelu", ag.gelu, TF.gelu,
+             [S(r(3, 4)), S(r(5), approximate="tanh"), S(r(2, 3), approximate="none")],
+             errors=[ErrorSample(S(r(3), approximate="erf"), ValueError, "approximate")],
+             second_order=True, tolerance=_ERF_TOL),
+    OpRecord("clamp", ag.clamp, torch.clamp,
+             [S(away(3, 4), min=-0.5), S(away(3, 4), max=0.5),
+              S(away(5), min=-0.5, max=0.5)],
+             errors=[ErrorSample(S(r(3)), ValueError, "clamp")]),
+    OpRecord("maximum", ag.maximum, torch.maximum,
+             [S(r(3, 4), r(3, 4)), S(r(2, 1, 4), r(3, 1)), S(ties(6), ties(6))]),
+    OpRecord("minimum", ag.minimum, torch.minimum,
+             [S(r(3, 4), r(3, 4)), S(r(2, 1, 4), r(3, 1)), S(ties(6), ties(6))]),
+    OpRecord("where", ag.where, lambda c, a, b: torch.where(c != 0, a, b),
+             [S(idx(2, 3, 4).astype(float), r(3, 4), r(3, 4)),
+              S(idx(2, 3, 1).astype(float), r(1, 4), r(3, 4)),
+              S(idx(2, 5).astype(float), r(5), 0.0)], constant_args=(0,)),
+    *[OpRecord(name, fn, _cmp(tfn), [S(ties(3, 4), ties(3, 4)), S(ties(2, 3), ties(3)),
+                                    S(ties(5), 0.5)], differentiable=False)
+      for name, fn, tfn in [
+          ("eq", lambda a, b: a == b, torch.eq), ("ne", lambda a, b: a != b, torch.ne),
+          ("lt", lambda a, b: a < b, torch.lt), ("le", lambda a, b: a <= b, torch.le),
+          ("gt", lambda a, b: a > b, torch.gt), ("ge", lambda a, b: a >= b, torch.ge)]],
+    # ----- matmul ---------------------------------------------------------------------
+    OpRecord("matmul", lambda a, b: a @ b, torch.matmul,
+             [S(r(3, 4), r(4, 5)), S(r(4), r(4)), S(r(4), r(4, 5)), S(r(3, 4), r(4)),
+              S(r(2, 3, 4), r(4, 5)), S(r(2, 1, 3, 4), r(5, 4, 2)), S(r(4), r(2, 4, 3))],
+             errors=[_MM_ERROR], second_order=True),
+    # ----- reductions -----------------------------------------------------------------
+    OpRecord("sum", ag.sum, torch.sum,
+             [S(r(3, 4)), S(r(3, 4), dim=1), S(r(2, 3, 4), dim=(0, 2), keepdim=True),
+              S(r(2, 3), dim=-1), S(r())],
+             errors=[ErrorSample(S(r(2, 3), dim=2), ShapeError, "sum: dim 2")],
+             second_order=True),
+    OpRecord("mean", ag.mean, torch.mean,
+             [S(r(3, 4)), S(r(3, 4), dim=0), S(r(2, 3, 4), dim=(1, 2), keepdim=True)]),
+    OpRecord("amax", ag.amax, torch.amax,
+             [S(distinct(3, 4), dim=1), S(distinct(2, 3, 4), dim=(0, 2), keepdim=True),
+              S(ties(4, 5), dim=0), S(distinct(5))]),
+    OpRecord("amin", ag.amin, torch.amin,
+             [S(distinct(3, 4), dim=1), S(ties(4, 5), dim=(0, 1)), S(distinct(5))]),
+    OpRecord("var", ag.var, torch.var,
+             [S(r(3, 4)), S(r(3, 4), dim=1), S(r(2, 3, 4), dim=(0, 2), keepdim=True),
+              S(r(5), correction=0), S(r(4, 3), dim=0, unbiased=False)]),
+    OpRecord("std", ag.std, torch.std, [S(r(3, 4)), S(r(3, 4), dim=0, keepdim=True)]),
+    OpRecord("logsumexp", ag.logsumexp, torch.logsumexp,
+             [S(r(3, 4), dim=1), S(r(3, 4), dim=0, keepdim=True), S(r(2, 3, 4), dim=-1)],
+             second_order=True),
+    OpRecord("softmax", ag.softmax, torch.softmax,
+             [S(r(3, 4), dim=1), S(r(3, 4), dim=0), S(r(2, 3, 4), dim=-1)],
+             second_order=True),
+    OpRecord("log_softmax", ag.log_softmax, torch.log_softmax,
+             [S(r(3, 4), dim=1), S(r(2, 3, 4), dim=0)], second_order=True),
+    OpRecord("argmax", ag.argmax, torch.argmax,
+             [S(distinct(3, 4)), S(distinct(3, 4), dim=1), S(distinct(2, 3, 4), dim=0,
+                                                             keepdim=True)],
+             differentiable=False),
+    # ----- shape ----------------------------------------------------------------------
+    OpRecord("to", lambda x: (x.double() * 2).to(x.dtype) + x.clone(),
+             lambda x: (x.double() * 2).to(x.dtype) + x.clone(), [S(r(3, 4))]),
+    OpRecord("reshape", ag.reshape, torch.reshape,
+             [S(r(3, 4), (4, 3)), S(r(2, 3, 4), (-1, 4)), S(r(6), (1, 2, 3))],
+             errors=[ErrorSample(S(r(2, 3), (4, 2)), ShapeError, r"\(2, 3\)")]),
+    OpRecord("view", ag.view, lambda x, s: x.reshape(s), [S(r(3, 4), (2, 6))]),
+    OpRecord("permute", ag.permute, torch.permute,
+             [S(r(2, 3, 4), (2, 0, 1)), S(r(3, 4), (1, 0))],
+             errors=[ErrorSample(S(r(2, 3), (0, 0)), ShapeError, "permute")]),
+    OpRecord("transpose", ag.transpose, torch.transpose, [S(r(2, 3, 4), 0, 2),
+                                                          S(r(3, 4), -1, -2)]),
+    OpRecord("broadcast_to", ag.broadcast_to, torch.broadcast_to,
+             [S(r(3, 1), (2, 3, 4)), S(r(4), (3, 4)), S(r(), (2, 2))],
+             errors=[ErrorSample(S(r(3), (4,)), ShapeError, r"\(3,\)")]),
+    OpRecord("expand", lambda x, *s: x.expand(*s), lambda x, *s: x.expand(*s),
+             [S(r(3, 1), 2, -1, 4), S(r(1, 4), 3, 4)]),
+    OpRecord("squeeze", ag.squeeze, lambda x, dim=None: x.squeeze() if dim is None
+             else x.squeeze(dim), [S(r(3, 1, 4, 1)), S(r(3, 1, 4), dim=1), S(r(1, 1), dim=0)]),
+    OpRecord("unsqueeze", ag.unsqueeze, torch.unsqueeze, [S(r(3, 4), 1), S(r(3, 4), -1)]),
+    OpRecord("flatten", ag.flatten, torch.flatten,
+             [S(r(2, 3, 4)), S(r(2, 3, 4, 2), 1, 2), S(r(2, 3, 4), start_dim=1)]),
+    OpRecord("flip", ag.flip, torch.flip, [S(r(3, 4), (0,)), S(r(2, 3, 4), (0, 2))]),
+    OpRecord("getitem", lambda x, k: x[k], _torch_getitem, [
+        S(r(3, 4), 1), S(r(3, 4), (slice(None), slice(1, 3))),
+        S(r(4, 5), (slice(None, None, 2), slice(None, None, -1))),
+        S(r(3, 4), (None, Ellipsis, 0)), S(r(2, 3, 4), (1, slice(None), -1)),
+        S(r(5, 3), [0, 2, 2, 4]), S(r(3, 5), (slice(None), [4, 0, 4])),
+        S(r(5, 3), ([1, 3], slice(1, None))), S(r(2, 4, 3), (slice(None), [[0, 1], [3, 3]])),
+    ], covers=("slice", "slice_scatter"),
+        errors=[ErrorSample(S(r(3, 4), ([0], [1])), IndexError, "one integer array")]),
+    OpRecord("cat", lambda *xs, dim=0: ag.cat(xs, dim), lambda *xs, dim=0: torch.cat(xs, dim),
+             [S(r(2, 3), r(4, 3)), S(r(2, 3), r(2, 1), r(2, 2), dim=1)],
+             errors=[ErrorSample(S(r(2, 3), r(2, 4)), ShapeError, "cat: tensor 1")]),
+    OpRecord("stack", lambda *xs, dim=0: ag.stack(xs, dim),
+             lambda *xs, dim=0: torch.stack(xs, dim),
+             [S(r(2, 3), r(2, 3)), S(r(3), r(3), r(3), dim=1)],
+             errors=[ErrorSample(S(r(2, 3), r(3, 2)), ShapeError, "stack")]),
+    OpRecord("split", ag.split, torch.split, [S(r(5, 3), 2), S(r(3, 6), [1, 2, 3], dim=1)]),
+    OpRecord("chunk", ag.chunk, torch.chunk, [S(r(6, 3), 3), S(r(3, 5), 2, dim=1)]),
+    OpRecord("pad", ag.pad, _torch_pad,
+             [S(r(3, 4), ((1, 2), (0, 1))), S(r(1, 2, 3, 3), ((0, 0), (0, 0), (1, 1), (2, 0)))],
+             errors=[ErrorSample(S(r(3, 4), ((1, 1),)), ShapeError, "pad")]),
+    OpRecord("dilate", ag.dilate, _torch_dilate,
+             [S(r(3, 4), (0,), 1), S(r(2, 3), (0, 1), 2)]),
+    OpRecord("undilate", ag.undilate,
+             lambda x, axes, d: x[tuple(slice(None, None, d + 1) if i in axes else slice(None)
+                                        for i in range(x.ndim))],
+             [S(r(6, 4), (0,), 1), S(r(5, 7), (0, 1), 2)]),
+    # ----- indexing -------------------------------------------------------------------
+    OpRecord("take", ag.take, _torch_take,
+             [S(r(5, 3), idx(5, 4)), S(r(3, 5, 2), idx(5, 2, 3), 1), S(r(6), idx(6, 8))],
+             errors=[ErrorSample(S(r(5, 3), r(4)), TypeError, "int")]),
+    OpRecord("scatter_add", ag.scatter_add, _torch_scatter_add,
+             [S(r(4, 3), idx(5, 4), 0, 5), S(r(2, 6, 3), np.array([0, 1, 1, 3, 0, 3]), 1, 4)],
+             second_order=True),
+    OpRecord("embedding", ag.embedding, lambda i, w: TF.embedding(i, w),
+             [S(idx(7, 2, 5), r(7, 3)), S(idx(4, 6), r(4, 2))]),
+    OpRecord("one_hot", lambda i, c: ag.one_hot(i, c),
+             lambda i, c: TF.one_hot(i, c).double(), [S(idx(4, 6), 4), S(idx(3, 2, 3), 5)],
+             differentiable=False, out_dtype="float32"),
+    # ----- convolution and pooling ----------------------------------------------------
+    OpRecord("im2col", im2col, _unfold,
+             [S(r(2, 3, 5, 4), (2, 3), (1, 1), (0, 0), (1, 1)),
+              S(r(1, 2, 6, 6), (3, 3), (2, 1), (1, 2), (1, 2))], covers=("col2im",),
+             second_order=True),
+    OpRecord("conv2d", ag.conv2d, TF.conv2d, [
+        S(r(2, 3, 6, 5), r(4, 3, 3, 3)),
+        S(r(1, 2, 7, 7), r(3, 2, 3, 2), r(3), stride=2, padding=1),
+        S(r(2, 2, 8, 8), r(2, 2, 3, 3), None, stride=(1, 2), padding=(2, 1), dilation=2),
+    ], errors=[ErrorSample(S(r(1, 3, 5, 5), r(4, 2, 3, 3)), ShapeError, "conv2d"),
+               ErrorSample(S(r(1, 1, 2, 2), r(1, 1, 3, 3)), ShapeError, "too small")],
+        second_order=True),
+    OpRecord("max_pool2d", ag.max_pool2d, TF.max_pool2d, [
+        S(distinct(2, 3, 6, 6), 2), S(distinct(1, 2, 7, 5), 3, 2, 1),
+        S(distinct(1, 1, 5, 6), (2, 3), (1, 2))]),
+    OpRecord("avg_pool2d", ag.avg_pool2d, TF.avg_pool2d, [
+        S(r(2, 3, 6, 6), 2), S(r(1, 2, 7, 5), 3, 2, 1), S(r(1, 1, 5, 6), (2, 3), (1, 2))]),
+    OpRecord("dropout", lambda x, **k: ag.dropout(x, **k), lambda x, **k: TF.dropout(x, **k),
+             [S(r(3, 4), p=0.0), S(r(3, 4), p=0.5, training=False)],
+             errors=[ErrorSample(S(r(3), p=1.5), ValueError, "dropout")]),
+]
+
+BY_NAME = {rec.name: rec for rec in RECORDS}
