@@ -9,10 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import lamina_backend_cuda
 import numpy as np
 import pytest
-
-import lamina_backend_cuda
 
 cuda = lamina_backend_cuda.backend
 ref = pytest.importorskip("lamina.ndarray._numpy_backend").backend

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from conftest import FLOATS, SUM_TOL, TOL, check, cuda, get, put, rand, ref, run
 
 pytestmark = pytest.mark.cuda

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from importlib.metadata import entry_points
 
-import pytest
-
 import lamina_backend_cuda
+import pytest
 from conftest import cuda
 
 interface = pytest.importorskip("lamina.ndarray._interface")
