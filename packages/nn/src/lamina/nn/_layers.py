@@ -234,8 +234,8 @@ class Embedding(Module):
     def forward(self, indices: Tensor) -> Tensor:
         out = F.embedding(indices, self.weight)
         if self.padding_idx is not None:
-            keep = (indices != self.padding_idx).detach()
-            out = out * keep.reshape(tuple(indices.shape) + (1,)).to_dtype(out.dtype)
+            keep = (indices != self.padding_idx).to(dtype=out.dtype)
+            out = out * keep.reshape(tuple(indices.shape) + (1,))
         return out
 
     def extra_repr(self) -> str:

@@ -64,7 +64,8 @@ def _encode(obj: Any, where: tuple[str, ...], tensors: dict[str, np.ndarray]) ->
     if isinstance(obj, (Tensor, nd.NDArray, np.ndarray)):
         kind = "tensor" if isinstance(obj, Tensor) else \
             "ndarray" if isinstance(obj, nd.NDArray) else "numpy"
-        array = np.ascontiguousarray(obj.numpy() if kind != "numpy" else obj)
+        # np.ascontiguousarray would turn 0-d arrays into shape (1,).
+        array = np.array(obj.numpy() if kind != "numpy" else obj, order="C", copy=True)
         name = ".".join(where) or "value"
         while name in tensors:
             name += "_"
@@ -92,7 +93,7 @@ def _encode(obj: Any, where: tuple[str, ...], tensors: dict[str, np.ndarray]) ->
 def _digest(tensors: Mapping[str, np.ndarray], names: list[str]) -> str:
     h = hashlib.sha256()
     for name in names:
-        array = np.ascontiguousarray(tensors[name])
+        array = np.asarray(tensors[name], order="C")
         h.update(f"{name}:{array.dtype.str}:{array.shape};".encode())
         h.update(array.tobytes())
     return h.hexdigest()

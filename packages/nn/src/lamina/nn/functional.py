@@ -6,7 +6,7 @@ further dims.
 
 from __future__ import annotations
 
-import math
+from typing import Any
 
 from lamina import autograd as ag
 from lamina.autograd import Tensor
@@ -52,13 +52,10 @@ def tanh(x: Tensor) -> Tensor:
 
 
 def gelu(x: Tensor, approximate: str = "none") -> Tensor:
-    """Gaussian error linear unit; ``approximate="tanh"`` uses the tanh form."""
-    if approximate == "none":
-        return x.gelu()
-    if approximate == "tanh":
-        inner = (x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)
-        return x * (inner.tanh() + 1.0) * 0.5
-    raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    """Gaussian error linear unit: exact (erf) form, or ``approximate="tanh"``."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return ag.gelu(x, approximate)
 
 
 def softmax(x: Tensor, dim: int = -1) -> Tensor:
@@ -83,9 +80,9 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
     return ag.dropout(x, p, training=True)
 
 
-def one_hot(target: Tensor, num_classes: int) -> Tensor:
-    """int64 (*,) -> float32 (*, num_classes) with a 1 at each target."""
-    return ag.one_hot(target, num_classes)
+def one_hot(target: Tensor, num_classes: int, dtype: Any = "float32") -> Tensor:
+    """int64 (*,) -> (*, num_classes) of ``dtype`` with a 1 at each target."""
+    return ag.one_hot(target, num_classes, dtype)
 
 
 def _check_targets(op: str, logits: Tensor, target: Tensor) -> None:
@@ -117,7 +114,7 @@ def nll_loss(log_probs: Tensor, target: Tensor, reduction: str = "mean") -> Tens
         reduction: ``"mean"``, ``"sum"`` or ``"none"`` (returns (N,)).
     """
     _check_targets("nll_loss", log_probs, target)
-    picked = (log_probs * one_hot(target, log_probs.shape[1])).sum(1)
+    picked = (log_probs * one_hot(target, log_probs.shape[1], log_probs.dtype)).sum(1)
     return _reduce("nll_loss", -picked, reduction)
 
 
@@ -144,7 +141,7 @@ def cross_entropy(logits: Tensor, target: Tensor, reduction: str = "mean",
                          f"got {label_smoothing}")
     _check_targets("cross_entropy", logits, target)
     log_probs = logits.log_softmax(1)
-    nll = -(log_probs * one_hot(target, logits.shape[1])).sum(1)
+    nll = -(log_probs * one_hot(target, logits.shape[1], log_probs.dtype)).sum(1)
     if label_smoothing:
         nll = nll * (1.0 - label_smoothing) - log_probs.mean(1) * label_smoothing
     return _reduce("cross_entropy", nll, reduction)

@@ -1,0 +1,118 @@
+"""Checkpoints: safetensors round trips, optimizer state, bad files load nothing."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from lamina import autograd as ag
+from lamina import nn, optim
+from safetensors.numpy import load_file, save_file
+
+
+def _trained():
+    ag.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3))
+    opt = optim.AdamW(model.parameters(), lr=0.01)
+    for _ in range(2):
+        opt.zero_grad()
+        nn.CrossEntropyLoss()(model(ag.randn(6, 4)), ag.tensor([0, 1, 2, 0, 1, 2])).backward()
+        opt.step()
+    return model, opt
+
+
+def test_state_dict_round_trip(tmp_path):
+    model, opt = _trained()
+    path = tmp_path / "model.safetensors"
+    nn.save(model.state_dict(), path)
+    loaded = nn.load(path)
+    assert list(loaded) == list(model.state_dict())
+    fresh = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3))
+    fresh.load_state_dict(loaded)
+    for (k, a), (_, b) in zip(model.state_dict().items(), fresh.state_dict().items()):
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=k)
+        assert a.dtype == b.dtype
+    plain = load_file(str(path))  # any safetensors reader sees ordinary named tensors
+    assert plain["0.weight"].shape == (8, 4) and plain["1.num_batches_tracked"].dtype == np.int64
+
+
+def test_model_and_optimizer_in_one_file(tmp_path):
+    model, opt = _trained()
+    path = tmp_path / "ckpt.safetensors"
+    nn.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "epoch": 7}, path)
+    ckpt = nn.load(path)
+    assert ckpt["epoch"] == 7
+    saved = ckpt["optimizer"]
+    assert saved["param_groups"][0]["betas"] == (0.9, 0.999)
+    assert saved["state"][0]["step"] == 2
+    model2 = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3))
+    model2.load_state_dict(ckpt["model"])
+    opt2 = optim.AdamW(model2.parameters(), lr=0.5)
+    opt2.load_state_dict(saved)
+    x, y = ag.randn(6, 4), ag.tensor([2, 1, 0, 2, 1, 0])
+    for m, o in ((model, opt), (model2, opt2)):
+        o.zero_grad()
+        nn.CrossEntropyLoss()(m(x), y).backward()
+        o.step()
+    for a, b in zip(model.parameters(), model2.parameters()):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-6)
+
+
+def test_nested_values_round_trip(tmp_path):
+    obj = {"a": [1, 2.5, None, "x", True], "b": (np.arange(3), {"c": ag.ones(2)}),
+           4: "no"}
+    with pytest.raises(TypeError, match="keys"):
+        nn.save(obj, tmp_path / "bad.safetensors")
+    del obj[4]
+    nn.save(obj, tmp_path / "ok.safetensors")
+    back = nn.load(tmp_path / "ok.safetensors")
+    assert back["a"] == [1, 2.5, None, "x", True]
+    assert isinstance(back["b"], tuple) and back["b"][0].tolist() == [0, 1, 2]
+    assert isinstance(back["b"][1]["c"], ag.Tensor)
+    with pytest.raises(TypeError, match="no pickle"):
+        nn.save({"f": object()}, tmp_path / "obj.safetensors")
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "flip", "empty"])
+def test_corrupt_checkpoint_raises_and_loads_nothing(tmp_path, damage):
+    model, _ = _trained()
+    path = tmp_path / "model.safetensors"
+    nn.save(model.state_dict(), path)
+    raw = bytearray(path.read_bytes())
+    if damage == "truncate":
+        raw = raw[: len(raw) - 20]
+    elif damage == "garbage":
+        raw = bytearray(b"\x00" * 8) + raw[8:]
+    elif damage == "flip":
+        raw[-5] ^= 0xFF
+    else:
+        raw = bytearray()
+    path.write_bytes(bytes(raw))
+    target = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3))
+    before = {k: v.numpy().copy() for k, v in target.state_dict().items()}
+    with pytest.raises(nn.CheckpointError, match="corrupt"):
+        target.load_state_dict(nn.load(path))
+    for k, v in target.state_dict().items():
+        np.testing.assert_array_equal(v.numpy(), before[k])
+
+
+def test_wrong_keys_and_shapes_are_all_listed(tmp_path):
+    path = tmp_path / "other.safetensors"
+    nn.save(nn.Sequential(nn.Linear(4, 5), nn.Linear(5, 3)).state_dict(), path)
+    target = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+    with pytest.raises(nn.StateDictError) as info:
+        target.load_state_dict(nn.load(path))
+    text = str(info.value)
+    for fragment in ("0.weight: shape (5, 4)", "missing keys: 2.weight, 2.bias",
+                     "unexpected keys: 1.weight, 1.bias"):
+        assert fragment in text
+
+
+def test_plain_safetensors_and_missing_file(tmp_path):
+    path = tmp_path / "plain.safetensors"
+    save_file({"w": np.ones((2, 2), np.float32)}, str(path), metadata={"x": json.dumps(1)})
+    assert nn.load(path)["w"].shape == (2, 2)
+    assert isinstance(nn.load(path, as_numpy=True)["w"], np.ndarray)
+    with pytest.raises(FileNotFoundError, match="no such checkpoint"):
+        nn.load(tmp_path / "absent.safetensors")
