@@ -16,7 +16,6 @@ import lamina.ndarray as nd
 import numpy as np
 
 from ._engine import grad
-from ._grad_mode import no_grad
 from ._tensor import Tensor
 
 
@@ -30,13 +29,18 @@ def _outputs(fn: Callable[..., Any], inputs: Sequence[Tensor]) -> list[Tensor]:
 
 
 def _flat(t: Tensor) -> np.ndarray:
-    return np.asarray(t.data.numpy(), dtype=np.float64).reshape(-1)
+    return np.asarray(t.data.numpy(), dtype=np.float64).reshape(-1)  # .data: no grad check
 
 
 def _with(inputs: Sequence[Tensor], j: int, values: np.ndarray) -> list[Tensor]:
-    """``inputs`` with input ``j`` replaced by ``values`` (same shape, device)."""
+    """``inputs`` with input ``j`` replaced by ``values`` (same shape, device, flag).
+
+    The copy keeps ``requires_grad`` so that a function which itself calls
+    ``grad`` (a first-order gradient under a second-order check) still works.
+    """
     x = inputs[j]
-    new = Tensor(nd.array(values.reshape(x.shape), dtype=x.dtype, device=x.device))
+    new = Tensor(nd.array(values.reshape(x.shape), dtype=x.dtype, device=x.device),
+                 requires_grad=x.requires_grad)
     return [new if k == j else t for k, t in enumerate(inputs)]
 
 
@@ -44,9 +48,8 @@ def _numerical(fn: Callable[..., Any], inputs: Sequence[Tensor], j: int, directi
                eps: float) -> list[np.ndarray]:
     """d(outputs)/d(input j) along ``direction``, by central differences."""
     base = _flat(inputs[j])
-    with no_grad():
-        plus = _outputs(fn, _with(inputs, j, base + eps * direction))
-        minus = _outputs(fn, _with(inputs, j, base - eps * direction))
+    plus = _outputs(fn, _with(inputs, j, base + eps * direction))
+    minus = _outputs(fn, _with(inputs, j, base - eps * direction))
     return [(_flat(p) - _flat(m)) / (2 * eps) for p, m in zip(plus, minus)]
 
 

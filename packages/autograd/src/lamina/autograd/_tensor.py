@@ -230,8 +230,12 @@ class Tensor:
         return self if self.data.is_compact() else self.clone()
 
     def __repr__(self) -> str:
-        body = np.array2string(self.data.numpy(), separator=", ", prefix="tensor(",
-                               precision=4, threshold=1000)
+        values = self.data.numpy()
+        # PyTorch's style: "1." when every float is whole, else four fixed decimals.
+        finite = values[np.isfinite(values)] if values.dtype.kind == "f" else values
+        whole = values.dtype.kind != "f" or bool(np.all(finite == np.round(finite)))
+        body = np.array2string(values, separator=", ", prefix="tensor(", precision=4,
+                               floatmode="maxprec_equal" if whole else "fixed", threshold=1000)
         extra = []
         if self.device != nd.default_device():
             extra.append(f"device='{self.device}'")
