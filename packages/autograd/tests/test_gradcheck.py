@@ -49,13 +49,19 @@ def test_second_order_gradcheck(rec: OpRecord) -> None:
         cots = [ag.tensor(rng.standard_normal(o.shape), dtype="float64", device=o.device)
                 for o in outs]
 
-        def first_order(*xs: ag.Tensor) -> tuple[ag.Tensor, ...]:
-            ys = as_list(fn(*xs))
-            total = sum((y * u).sum() for y, u in zip(ys, cots))
-            grads = ag.grad(total, xs, create_graph=True, allow_unused=True)
-            return tuple(g if g is not None else ag.zeros_like(x) for g, x in zip(grads, xs))
+        assert ag.gradcheck(_first_order(fn, cots), inputs, atol=1e-4)
 
-        assert ag.gradcheck(first_order, inputs, atol=1e-4)
+
+def _first_order(fn: Callable[..., Any], cots: list[ag.Tensor]) -> Callable[..., Any]:
+    """``xs -> d(sum(fn(xs) * cots))/dxs``, recorded so it can be differentiated again."""
+
+    def first_order(*xs: ag.Tensor) -> tuple[ag.Tensor, ...]:
+        ys = as_list(fn(*xs))
+        total = sum((y * u).sum() for y, u in zip(ys, cots))
+        grads = ag.grad(total, xs, create_graph=True, allow_unused=True)
+        return tuple(g if g is not None else ag.zeros_like(x) for g, x in zip(grads, xs))
+
+    return first_order
 
 
 def test_gradcheck_reports_output_and_input_on_a_wrong_rule() -> None:

@@ -18,12 +18,10 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ._grad_mode import is_grad_enabled
+from . import _grad_mode as grad_mode
 
 if TYPE_CHECKING:
     from lamina.ndarray import NDArray
-
-    from ._tensor import Tensor
 
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved "
@@ -72,22 +70,26 @@ class Function:
     @classmethod
     def apply(cls, *inputs: Tensor, **params: Any) -> Tensor:
         """Runs the forward on ``inputs``' data and records the node if needed."""
-        from ._tensor import Tensor
-
         node = cls()
         data = node.forward(*[t.data for t in inputs], **params)
-        if not (cls.differentiable and is_grad_enabled()
-                and any(t.requires_grad for t in inputs)):
+        # A plain loop, not any(genexpr): this line runs for every op (eager overhead).
+        record = False
+        if cls.differentiable and grad_mode._state.enabled:
+            for t in inputs:
+                if t._requires_grad:
+                    record = True
+                    break
+        if not record:
             return Tensor._make(data)
-        node.next = tuple(
-            (t if t.grad_fn is None else t.grad_fn) if t.requires_grad else None
-            for t in inputs)
-        node.shapes = tuple(t.data.shape for t in inputs)
+        node.next = tuple([
+            (t if t.grad_fn is None else t.grad_fn) if t._requires_grad else None
+            for t in inputs])
+        node.shapes = tuple([t.data.shape for t in inputs])
         node._saved = inputs if cls.save_inputs else None
         node._out_data = data if cls.save_output else None
         node._released = False
         node._retained = None
-        return Tensor._make(data, requires_grad=True, grad_fn=node)
+        return Tensor._make(data, True, node)
 
     @property
     def needs_input_grad(self) -> tuple[bool, ...]:
@@ -110,8 +112,6 @@ class Function:
         make a reference cycle (output -> node -> output) that only the garbage
         collector could free.
         """
-        from ._tensor import Tensor
-
         if self._released:
             raise RuntimeError(FREED_MESSAGE)
         assert self._out_data is not None, f"{self.name} did not declare save_output"
@@ -125,3 +125,7 @@ class Function:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__}Backward>"
+
+
+# Tensor's module imports the ops, which import this one: bind Tensor last.
+from ._tensor import Tensor  # noqa: E402
