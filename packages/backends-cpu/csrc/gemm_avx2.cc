@@ -79,26 +79,32 @@ void dgemm_ukernel_avx2(int64_t kc, const double* __restrict__ Ap, const double*
 
 double fma_probe_avx2(double seconds) {
   using clock = std::chrono::steady_clock;
-  __m256 acc[10];
-  for (int i = 0; i < 10; ++i) acc[i] = _mm256_set1_ps(0.001f * float(i));
+  // Ten independent chains cover the FMA latency (4-5 cycles) times the two
+  // FMA ports; named locals so the compiler keeps them in registers.
+  __m256 a0 = _mm256_set1_ps(0.0f), a1 = _mm256_set1_ps(0.1f), a2 = _mm256_set1_ps(0.2f),
+         a3 = _mm256_set1_ps(0.3f), a4 = _mm256_set1_ps(0.4f), a5 = _mm256_set1_ps(0.5f),
+         a6 = _mm256_set1_ps(0.6f), a7 = _mm256_set1_ps(0.7f), a8 = _mm256_set1_ps(0.8f),
+         a9 = _mm256_set1_ps(0.9f);
   const __m256 x = _mm256_set1_ps(0.999999f), y = _mm256_set1_ps(1e-7f);
-  const int64_t inner = 1 << 20;
+  const int64_t inner = 1 << 16;
   int64_t rounds = 0;
-  auto t0 = clock::now();
+  const auto t0 = clock::now();
   double elapsed = 0;
   do {
     for (int64_t r = 0; r < inner; ++r) {
-      for (int i = 0; i < 10; ++i) acc[i] = _mm256_fmadd_ps(acc[i], x, y);
-      __asm__ volatile("" : "+x"(acc[0]), "+x"(acc[1]), "+x"(acc[2]), "+x"(acc[3]),
-                       "+x"(acc[4]), "+x"(acc[5]), "+x"(acc[6]), "+x"(acc[7]),
-                       "+x"(acc[8]), "+x"(acc[9]));
+      a0 = _mm256_fmadd_ps(a0, x, y); a1 = _mm256_fmadd_ps(a1, x, y);
+      a2 = _mm256_fmadd_ps(a2, x, y); a3 = _mm256_fmadd_ps(a3, x, y);
+      a4 = _mm256_fmadd_ps(a4, x, y); a5 = _mm256_fmadd_ps(a5, x, y);
+      a6 = _mm256_fmadd_ps(a6, x, y); a7 = _mm256_fmadd_ps(a7, x, y);
+      a8 = _mm256_fmadd_ps(a8, x, y); a9 = _mm256_fmadd_ps(a9, x, y);
     }
     ++rounds;
     elapsed = std::chrono::duration<double>(clock::now() - t0).count();
   } while (elapsed < seconds);
+  __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
+                           _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
+  s = _mm256_add_ps(s, _mm256_add_ps(a8, a9));
   float sink[8];
-  __m256 s = acc[0];
-  for (int i = 1; i < 10; ++i) s = _mm256_add_ps(s, acc[i]);
   _mm256_storeu_ps(sink, s);
   volatile float keep = sink[0];
   (void)keep;

@@ -2,15 +2,16 @@
 // and matmul_batched, on a cache-blocked, packed GEMM:
 //
 //   for jc in N by NC:            B block  KC x NC, packed into NR-wide panels (L3)
-//     for pc in K by KC:          (packed cooperatively by all threads)
-//       for each (ic, j-split):   A block  MC x KC, packed into MR-tall panels (L2)
+//     for pc in K by KC:
+//       for ic in M by MC:        A block  MC x KC, packed into MR-tall panels (L2)
 //         for jr, ir:             MR x NR micro-kernel, B panel stays in L1
 //
 // The micro-kernel is AVX2/FMA when the CPU has it (gemm_avx2.cc) and a
-// portable loop otherwise. Threads take whole (ic, j-split) items, and KC is
-// fixed, so every element of C is summed in the same order for any thread
-// count. Tiny products skip packing; batches of small matrices run one
-// matrix per thread.
+// portable loop otherwise. Threads own disjoint blocks of C and pack their own
+// operands, so a product costs one fork/join and no barriers (which matter on
+// a busy, shared machine). KC is fixed, so every element of C is summed in
+// the same order for any thread count. Tiny products skip packing; batches
+// of small matrices run one matrix per thread.
 #include <algorithm>
 #include <cstring>
 
@@ -112,14 +113,14 @@ struct Scratch {
   ~Scratch() { cached_free(p, bytes); }
 };
 
-// One MC x NC' piece of C from packed A (mc x kc) and packed B panels [jp0, jp1).
+// One mc x nc block of C from packed A (mc x kc) and packed B (kc x nc).
 template <class T, int NR>
 void macro_kernel(UKernel<T> uk, const T* Ap, const T* Bp, int64_t mc, int64_t nc, int64_t kc,
-                  int64_t jp0, int64_t jp1, T* C, int64_t ldc, bool accumulate) {
+                  T* C, int64_t ldc, bool accumulate) {
   alignas(64) T tile[kMR * NR];
-  for (int64_t jp = jp0; jp < jp1; ++jp) {
-    const int64_t j0 = jp * NR, w = std::min<int64_t>(NR, nc - j0);
-    const T* bpanel = Bp + jp * kc * NR;
+  for (int64_t j0 = 0; j0 < nc; j0 += NR) {
+    const int64_t w = std::min<int64_t>(NR, nc - j0);
+    const T* bpanel = Bp + j0 * kc;
     for (int64_t i0 = 0; i0 < mc; i0 += kMR) {
       const int64_t h = std::min<int64_t>(kMR, mc - i0);
       T* c = C + i0 * ldc + j0;
@@ -135,66 +136,73 @@ void macro_kernel(UKernel<T> uk, const T* Ap, const T* Bp, int64_t mc, int64_t n
   }
 }
 
+// C[0:M, 0:N] = A[0:M, 0:K] @ B[0:K, 0:N] on the calling thread; lda, ldb and
+// ldc are row strides, so a thread can own any block of the full product.
 template <class T>
-void gemm_packed(const T* A, const T* B, T* C, int64_t M, int64_t K, int64_t N, int nt) {
+void gemm_serial(const T* A, const T* B, T* C, int64_t M, int64_t K, int64_t N, int64_t lda,
+                 int64_t ldb, int64_t ldc) {
   using G = Gemm<T>;
   constexpr int NR = G::NR;
   const UKernel<T> uk = G::kernel();
-  // Pick MC so the ic blocks split evenly over the threads.
-  int64_t blocks = (M + G::MC - 1) / G::MC;
-  blocks = (blocks + nt - 1) / nt * nt;
-  int64_t mc_max = (M + blocks - 1) / blocks;
-  mc_max = std::max<int64_t>(kMR, (mc_max + kMR - 1) / kMR * kMR);
-  const int64_t ic_blocks = (M + mc_max - 1) / mc_max;
   const int64_t nc_max = std::min<int64_t>(G::NC, (N + NR - 1) / NR * NR);
   const int64_t kc_max = std::min<int64_t>(G::KC, K);
+  const int64_t mc_max = std::min<int64_t>(G::MC, (M + kMR - 1) / kMR * kMR);
   Scratch<T> bbuf(static_cast<std::size_t>(kc_max * nc_max));
-  Scratch<T> abuf(static_cast<std::size_t>(nt * mc_max * kc_max));
-
-  auto body = [&](int tid, int tn) {
-    for (int64_t jc = 0; jc < N; jc += nc_max) {
-      const int64_t nc = std::min(nc_max, N - jc);
-      const int64_t panels = (nc + NR - 1) / NR;
-      // Split the panels too when there are fewer ic blocks than threads.
-      const int64_t jsplit = ic_blocks >= tn ? 1 : std::min<int64_t>(panels, (tn + ic_blocks - 1) / ic_blocks);
-      const int64_t items = ic_blocks * jsplit;
-      for (int64_t pc = 0; pc < K; pc += kc_max) {
-        const int64_t kc = std::min(kc_max, K - pc);
-        for (int64_t p = tid; p < panels; p += tn)
-          pack_b_panel<T, NR>(B + pc * N + jc, N, kc, nc, p, bbuf.p);
-#if defined(LAMINA_HAVE_OPENMP)
-        if (tn > 1) {
-#pragma omp barrier
-        }
-#endif
-        T* ap = abuf.p + tid * mc_max * kc_max;
-        int64_t packed_ic = -1;
-        for (int64_t it = tid; it < items; it += tn) {
-          const int64_t icb = it / jsplit, js = it % jsplit;
-          const int64_t ic = icb * mc_max, mc = std::min(mc_max, M - ic);
-          if (packed_ic != ic) {
-            pack_a<T>(A + ic * K + pc, K, mc, kc, ap);
-            packed_ic = ic;
-          }
-          const int64_t jp0 = panels * js / jsplit, jp1 = panels * (js + 1) / jsplit;
-          macro_kernel<T, NR>(uk, ap, bbuf.p, mc, nc, kc, jp0, jp1, C + ic * N + jc, N, pc > 0);
-        }
-#if defined(LAMINA_HAVE_OPENMP)
-        if (tn > 1) {
-#pragma omp barrier
-        }
-#endif
+  Scratch<T> abuf(static_cast<std::size_t>(mc_max * kc_max));
+  for (int64_t jc = 0; jc < N; jc += nc_max) {
+    const int64_t nc = std::min(nc_max, N - jc);
+    for (int64_t pc = 0; pc < K; pc += kc_max) {
+      const int64_t kc = std::min(kc_max, K - pc);
+      for (int64_t p = 0; p * NR < nc; ++p)
+        pack_b_panel<T, NR>(B + pc * ldb + jc, ldb, kc, nc, p, bbuf.p);
+      for (int64_t ic = 0; ic < M; ic += mc_max) {
+        const int64_t mc = std::min(mc_max, M - ic);
+        pack_a<T>(A + ic * lda + pc, lda, mc, kc, abuf.p);
+        macro_kernel<T, NR>(uk, abuf.p, bbuf.p, mc, nc, kc, C + ic * ldc + jc, ldc, pc > 0);
       }
     }
-  };
-#if defined(LAMINA_HAVE_OPENMP)
-  if (nt > 1) {
-#pragma omp parallel num_threads(nt)
-    body(omp_get_thread_num(), omp_get_num_threads());
+  }
+}
+
+// Threads own disjoint blocks of C on a tr x tc grid (block edges on MR / NR
+// multiples): no shared packing, so no barriers, only the final join. Each
+// thread packs the A rows and B columns it needs; the grid minimises the
+// largest block plus that packing.
+template <class T>
+void gemm_packed(const T* A, const T* B, T* C, int64_t M, int64_t K, int64_t N, int nt) {
+  constexpr int NR = Gemm<T>::NR;
+  const int64_t mt = (M + kMR - 1) / kMR, nt_panels = (N + NR - 1) / NR;
+  int tr = 1, tc = 1;
+  double best = -1;
+  for (int r = 1; r <= nt; ++r) {
+    if (nt % r) continue;
+    const int c = nt / r;
+    if (r > mt || c > nt_panels) continue;
+    const double rows = double((mt + r - 1) / r) * kMR, cols = double((nt_panels + c - 1) / c) * NR;
+    const double cost = rows * cols * double(K) + (rows + cols) * double(K) * 4;
+    if (best < 0 || cost < best) {
+      best = cost;
+      tr = r;
+      tc = c;
+    }
+  }
+  if (best < 0 || tr * tc == 1) {
+    gemm_serial(A, B, C, M, K, N, K, N, N);
     return;
   }
+  auto block = [&](int t) {
+    const int ti = t / tc, tj = t % tc;
+    const int64_t i0 = mt * ti / tr * kMR, i1 = std::min(M, mt * (ti + 1) / tr * kMR);
+    const int64_t j0 = nt_panels * tj / tc * NR, j1 = std::min(N, nt_panels * (tj + 1) / tc * NR);
+    if (i0 < i1 && j0 < j1)
+      gemm_serial(A + i0 * K, B + j0, C + i0 * N + j0, i1 - i0, K, j1 - j0, K, N, N);
+  };
+#if defined(LAMINA_HAVE_OPENMP)
+#pragma omp parallel for schedule(static, 1) num_threads(tr * tc)
+  for (int t = 0; t < tr * tc; ++t) block(t);
+#else
+  for (int t = 0; t < tr * tc; ++t) block(t);
 #endif
-  body(0, 1);
 }
 
 // Unpacked i-k-j loop for tiny products (the inner loop vectorises).

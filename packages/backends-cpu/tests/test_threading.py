@@ -18,7 +18,7 @@ rng = np.random.default_rng(0)
 def buf(x):
     a = b.Array(x.size, x.dtype.name); b.from_numpy(x.reshape(-1), a); return a
 def run(kernel, ins, out_size, *layout, out_dtype="float32"):
-    out = b.Array(out_size, out_dtype); getattr(b, kernel)(*ins, out, *layout)
+    out = b.Array(out_size, out_dtype); b.fill(out, 0); getattr(b, kernel)(*ins, out, *layout)
     return b.to_numpy(out, (out_size,), (1,), 0)
 x = buf(rng.standard_normal(1_000_003).astype(np.float32))
 y = buf(rng.standard_normal(1_000_003).astype(np.float32))
