@@ -123,15 +123,15 @@ def run_backward(pairs: list[tuple[Tensor, Tensor]], retain_graph: bool, create_
     pending: dict[int, Tensor] = {}
     keep: dict[int, Any] = {}  # ids stay valid only while their objects live
     with set_grad_enabled(create_graph):
-        roots = []
+        roots: list[Function] = []
         for out, g in pairs:
-            target = out if out.grad_fn is None else out.grad_fn
-            keep[id(target)] = target
             if out.grad_fn is None:
+                keep[id(out)] = out
                 _accumulate(leaves, id(out), g)
             else:
-                _accumulate(pending, id(target), g)
-                roots.append(target)
+                keep[id(out.grad_fn)] = out.grad_fn
+                _accumulate(pending, id(out.grad_fn), g)
+                roots.append(out.grad_fn)
         for node in topological_order(roots):
             grad = pending.pop(id(node), None)
             if grad is None:
@@ -141,12 +141,12 @@ def run_backward(pairs: list[tuple[Tensor, Tensor]], retain_graph: bool, create_
             elif capture is None and node._retained is not None:
                 _store_grad(node._retained(), grad, create_graph)
             grads = node.backward(grad)
-            for edge, shape, g in zip(node.next, node.shapes, grads):
-                if edge is None or g is None:
+            for edge, shape, edge_grad in zip(node.next, node.shapes, grads):
+                if edge is None or edge_grad is None:
                     continue
-                g = sum_to_shape(g, shape)
                 keep[id(edge)] = edge
-                _accumulate(pending if isinstance(edge, Function) else leaves, id(edge), g)
+                _accumulate(pending if isinstance(edge, Function) else leaves, id(edge),
+                            sum_to_shape(edge_grad, shape))
             if not retain_graph:
                 node.release()
         for key, grad in leaves.items():

@@ -12,6 +12,7 @@ update a parameter without recording.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterator
 from typing import Any
 
@@ -180,15 +181,15 @@ class Tensor:
         out = self.data.numpy()
         return out if dtype is None else out.astype(dtype)
 
-    def item(self) -> float | int:
+    def item(self) -> builtins.float | int:
         """The value of a one-element tensor as a Python number."""
         return self.data.item()
 
     def tolist(self) -> Any:
         return self.data.tolist()
 
-    def __float__(self) -> float:
-        return float(self.item())
+    def __float__(self) -> builtins.float:
+        return builtins.float(self.item())
 
     def __int__(self) -> int:
         return int(self.item())
@@ -368,7 +369,8 @@ class Tensor:
     def minimum(self, other: Any) -> Tensor:
         return F.minimum(self, other)
 
-    def clamp(self, min: float | None = None, max: float | None = None) -> Tensor:  # noqa: A002
+    def clamp(self, min: builtins.float | None = None,  # noqa: A002
+              max: builtins.float | None = None) -> Tensor:  # noqa: A002
         return F.clamp(self, min, max)
 
     def sum(self, dim: Any = None, keepdim: bool = False) -> Tensor:

@@ -60,7 +60,7 @@ def _pair(value: Any, name: str, op: str, minimum: int) -> Pair:
     if len(pair) != 2 or not all(isinstance(v, int) and v >= minimum for v in pair):
         raise ValueError(f"{op}: {name} must be an int >= {minimum} or a pair of them, "
                          f"got {value!r}")
-    return pair  # type: ignore[return-value]
+    return pair[0], pair[1]
 
 
 def _out_size(op: str, shape: tuple[int, ...], kernel: Pair, stride: Pair, padding: Pair,
@@ -101,7 +101,7 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 
     if weight.ndim != 4 or x.ndim != 4 or x.shape[1] != weight.shape[1]:
         raise ShapeError(f"conv2d: input {x.shape} (N, C, H, W) and weight {weight.shape} "
                          "(O, C, KH, KW) must be 4-D with the same C")
-    params = (weight.shape[2:], _pair(stride, "stride", "conv2d", 1),
+    params = (_pair(weight.shape[2:], "kernel", "conv2d", 1), _pair(stride, "stride", "conv2d", 1),
               _pair(padding, "padding", "conv2d", 0), _pair(dilation, "dilation", "conv2d", 1))
     oh, ow = _out_size("conv2d", x.shape, *params)
     n, o = x.shape[0], weight.shape[0]
