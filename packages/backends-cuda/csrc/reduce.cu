@@ -12,6 +12,7 @@
 // at least as accurate as numpy's pairwise summation.
 #include <cfloat>
 #include <cmath>
+#include <type_traits>
 
 #include "common.cuh"
 
@@ -110,10 +111,12 @@ __device__ __forceinline__ Acc group_reduce(Acc v) {
   return v;
 }
 
-template <class Op, class T>
-__device__ __forceinline__ typename Op::Acc to_acc(T x, int64_t i) { return Op::load(x, i); }
-template <class Op>
-__device__ __forceinline__ typename Op::Acc to_acc(typename Op::Acc x, int64_t) { return x; }
+// An input element, or (second pass over split rows) an already combined partial.
+template <class Op, class In>
+__device__ __forceinline__ typename Op::Acc to_acc(In x, int64_t i) {
+  if constexpr (std::is_same_v<In, typename Op::Acc>) return x;
+  else return Op::load(x, i);
+}
 
 }  // namespace
 
