@@ -188,7 +188,7 @@ class DataLoader:
                     break
             while pending:
                 result = pending.popleft().get()
-                job = next(todo, None)
-                if job is not None:
-                    pending.append(pool.apply_async(_worker_batch, job))
+                following = next(todo, None)
+                if following is not None:
+                    pending.append(pool.apply_async(_worker_batch, following))
                 yield result

@@ -22,7 +22,8 @@ from ._dataset import Dataset
 
 __all__ = ["MNIST", "DatasetFileError", "bundled_mnist_dir", "read_idx"]
 
-_IDX_TYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+_IDX_TYPES: dict[int, Any] = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4",
+                              0x0D: ">f4", 0x0E: ">f8"}
 # Mirrors in the order torchvision tries them; files are checked by MD5 either way.
 MIRRORS = ("https://ossci-datasets.s3.amazonaws.com/mnist/", "http://yann.lecun.com/exdb/mnist/")
 FILES = {

@@ -31,8 +31,10 @@ class Sequential(Module):
             for name, module in modules[0].items():
                 self.add_module(name, module)
         else:
-            for i, module in enumerate(modules):
-                self.add_module(str(i), module)  # type: ignore[arg-type]
+            for i, entry in enumerate(modules):
+                if not isinstance(entry, Module):
+                    raise TypeError(f"Sequential: expected Modules, got {type(entry).__name__}")
+                self.add_module(str(i), entry)
 
     def forward(self, x: Any) -> Any:
         for module in self._modules.values():

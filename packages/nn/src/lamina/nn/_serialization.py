@@ -65,7 +65,8 @@ def _encode(obj: Any, where: tuple[str, ...], tensors: dict[str, np.ndarray]) ->
         kind = "tensor" if isinstance(obj, Tensor) else \
             "ndarray" if isinstance(obj, nd.NDArray) else "numpy"
         # np.ascontiguousarray would turn 0-d arrays into shape (1,).
-        array = np.array(obj.numpy() if kind != "numpy" else obj, order="C", copy=True)
+        raw = obj if isinstance(obj, np.ndarray) else obj.numpy()
+        array = np.array(raw, order="C", copy=True)
         name = ".".join(where) or "value"
         while name in tensors:
             name += "_"
