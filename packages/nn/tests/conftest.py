@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from lamina import ndarray as nd
 
 # packages/nn/tests -> repository root is parents[3]; the shared data sits beside it.
 _ROOT = Path(__file__).resolve().parents[3]
@@ -24,3 +25,16 @@ def mnist_dir() -> Path:
     if not (path / "train-images-idx3-ubyte.gz").is_file():
         pytest.skip(f"full MNIST not found at {path} (set LAMINA_DATA to the shared data folder)")
     return path
+
+
+def available_devices() -> list[str]:
+    """Every device whose backend is available here (numpy always; cpu, cuda when built)."""
+    return [info.name for info in nd.list_backends() if info.status == "available"]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "device" in metafunc.fixturenames:
+        devices = available_devices()
+        marks = {"cuda": [pytest.mark.cuda]}
+        metafunc.parametrize("device", [pytest.param(d, marks=marks.get(d, []))
+                                        for d in devices])

@@ -62,21 +62,22 @@ def _randomise(module: torch.nn.Module) -> None:
 
 
 @pytest.mark.parametrize("name,make, make_torch,shape", CASES, ids=[c[0] for c in CASES])
-def test_layer_matches_torch(name, make, make_torch, shape):
+def test_layer_matches_torch(name, make, make_torch, shape, device):
     torch.manual_seed(0)
     ref = make_torch()
     _randomise(ref)
-    layer = make()
+    layer = make().to(device)
     copy_weights(ref, layer)
     x_np = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-    x = ag.tensor(x_np, requires_grad=True)
+    x = ag.tensor(x_np, requires_grad=True, device=device)
     xt = torch.tensor(x_np, requires_grad=True)
     out, out_t = layer(x), ref(xt)
     assert_close(out, out_t)
     upstream = np.random.default_rng(1).standard_normal(out_t.shape).astype(np.float32)
-    out.backward(ag.tensor(upstream))
+    out.backward(ag.tensor(upstream, device=device))
     out_t.backward(torch.tensor(upstream))
     assert_close(x.grad, xt.grad, atol=1e-4)
+    assert all(p.device.type == device for p in layer.parameters())
     params = dict(layer.named_parameters())
     for key, p_t in ref.named_parameters():
         assert_close(params[key].grad, p_t.grad, rtol=1e-4, atol=1e-4)

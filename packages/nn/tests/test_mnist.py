@@ -7,7 +7,8 @@ import struct
 
 import numpy as np
 import pytest
-from lamina.data import MNIST, DatasetFileError, bundled_mnist_dir, read_idx
+from lamina.data import MNIST, DatasetFileError, bundled_mnist_dir, download_mnist, read_idx
+from lamina.data._mnist import FILES
 
 
 def _write_idx(path, array: np.ndarray, code: int = 0x08, compress: bool = True) -> None:
@@ -92,3 +93,18 @@ def test_real_mnist(mnist_dir):
     assert np.bincount(test.targets).tolist() == [980, 1135, 1032, 1010, 982, 892, 958,
                                                   1028, 974, 1009]
     np.testing.assert_array_equal(MNIST().data, train.data[:5000])
+
+
+def test_download_from_a_mirror_checks_md5(tmp_path, mnist_dir):
+    mirror = mnist_dir.resolve().as_uri() + "/"
+    target = tmp_path / "mnist"
+    download_mnist(target, mirrors=[str(tmp_path.as_uri()) + "/nowhere/", mirror])
+    assert sorted(p.name for p in target.iterdir()) == sorted(FILES)
+    assert len(MNIST(target, train=False, download=True)) == 10000  # present: no re-fetch
+
+
+def test_download_failure_names_the_file(tmp_path):
+    (tmp_path / "mirror").mkdir()
+    (tmp_path / "mirror" / "train-images-idx3-ubyte.gz").write_bytes(b"not mnist")
+    with pytest.raises(RuntimeError, match="train-images-idx3-ubyte.gz.*MD5 mismatch"):
+        download_mnist(tmp_path / "out", mirrors=[(tmp_path / "mirror").as_uri() + "/"])

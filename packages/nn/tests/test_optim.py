@@ -37,10 +37,10 @@ OPTIMIZERS = [
 ]
 
 
-def _models():
+def _models(device=None):
     torch.manual_seed(0)
     ref = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.Tanh(), torch.nn.Linear(4, 3))
-    model = nn.Sequential(nn.Linear(5, 4), nn.Tanh(), nn.Linear(4, 3))
+    model = nn.Sequential(nn.Linear(5, 4), nn.Tanh(), nn.Linear(4, 3)).to(device)
     copy_weights(ref, model)
     return model, ref
 
@@ -48,7 +48,9 @@ def _models():
 def _step(model, ref, opt, opt_t):
     opt.zero_grad()
     opt_t.zero_grad()
-    nn.CrossEntropyLoss()(model(ag.tensor(X)), ag.tensor(Y)).backward()
+    device = next(model.parameters()).device
+    nn.CrossEntropyLoss()(model(ag.tensor(X, device=device)),
+                          ag.tensor(Y, device=device)).backward()
     torch.nn.CrossEntropyLoss()(ref(torch.tensor(X)), torch.tensor(Y)).backward()
     opt.step()
     opt_t.step()
@@ -60,8 +62,8 @@ def _assert_same(model, ref):
 
 
 @pytest.mark.parametrize("name,cls,cls_t,kwargs", OPTIMIZERS, ids=[o[0] for o in OPTIMIZERS])
-def test_optimizer_matches_torch(name, cls, cls_t, kwargs):
-    model, ref = _models()
+def test_optimizer_matches_torch(name, cls, cls_t, kwargs, device):
+    model, ref = _models(device)
     opt, opt_t = cls(model.parameters(), **kwargs), cls_t(ref.parameters(), **kwargs)
     for _ in range(6):
         _step(model, ref, opt, opt_t)
