@@ -1,3 +1,5 @@
+import pytest
+
 """A training-like loop must not leak: live tensors, graph nodes and RSS stay flat."""
 
 from __future__ import annotations
@@ -66,9 +68,12 @@ def test_backward_frees_saved_tensors() -> None:
     assert mul._saved is None and mul._released
 
 
-def test_readme_example_runs() -> None:
-    readme = Path(__file__).parents[1] / "README.md"
-    failures, tried = doctest.testfile(str(readme), module_relative=False)
+@pytest.mark.parametrize("readme", ["packages/autograd/README.md", "README.md"])
+def test_readme_example_runs(readme: str) -> None:
+    path = Path(__file__).parents[3] / readme
+    if not path.exists():
+        pytest.skip(f"{readme} is not beside these tests (installed from a wheel?)")
+    failures, tried = doctest.testfile(str(path), module_relative=False)
     assert tried >= 5 and failures == 0
 
 
