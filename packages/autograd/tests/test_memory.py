@@ -1,5 +1,3 @@
-import pytest
-
 """A training-like loop must not leak: live tensors, graph nodes and RSS stay flat."""
 
 from __future__ import annotations
@@ -12,6 +10,7 @@ import pkgutil
 from pathlib import Path
 
 import lamina.autograd as ag
+import pytest
 from lamina.autograd._function import Function
 
 
