@@ -156,3 +156,8 @@ def test_wrong_shapes_name_the_layer(layer, shape, fragment):
 def test_batchnorm_needs_more_than_one_sample():
     with pytest.raises(ValueError, match="more than 1 value"):
         nn.BatchNorm1d(3)(ag.zeros(1, 3))
+
+
+def test_flatten_rejects_dims_out_of_range():
+    with pytest.raises(nn.ShapeError, match=r"cannot flatten dims 1..-1 of input of shape \(5,\)"):
+        nn.Flatten()(ag.zeros(5))

@@ -95,8 +95,9 @@ class Flatten(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         shape = tuple(x.shape)
-        start, end = self.start_dim % max(len(shape), 1), self.end_dim % max(len(shape), 1)
-        if not shape or start > end:
+        start = self.start_dim + len(shape) if self.start_dim < 0 else self.start_dim
+        end = self.end_dim + len(shape) if self.end_dim < 0 else self.end_dim
+        if not 0 <= start <= end < len(shape):
             raise ShapeError(f"{self!r}: cannot flatten dims {self.start_dim}..{self.end_dim} "
                              f"of input of shape {shape}")
         merged = math.prod(shape[start:end + 1])

@@ -275,8 +275,10 @@ class Module:
     def state_dict(self, prefix: str = "") -> OrderedDict[str, Tensor]:
         """Parameters and persistent buffers by dotted name, detached.
 
-        The values share storage with the module until a later update
-        replaces it; save them with ``lamina.nn.save``.
+        The values share storage with the module when the dict is made;
+        optimizers and ``load_state_dict`` replace a parameter's storage
+        rather than writing into it, so the dict stays a snapshot. Save it
+        with ``lamina.nn.save``.
         """
         out: OrderedDict[str, Tensor] = OrderedDict()
         for module_prefix, module in self.named_modules(prefix):
@@ -372,4 +374,4 @@ def _move(tensor: Tensor, device: Any, dtype: Any) -> None:
         tensor.data = data
         if tensor.grad is not None:
             grad = tensor.grad.data
-            tensor.grad = Tensor._make(grad.astype(data.dtype).to(data.device))
+            tensor.grad = Tensor(grad.astype(data.dtype).to(data.device))

@@ -60,5 +60,9 @@ def as_array(value: Any, like: Tensor) -> nd.NDArray:
 
 
 def assign_array(tensor: Tensor, value: nd.NDArray) -> None:
-    """Replace ``tensor``'s values by ``value`` (same shape) without recording a graph."""
-    tensor.data = value.copy() if value is tensor.data else value
+    """Replace ``tensor``'s values by a copy of ``value`` (same shape), recording no graph.
+
+    The copy keeps the module from sharing storage with the state dict it was
+    loaded from.
+    """
+    tensor.data = value.copy()
