@@ -144,7 +144,9 @@ def test_default_initialisation_bounds():
                               "input of shape (*, 4), got (3, 5)"),
     (nn.BatchNorm1d(4), (3, 5), "expected input of shape (N, 4), got (3, 5)"),
     (nn.BatchNorm1d(4), (3, 4, 2), "expected input of shape (N, 4), got (3, 4, 2)"),
-    (nn.LayerNorm(4), (3, 5), "expected input of shape (*, 4), got (3, 5)"),
+    (nn.LayerNorm(4), (3, 5), "LayerNorm((4,), eps=1e-05, elementwise_affine=True): "
+                              "expected input of shape (*, 4), got (3, 5)"),
+    (nn.LayerNorm((2, 4)), (4,), "expected input of shape (*, 2, 4), got (4,)"),
     (nn.Residual(nn.Linear(4, 3)), (2, 4), "Residual: the wrapped module maps (2, 4) to (2, 3)"),
 ])
 def test_wrong_shapes_name_the_layer(layer, shape, fragment):

@@ -72,3 +72,16 @@ def test_cli_json_log_resnet_and_errors(tmp_path, capsys):
     assert code == 0 and json.loads(log.read_text())[0]["epoch"] == 1
     assert main(["mnist", "--data", str(tmp_path), "--no-progress"]) == 1
     assert "missing file train-images-idx3-ubyte.gz" in capsys.readouterr().err
+
+
+def test_cli_plot_with_or_without_matplotlib(tmp_path, capsys):
+    plot = tmp_path / "curves.png"
+    code = main(["mnist", "--epochs", "1", "--hidden", "16", "--no-progress",
+                 "--plot", str(plot)])
+    assert code == 0
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert "--plot needs matplotlib" in capsys.readouterr().err
+    else:
+        assert plot.stat().st_size > 0

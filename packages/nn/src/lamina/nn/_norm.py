@@ -8,7 +8,7 @@ from lamina import ndarray as nd
 from lamina.autograd import Tensor
 
 from . import functional as F
-from ._errors import check_shape
+from ._errors import ShapeError, check_shape
 from ._module import Module
 from ._parameter import Parameter, new_tensor
 
@@ -109,6 +109,11 @@ class LayerNorm(Module):
             self.register_parameter("bias", None)
 
     def forward(self, x: Tensor) -> Tensor:
+        k = len(self.normalized_shape)
+        if tuple(x.shape[len(x.shape) - k:]) != self.normalized_shape:
+            dims = ", ".join(map(str, self.normalized_shape))
+            raise ShapeError(f"{self!r}: expected input of shape (*, {dims}), "
+                             f"got {tuple(x.shape)}")
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
