@@ -19,18 +19,20 @@ bandwidth. Writes ``bench_cuda.json`` and ``bench_cuda.md`` to ``--out``
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import platform
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 
-def _time(fn: Callable[[], None], sync: Callable[[], None], repeat: int) -> float:
+def _time(fn: Callable[[], object], sync: Callable[[], object], repeat: int) -> float:
     """Best-of-3 mean seconds per call of ``fn`` over ``repeat`` calls."""
     fn()
     sync()
@@ -78,8 +80,9 @@ def _sgemm(cuda: Any, torch: Any, size: int, rng: np.random.Generator) -> dict[s
 def run(quick: bool) -> dict[str, Any]:
     from lamina_backend_cuda import backend as cuda
 
+    torch: Any
     try:
-        import torch
+        torch = importlib.import_module("torch")
     except ImportError:
         torch = None
     have_torch = torch is not None and torch.cuda.is_available()
@@ -97,17 +100,17 @@ def run(quick: bool) -> dict[str, Any]:
     a, out = _lamina_buffer(cuda, x), cuda.Array(n, "float32")
     t_l = _time(lambda: cuda.compact(a, out, (n,), (1,), 0), cuda.synchronize, 20)
     copy_gbs = 2 * 4 * n / t_l / 1e9
-    row = {"name": f"copy {n} float32", "unit": "GB/s", "lamina": copy_gbs}
+    row: dict[str, Any] = {"name": f"copy {n} float32", "unit": "GB/s", "lamina": copy_gbs}
     if have_torch:
         ta, tb = torch.from_numpy(x).cuda(), torch.empty(n, device="cuda")
         t_t = _time(lambda: tb.copy_(ta), tsync, 20)
         row["torch"] = 2 * 4 * n / t_t / 1e9
-        copy_gbs = max(copy_gbs, row["torch"])
+        copy_gbs = max(copy_gbs, float(row["torch"]))
     row["goal"] = "reference"
     rows.append(row)
 
-    def bandwidth(name: str, nbytes: int, lamina_fn: Callable[[], None],
-                  torch_fn: Callable[[], None] | None, repeat: int = 20) -> None:
+    def bandwidth(name: str, nbytes: int, lamina_fn: Callable[[], object],
+                  torch_fn: Callable[[], object] | None, repeat: int = 20) -> None:
         r: dict[str, Any] = {"name": name, "unit": "GB/s"}
         r["lamina"] = nbytes / _time(lamina_fn, cuda.synchronize, repeat) / 1e9
         if torch_fn is not None:
@@ -120,7 +123,9 @@ def run(quick: bool) -> dict[str, Any]:
     # Elementwise add: two reads and one write per element.
     y = rng.standard_normal(n, dtype=np.float32)
     b = _lamina_buffer(cuda, y)
-    tx = ty = tz = None
+    tx: Any = None
+    ty: Any = None
+    tz: Any = None
     if have_torch:
         tx, ty = torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda()
         tz = torch.empty_like(tx)
@@ -134,12 +139,11 @@ def run(quick: bool) -> dict[str, Any]:
         tin = tx.view(r_rows, size) if have_torch else None
         for op in ("sum", "max"):
             kernel = getattr(cuda, f"reduce_{op}")
-            tfn = None
+            tfn: Callable[[], object] | None = None
             if have_torch:
-                tfn = (lambda t=tin: torch.sum(t, dim=-1)) if op == "sum" else (
-                    lambda t=tin: torch.amax(t, dim=-1))
+                tfn = partial(torch.sum if op == "sum" else torch.amax, tin, dim=-1)
             bandwidth(f"reduce_{op} {r_rows}x{size} float32", 4 * n,
-                      lambda k=kernel, s=size, o=red: k(a, o, s), tfn)
+                      partial(kernel, a, red, size), tfn)
     sm_rows, sm_size = 4096, 4096 // scale
     sm = _lamina_buffer(cuda, x[: sm_rows * sm_size])
     sm_out = cuda.Array(sm_rows * sm_size, "float32")

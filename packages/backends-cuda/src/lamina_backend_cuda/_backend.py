@@ -9,11 +9,13 @@ nothing until a device is used.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
+_core: Any
 try:
-    from . import _core
+    _core = importlib.import_module("lamina_backend_cuda._core")
 except ImportError as exc:  # the backend must load anywhere; report instead
     _core = None
     _IMPORT_ERROR = (f"the compiled extension lamina_backend_cuda._core failed to import: "
