@@ -85,3 +85,10 @@ def test_cli_plot_with_or_without_matplotlib(tmp_path, capsys):
         assert "--plot needs matplotlib" in capsys.readouterr().err
     else:
         assert plot.stat().st_size > 0
+
+
+def test_registering_a_recipe_name_twice_is_an_error():
+    from lamina.models.recipes import register_recipe
+
+    with pytest.raises(ValueError, match="already exists"):
+        register_recipe(RECIPES["mnist"])
