@@ -98,6 +98,24 @@ void for_each_row(int64_t rows, int64_t size, F&& f) {
   }, 1);
 }
 
+// dst[i] = sum over k of src[k * ld + i], i < w, rows added in order k = 0, 1, ...
+template <class T>
+void sum_columns(const T* src, T* __restrict__ dst, int64_t rows, int64_t ld, int64_t w) {
+  for (int64_t i = 0; i < w; ++i) dst[i] = T(0);
+  int64_t k = 0;
+  for (; k + 4 <= rows; k += 4) {
+    const T* __restrict__ r0 = src + k * ld;
+    const T* __restrict__ r1 = r0 + ld;
+    const T* __restrict__ r2 = r1 + ld;
+    const T* __restrict__ r3 = r2 + ld;
+    for (int64_t i = 0; i < w; ++i) dst[i] = (((dst[i] + r0[i]) + r1[i]) + r2[i]) + r3[i];
+  }
+  for (; k < rows; ++k) {
+    const T* __restrict__ r = src + k * ld;
+    for (int64_t i = 0; i < w; ++i) dst[i] += r[i];
+  }
+}
+
 template <class T>
 void sum_rows(const T* a, T* out, int64_t rows, int64_t size) {
   if (rows < num_threads() && size >= 2 * kChunk) {
@@ -177,21 +195,19 @@ void reduce_sum_axis(const Array& a, Array& out, int64_t outer, int64_t size, in
       sum_rows<T>(pa, po, outer, size);
       return;
     }
-    // Column sums: out row accumulates input rows in order (as numpy does);
-    // threads split (outer, inner column blocks), so each output has one owner.
-    constexpr int64_t kCols = 1024;
-    const int64_t cblocks = (inner + kCols - 1) / kCols;
-    const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, size * std::min(inner, kCols)));
-    parallel_for(outer * cblocks, grain, [&](int64_t b, int64_t e) {
+    // Column sums: the output row accumulates input rows in order, as numpy
+    // does, four rows per pass so the output is loaded and stored once per
+    // four rows. Threads split (outer, column block); with few outer rows a
+    // block is a thread's share of the full width, so input rows stream.
+    const int nt = threads_for(outer * size * inner, kParallelGrain);
+    const int64_t per = (outer >= nt) ? inner : (inner + nt - 1) / nt;
+    const int64_t cols = std::max<int64_t>(64, (per + 63) / 64 * 64);
+    const int64_t cblocks = (inner + cols - 1) / cols;
+    parallel_for(outer * cblocks, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, size * std::min(inner, cols))),
+                 [&](int64_t b, int64_t e) {
       for (int64_t t = b; t < e; ++t) {
-        const int64_t o = t / cblocks, c0 = t % cblocks * kCols, c1 = std::min(inner, c0 + kCols);
-        T* __restrict__ dst = po + o * inner;
-        const T* src = pa + o * size * inner;
-        for (int64_t i = c0; i < c1; ++i) dst[i] = T(0);
-        for (int64_t k = 0; k < size; ++k) {
-          const T* __restrict__ row = src + k * inner;
-          for (int64_t i = c0; i < c1; ++i) dst[i] += row[i];
-        }
+        const int64_t o = t / cblocks, c0 = t % cblocks * cols, c1 = std::min(inner, c0 + cols);
+        sum_columns(pa + o * size * inner + c0, po + o * inner + c0, size, inner, c1 - c0);
       }
     }, 1);
   });

@@ -82,6 +82,25 @@ void for_rows(const View& v, int64_t rb, int64_t re, F&& f) {
 
 constexpr int64_t kTile = 32;
 
+// One 8x8 block of a transposed copy through a register-sized buffer: eight
+// contiguous runs are read and eight are written, so large power-of-two
+// strides touch 8 cache lines per side instead of thrashing one cache set.
+template <class T, bool Gather>
+inline void transpose8(T* buf, T* flat, int64_t r0, int64_t c0, int64_t C, int64_t s) {
+  T tmp[8][8];
+  if constexpr (Gather) {
+    for (int c = 0; c < 8; ++c)
+      for (int r = 0; r < 8; ++r) tmp[r][c] = buf[r0 + r + (c0 + c) * s];
+    for (int r = 0; r < 8; ++r)
+      for (int c = 0; c < 8; ++c) flat[(r0 + r) * C + c0 + c] = tmp[r][c];
+  } else {
+    for (int r = 0; r < 8; ++r)
+      for (int c = 0; c < 8; ++c) tmp[c][r] = flat[(r0 + r) * C + c0 + c];
+    for (int c = 0; c < 8; ++c)
+      for (int r = 0; r < 8; ++r) buf[r0 + r + (c0 + c) * s] = tmp[c][r];
+  }
+}
+
 // Transposed layout: dims (..., R, C) with strides (..., 1, s). Gather means
 // flat[r*C + c] = buf[r + c*s]; scatter is the reverse. Tiles of 32x32 keep
 // both sides in cache.
@@ -104,7 +123,12 @@ void copy_transposed(T* buf, T* flat, const View& v) {
       int64_t base = 0;
       for_rows(outer, bi, bi + 1, [&](int64_t, int64_t pos) { base = pos; });
       T* f = flat + bi * R * C;
-      int64_t r1 = std::min(R, r0 + kTile), c1 = std::min(C, c0 + kTile);
+      const int64_t r1 = std::min(R, r0 + kTile), c1 = std::min(C, c0 + kTile);
+      if (r1 - r0 == kTile && c1 - c0 == kTile) {
+        for (int64_t rb = r0; rb < r1; rb += 8)
+          for (int64_t cb = c0; cb < c1; cb += 8) transpose8<T, Gather>(buf + base, f, rb, cb, C, s);
+        continue;
+      }
       for (int64_t r = r0; r < r1; ++r)
         for (int64_t c = c0; c < c1; ++c) {
           if constexpr (Gather) f[r * C + c] = buf[base + r + c * s];
