@@ -232,7 +232,9 @@ void gemm(const T* A, const T* B, T* C, int64_t M, int64_t K, int64_t N, int nt)
     gemm_small(A, B, C, M, K, N);
     return;
   }
-  nt = std::max(1, std::min<int>(nt, static_cast<int>(M * K * N / (64 * 64 * 64)) + 1));
+  // Waking a sleeping worker costs tens of microseconds: only products of
+  // about 2 MFLOP and more get a second thread.
+  nt = std::max(1, std::min<int>(nt, static_cast<int>(M * K * N / (128 * 128 * 64)) + 1));
   gemm_packed(A, B, C, M, K, N, nt);
 }
 
@@ -287,6 +289,7 @@ void matmul_batched(const Array& a, const Array& b, Array& out, int64_t batch, i
 double fma_peak_gflops(double seconds, int threads) {
   if (!(seconds > 0) || seconds > 60) value_error("fma_peak_gflops: seconds must be in (0, 60], got ", seconds);
   if (threads < 1) value_error("fma_peak_gflops: threads must be >= 1, got ", threads);
+  if (in_forked_child()) threads = 1;
 #if defined(LAMINA_HAVE_AVX2_TU)
   if (!cpu_has_avx2_fma()) throw std::runtime_error("fma_peak_gflops: this CPU has no AVX2/FMA");
   double total = 0;

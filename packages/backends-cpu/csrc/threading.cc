@@ -1,8 +1,15 @@
 // threading.cc: the process-wide thread count. It starts at
 // LAMINA_NUM_THREADS when set (else the OpenMP default, normally the number
 // of cores) and changes only through set_num_threads.
+//
+// GNU OpenMP is not fork-safe: a child forked after the parent ran a parallel
+// region hangs in its first one (DataLoader workers do exactly this). So a
+// forked child runs every kernel on its calling thread.
 #include "threading.h"
 
+#include <pthread.h>
+
+#include <atomic>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -27,9 +34,14 @@ int& thread_count() {
   return n;
 }
 
+std::atomic<bool> forked_child{false};
+const int fork_handler_registered = pthread_atfork(nullptr, nullptr, [] { forked_child = true; });
+
 }  // namespace
 
-int num_threads() { return thread_count(); }
+bool in_forked_child() { return forked_child.load(std::memory_order_relaxed); }
+
+int num_threads() { return in_forked_child() ? 1 : thread_count(); }
 
 void set_num_threads(int n) {
   if (n < 1) throw std::invalid_argument("set_num_threads: n must be >= 1, got " + std::to_string(n));

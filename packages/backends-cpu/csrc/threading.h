@@ -13,7 +13,9 @@
 
 namespace lamina_cpu {
 
+// 1 in a process forked from the one that loaded the module (see threading.cc).
 int num_threads();
+bool in_forked_child();
 void set_num_threads(int n);
 bool have_openmp();
 

@@ -102,3 +102,23 @@ def test_entry_point_and_registry() -> None:
     eps = {ep.name: ep for ep in entry_points(group="lamina.backends")}
     assert eps["cpu"].value == "lamina_backend_cpu:backend"
     assert eps["cpu"].load() is cpu
+
+
+FORK_SCRIPT = r"""
+import os, sys, lamina_backend_cpu as m
+b = m.backend
+x = b.Array(1 << 20, "float32"); b.fill(x, 0.5); o = b.Array(1 << 20, "float32")
+b.ewise_exp(x, o)                      # the parent starts its OpenMP threads
+pid = os.fork()
+if pid == 0:
+    b.ewise_exp(x, o); b.matmul(x, x, o, 512, 512, 512)
+    os._exit(0 if m.num_threads() == 1 else 3)
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def test_forked_child_runs_kernels() -> None:
+    # GNU OpenMP hangs in a forked child; the backend runs serially there.
+    env = dict(os.environ, LAMINA_NUM_THREADS="2")
+    subprocess.run([sys.executable, "-c", FORK_SCRIPT], check=True, env=env, timeout=60)
