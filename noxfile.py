@@ -107,8 +107,10 @@ def tests(session: nox.Session) -> None:
     """Every package in one environment, then the conformance kit on every backend."""
     keys = [k for k in PACKAGES if built(k) and (k != "backend_cuda" or cuda_buildable())]
     session.install(*install_args(keys))
-    folders = [f"{PACKAGES[k][0]}/tests" for k in keys]
-    session.run("pytest", *folders, *session.posargs)
+    # one pytest run per package: each package's tests/ is its own rootdir-level
+    # suite (their conftest modules share a name and must not meet in one process)
+    for key in keys:
+        session.run("pytest", f"{PACKAGES[key][0]}/tests", *session.posargs)
     run_conformance(session, ["-q"])
 
 
