@@ -27,7 +27,7 @@ from ._optimizer import Optimizer
 
 __all__ = [
     "CosineAnnealingLR", "ExponentialLR", "LRScheduler", "LambdaLR", "LinearLR",
-    "MultiStepLR", "OneCycleLR", "StepLR",
+    "MultiStepLR", "OneCycleLR", "SequentialLR", "StepLR",
 ]
 
 
@@ -164,6 +164,60 @@ class LinearLR(LRScheduler):
     def lr_at(self, base_lr: float, epoch: int) -> float:
         frac = min(epoch, self.total_iters) / self.total_iters
         return base_lr * (self.start_factor + (self.end_factor - self.start_factor) * frac)
+
+
+class SequentialLR(LRScheduler):
+    """Run schedulers one after another, switching at ``milestones`` (e.g. warmup, then cosine).
+
+    From ``milestones[i - 1]`` on, scheduler ``i`` runs with its epoch counted
+    from that milestone.
+
+    Args:
+        optimizer: the optimizer all the schedulers were made for.
+        schedulers: the schedulers in order (any but OneCycleLR).
+        milestones: len(schedulers) - 1 increasing epochs.
+
+    Example:
+        >>> from lamina import nn, optim
+        >>> opt = optim.SGD(nn.Linear(2, 1).parameters(), lr=1.0)
+        >>> warmup = LinearLR(opt, start_factor=0.5, total_iters=2)
+        >>> decay = ExponentialLR(opt, gamma=0.5)
+        >>> sched = SequentialLR(opt, [warmup, decay], milestones=[2])
+        >>> lrs = [sched.get_last_lr()[0]]
+        >>> for _ in range(4):
+        ...     sched.step(); lrs.append(sched.get_last_lr()[0])
+        >>> lrs
+        [0.5, 0.75, 1.0, 0.5, 0.25]
+    """
+
+    def __init__(self, optimizer: Optimizer, schedulers: Sequence[LRScheduler],
+                 milestones: Sequence[int], last_epoch: int = -1) -> None:
+        if len(milestones) != len(schedulers) - 1 or list(milestones) != sorted(milestones):
+            raise ValueError(f"SequentialLR: need len(schedulers) - 1 = {len(schedulers) - 1} "
+                             f"increasing milestones, got {list(milestones)}")
+        for sched in schedulers:
+            if sched.optimizer is not optimizer or isinstance(sched, OneCycleLR):
+                raise ValueError("SequentialLR: every scheduler must drive the same optimizer "
+                                 "and compute its lr in closed form (not OneCycleLR)")
+        self.schedulers, self.milestones = list(schedulers), list(milestones)
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, base_lr: float, epoch: int) -> float:
+        i = bisect.bisect_right(self.milestones, epoch)
+        start = self.milestones[i - 1] if i else 0
+        return self.schedulers[i].lr_at(base_lr, epoch - start)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Own counters plus each scheduler's state dict."""
+        state = {k: v for k, v in super().state_dict().items() if k != "schedulers"}
+        return {**state, "schedulers": [s.state_dict() for s in self.schedulers]}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore counters and each scheduler's state."""
+        own = {k: v for k, v in state_dict.items() if k != "schedulers"}
+        super().load_state_dict(own)
+        for sched, state in zip(self.schedulers, state_dict.get("schedulers", [])):
+            sched.load_state_dict(state)
 
 
 class OneCycleLR(LRScheduler):
