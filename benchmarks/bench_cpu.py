@@ -27,9 +27,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _timing import interleaved, row  # noqa: E402
-
 import lamina_backend_cpu  # noqa: E402
+from _timing import interleaved, row  # noqa: E402
 
 cpu = lamina_backend_cpu.backend
 
@@ -101,7 +100,6 @@ def _rows_for(threads: int, repeats: int, peak: float) -> list[dict[str, object]
     t = interleaved({"l": lambda: cpu.ewise_exp(ax, reuse_l),
                      "n": lambda: np.exp(x, out=reuse_n)}, repeats)
     add("exp (reused output)", "16M", t, 2 * x.nbytes, "GB/s")
-    del ax, ay, reuse_l, reuse_n
 
     side = 4096
     sq = rng.standard_normal((side, side)).astype(np.float32)

@@ -6,10 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import lamina_backend_cpu
 import numpy as np
 import pytest
-
-import lamina_backend_cpu
 
 ref = pytest.importorskip("lamina.ndarray._numpy_backend").backend
 cpu = lamina_backend_cpu.backend
@@ -59,7 +58,7 @@ def compare(kernel: str, inputs: Sequence[Any], outputs: Sequence[tuple[int, str
             outs.append(buffer(backend, start.astype(dtype)))
         getattr(backend, kernel)(*args, *outs, *layout)
         results.append([host(backend, o) for o in outs])
-    for (size, dtype), want, got in zip(outputs, results[0], results[1]):
+    for (_size, dtype), want, got in zip(outputs, results[0], results[1]):
         assert got.dtype == want.dtype and got.shape == want.shape
         np.testing.assert_allclose(got, want, equal_nan=True, **(tol or TOL[dtype]),
                                    err_msg=f"{kernel} ({dtype})")

@@ -69,7 +69,8 @@ CASES = [
      lambda: cpu.matmul_batched(arr(12), arr(12), arr(7), 2, 2, 3, 2)),
     (ValueError, "im2col", lambda: cpu.im2col(arr(25), arr(9), 1, 1, 5, 5, 7, 7, 1, 1, 0, 0, 1, 1)),
     (ValueError, "im2col", lambda: cpu.im2col(arr(25), arr(9), 1, 1, 5, 5, 3, 3, 0, 1, 0, 0, 1, 1)),
-    (ValueError, "im2col", lambda: cpu.im2col(arr(24), arr(81), 1, 1, 5, 5, 3, 3, 1, 1, 0, 0, 1, 1)),
+    (ValueError, "im2col",
+     lambda: cpu.im2col(arr(24), arr(81), 1, 1, 5, 5, 3, 3, 1, 1, 0, 0, 1, 1)),
     (ValueError, "col2im", lambda: cpu.col2im(arr(8), arr(25), 1, 1, 5, 5, 3, 3, 1, 1, 0, 0, 1, 1)),
     (ValueError, "fill", lambda: cpu.fill(arr(3, "int64"), float("nan"))),
 ]

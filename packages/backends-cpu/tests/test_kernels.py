@@ -6,9 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import ALL, FLOATS, ODD_SIZES, compare, cpu, rand
-
-from lamina.ndarray._interface import (BINARY_OPS, COMPARISON_OPS, OPTIONAL, REQUIRED,
-                                       REVERSED_SCALAR_OPS, UNARY_OPS)
+from lamina.ndarray._interface import (
+    BINARY_OPS,
+    COMPARISON_OPS,
+    OPTIONAL,
+    REQUIRED,
+    REVERSED_SCALAR_OPS,
+    UNARY_OPS,
+)
 
 ARITH = [op for op in BINARY_OPS if op not in COMPARISON_OPS]
 POSITIVE = {"log", "sqrt"}

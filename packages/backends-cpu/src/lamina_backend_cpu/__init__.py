@@ -8,7 +8,9 @@ module itself: it carries the metadata (``name``, ``api_version``,
 
 from __future__ import annotations
 
+import importlib
 import os
+from typing import Any
 
 # libgomp reads its wait policy once, when it is loaded with the extension.
 # Unless the user chose one, make idle OpenMP workers sleep instead of
@@ -18,7 +20,7 @@ _SET_POLICY = "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os
 if _SET_POLICY:
     os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
 try:
-    from . import _core
+    _core: Any = importlib.import_module(f"{__name__}._core")
 finally:
     if _SET_POLICY:
         del os.environ["OMP_WAIT_POLICY"]
