@@ -156,7 +156,7 @@ void fill(Array& out, py::handle value) {
     using T = elem_t<decltype(tag)>;
     T v = scalar_as<T>(value, "fill");
     T* d = out.data<T>();
-    parallel_for(out.size(), kParallelGrain, [&](int64_t b, int64_t e) {
+    parallel_for(out.size(), kCopyGrain, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) d[i] = v;
     });
   });

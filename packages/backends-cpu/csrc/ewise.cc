@@ -1,22 +1,62 @@
 // ewise.cc: elementwise kernels over compact operands (size = out.size):
 // ewise_OP(a, b, out), scalar_OP(a, value, out), unary ewise_OP(a, out),
-// ewise_where and ewise_cast. Loops are written so GCC vectorises them for
-// the baseline ISA; float32 exp uses the AVX2 polynomial when the CPU has it.
-// Threads start above kParallelGrain elements (4096 for transcendentals).
+// ewise_where and ewise_cast. The loops (ewise_loops.h) exist in a baseline
+// copy and an AVX2 copy picked at run time; float32 exp uses the AVX2
+// polynomial. Memory-bound ops use threads from 2 x kCopyGrain elements,
+// transcendentals from 2 x 32K: below that a woken thread costs more than it
+// saves, above all on a shared, busy machine.
 #include "ewise_ops.h"
 
 #include <cstring>
 
+#include "ewise_dispatch.h"
 #include "gemm.h"
 #include "kernels.h"
 #include "threading.h"
 
 namespace lamina_cpu {
+
+namespace base {
+#include "ewise_loops.h"
+}  // namespace base
+
 namespace {
 
 template <class Op>
 int64_t grain() {
-  return ops::kTranscendental<Op> ? 4096 : kParallelGrain;
+  return ops::kTranscendental<Op> ? kParallelGrain : kCopyGrain;
+}
+
+// The AVX2 copy when the CPU has it (int64 only for the ops defined on it).
+template <class Op, class T>
+BinaryLoop<T> binary_fn() {
+#if defined(LAMINA_HAVE_AVX2_TU)
+  if constexpr (Op::kInt || !std::is_same_v<T, int64_t>)
+    if (cpu_has_avx2_fma()) return avx2_binary_loop<Op, T>();
+#endif
+  return &base::binary_loop<Op, T>;
+}
+
+template <class Op, class T>
+ScalarLoop<T> scalar_fn() {
+#if defined(LAMINA_HAVE_AVX2_TU)
+  if constexpr (Op::kInt || !std::is_same_v<T, int64_t>)
+    if (cpu_has_avx2_fma()) return avx2_scalar_loop<Op, T>();
+#endif
+  return &base::scalar_loop<Op, T>;
+}
+
+template <class Op, class T>
+UnaryLoop<T> unary_fn() {
+#if defined(LAMINA_HAVE_AVX2_TU)
+  if constexpr (Op::kInt || !std::is_same_v<T, int64_t>) {
+    if (cpu_has_avx2_fma()) {
+      if constexpr (std::is_same_v<Op, ops::Exp> && std::is_same_v<T, float>) return exp_f32_avx2;
+      return avx2_unary_loop<Op, T>();
+    }
+  }
+#endif
+  return &base::unary_loop<Op, T>;
 }
 
 template <class Op>
@@ -40,9 +80,8 @@ void binary(const char* name, const Array& a, const Array& b, Array& out) {
     const T* pa = a.data<T>();
     const T* pb = b.data<T>();
     T* po = out.data<T>();
-    parallel_for(out.size(), grain<Op>(), [&](int64_t s, int64_t e) {
-      for (int64_t i = s; i < e; ++i) po[i] = Op::f(pa[i], pb[i]);
-    });
+    const BinaryLoop<T> fn = binary_fn<Op, T>();
+    parallel_for(out.size(), grain<Op>(), [&](int64_t s, int64_t e) { fn(pa + s, pb + s, po + s, e - s); });
   });
 }
 
@@ -56,9 +95,8 @@ void scalar(const char* name, const Array& a, py::handle value, Array& out) {
     const T v = scalar_as<T>(value, name);
     const T* pa = a.data<T>();
     T* po = out.data<T>();
-    parallel_for(out.size(), grain<Op>(), [&](int64_t s, int64_t e) {
-      for (int64_t i = s; i < e; ++i) po[i] = Op::f(pa[i], v);
-    });
+    const ScalarLoop<T> fn = scalar_fn<Op, T>();
+    parallel_for(out.size(), grain<Op>(), [&](int64_t s, int64_t e) { fn(pa + s, v, po + s, e - s); });
   });
 }
 
@@ -71,25 +109,14 @@ void unary(const char* name, const Array& a, Array& out) {
     using T = elem_t<decltype(tag)>;
     const T* pa = a.data<T>();
     T* po = out.data<T>();
-#if defined(LAMINA_HAVE_AVX2_TU)
-    if constexpr (std::is_same_v<Op, ops::Exp> && std::is_same_v<T, float>) {
-      if (cpu_has_avx2_fma()) {
-        parallel_for(out.size(), grain<Op>(), [&](int64_t s, int64_t e) {
-          exp_f32_avx2(pa + s, po + s, e - s);
-        });
-        return;
-      }
-    }
-#endif
-    parallel_for(out.size(), grain<Op>(), [&](int64_t s, int64_t e) {
-      for (int64_t i = s; i < e; ++i) po[i] = Op::f(pa[i], T(0));
-    });
+    const UnaryLoop<T> fn = unary_fn<Op, T>();
+    parallel_for(out.size(), grain<Op>(), [&](int64_t s, int64_t e) { fn(pa + s, po + s, e - s); });
   });
 }
 
 template <class C, class T>
 void where_typed(const C* c, const T* a, const T* b, T* o, int64_t n) {
-  parallel_for(n, kParallelGrain, [&](int64_t s, int64_t e) {
+  parallel_for(n, kCopyGrain, [&](int64_t s, int64_t e) {
     for (int64_t i = s; i < e; ++i) o[i] = c[i] != C(0) ? a[i] : b[i];
   });
 }
@@ -179,7 +206,7 @@ void ewise_cast(const Array& a, Array& out) {
         if (static_cast<const void*>(pa) != static_cast<void*>(po) && out.size())
           std::memcpy(po, pa, sizeof(To) * out.size());
       } else {
-        parallel_for(out.size(), kParallelGrain, [&](int64_t s, int64_t e) {
+        parallel_for(out.size(), kCopyGrain, [&](int64_t s, int64_t e) {
           for (int64_t i = s; i < e; ++i) po[i] = convert<From, To>(pa[i]);
         });
       }

@@ -1,5 +1,6 @@
-// ewise_avx2.cc: AVX2/FMA elementwise math, compiled with -mavx2 -mfma and
-// called only when the CPU has both. exp_f32_avx2 uses the Cephes range
+// ewise_avx2.cc: AVX2/FMA elementwise code, compiled with -mavx2 -mfma and
+// called only when the CPU has both: the AVX2 copies of the generic loops
+// (ewise_loops.h) and a float32 exp. exp_f32_avx2 uses the Cephes range
 // reduction (x = n ln2 + r, |r| <= ln2/2) and a degree-6 polynomial, about
 // 1 ulp; blocks with any lane outside [-87, 88] (overflow, denormal results,
 // NaN) are computed with std::exp so edge cases match the libm result.
@@ -7,9 +8,42 @@
 
 #include <cmath>
 
+#include "ewise_dispatch.h"
 #include "gemm.h"
 
 namespace lamina_cpu {
+
+namespace avx2 {
+#include "ewise_loops.h"
+}  // namespace avx2
+
+template <class Op, class T> BinaryLoop<T> avx2_binary_loop() { return &avx2::binary_loop<Op, T>; }
+template <class Op, class T> ScalarLoop<T> avx2_scalar_loop() { return &avx2::scalar_loop<Op, T>; }
+template <class Op, class T> UnaryLoop<T> avx2_unary_loop() { return &avx2::unary_loop<Op, T>; }
+
+#define LAMINA_INSTANTIATE_BINARY(OP)                                           \
+  template BinaryLoop<float> avx2_binary_loop<ops::OP, float>();                \
+  template BinaryLoop<double> avx2_binary_loop<ops::OP, double>();              \
+  template ScalarLoop<float> avx2_scalar_loop<ops::OP, float>();                \
+  template ScalarLoop<double> avx2_scalar_loop<ops::OP, double>();
+#define LAMINA_INSTANTIATE_UNARY(OP)                                            \
+  template UnaryLoop<float> avx2_unary_loop<ops::OP, float>();                  \
+  template UnaryLoop<double> avx2_unary_loop<ops::OP, double>();
+LAMINA_BINARY_OP_LIST(LAMINA_INSTANTIATE_BINARY)
+LAMINA_UNARY_OP_LIST(LAMINA_INSTANTIATE_UNARY)
+#define LAMINA_INSTANTIATE_INT(OP)                                              \
+  template BinaryLoop<int64_t> avx2_binary_loop<ops::OP, int64_t>();            \
+  template ScalarLoop<int64_t> avx2_scalar_loop<ops::OP, int64_t>();
+LAMINA_INSTANTIATE_INT(Add) LAMINA_INSTANTIATE_INT(Sub) LAMINA_INSTANTIATE_INT(Mul)
+LAMINA_INSTANTIATE_INT(Maximum) LAMINA_INSTANTIATE_INT(Minimum) LAMINA_INSTANTIATE_INT(Eq)
+LAMINA_INSTANTIATE_INT(Ne) LAMINA_INSTANTIATE_INT(Lt) LAMINA_INSTANTIATE_INT(Le)
+LAMINA_INSTANTIATE_INT(Gt) LAMINA_INSTANTIATE_INT(Ge) LAMINA_INSTANTIATE_INT(Rsub)
+template UnaryLoop<int64_t> avx2_unary_loop<ops::Neg, int64_t>();
+template UnaryLoop<int64_t> avx2_unary_loop<ops::Abs, int64_t>();
+template UnaryLoop<int64_t> avx2_unary_loop<ops::Sign, int64_t>();
+#undef LAMINA_INSTANTIATE_BINARY
+#undef LAMINA_INSTANTIATE_UNARY
+#undef LAMINA_INSTANTIATE_INT
 namespace {
 
 inline __m256 exp_ps(__m256 x) {

@@ -49,7 +49,7 @@ void index_gather(const Array& a, const Array& idx, Array& out, int64_t outer, i
     const T* src = a.data<T>();
     const int64_t* ix = idx.data<int64_t>();
     T* dst = out.data<T>();
-    parallel_for(outer * n, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(inner, 1)),
+    parallel_for(outer * n, std::max<int64_t>(1, kCopyGrain / std::max<int64_t>(inner, 1)),
                  [&](int64_t b, int64_t e) {
       for (int64_t t = b; t < e; ++t) {
         const int64_t o = t / n, j = t % n;

@@ -92,7 +92,7 @@ int64_t check_rows(const char* op, const Array& a, const Array& out, int64_t siz
 // Calls f(row) for every row, rows split across threads by total work.
 template <class F>
 void for_each_row(int64_t rows, int64_t size, F&& f) {
-  const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(size, 1));
+  const int64_t grain = std::max<int64_t>(1, kCopyGrain / std::max<int64_t>(size, 1));
   parallel_for(rows, grain, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) f(r);
   }, 1);
@@ -199,11 +199,11 @@ void reduce_sum_axis(const Array& a, Array& out, int64_t outer, int64_t size, in
     // does, four rows per pass so the output is loaded and stored once per
     // four rows. Threads split (outer, column block); with few outer rows a
     // block is a thread's share of the full width, so input rows stream.
-    const int nt = threads_for(outer * size * inner, kParallelGrain);
+    const int nt = threads_for(outer * size * inner, kCopyGrain);
     const int64_t per = (outer >= nt) ? inner : (inner + nt - 1) / nt;
     const int64_t cols = std::max<int64_t>(64, (per + 63) / 64 * 64);
     const int64_t cblocks = (inner + cols - 1) / cols;
-    parallel_for(outer * cblocks, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, size * std::min(inner, cols))),
+    parallel_for(outer * cblocks, std::max<int64_t>(1, kCopyGrain / std::max<int64_t>(1, size * std::min(inner, cols))),
                  [&](int64_t b, int64_t e) {
       for (int64_t t = b; t < e; ++t) {
         const int64_t o = t / cblocks, c0 = t % cblocks * cols, c1 = std::min(inner, c0 + cols);

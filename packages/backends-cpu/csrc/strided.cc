@@ -117,7 +117,7 @@ void copy_transposed(T* buf, T* flat, const View& v) {
   const int64_t batches = checked_prod(outer.shape, "compact");
   const int64_t rt = (R + kTile - 1) / kTile, ct = (C + kTile - 1) / kTile;
   const int64_t tiles = batches * rt * ct;
-  parallel_for(tiles, std::max<int64_t>(1, kParallelGrain / (kTile * kTile)), [&](int64_t tb, int64_t te) {
+  parallel_for(tiles, std::max<int64_t>(1, kCopyGrain / (kTile * kTile)), [&](int64_t tb, int64_t te) {
     for (int64_t t = tb; t < te; ++t) {
       int64_t bi = t / (rt * ct), r0 = (t / ct) % rt * kTile, c0 = t % ct * kTile;
       int64_t base = 0;
@@ -156,7 +156,7 @@ void strided_copy(T* buf, T* flat, const View& v) {
     return;
   }
   const int64_t rows = v.size / L;
-  const int64_t grain = std::max<int64_t>(1, kParallelGrain / L);
+  const int64_t grain = std::max<int64_t>(1, kCopyGrain / L);
   parallel_for(rows, grain, [&](int64_t rb, int64_t re) {
     for_rows(v, rb, re, [&](int64_t r, int64_t pos) {
       T* f = flat + r * L;
@@ -183,7 +183,7 @@ void strided_fill(T* buf, T value, const View& v) {
   const int d = static_cast<int>(v.shape.size());
   const int64_t L = v.shape[d - 1], sL = v.strides[d - 1];
   const int64_t rows = v.size / L;
-  parallel_for(rows, std::max<int64_t>(1, kParallelGrain / L), [&](int64_t rb, int64_t re) {
+  parallel_for(rows, std::max<int64_t>(1, kCopyGrain / L), [&](int64_t rb, int64_t re) {
     for_rows(v, rb, re, [&](int64_t, int64_t pos) {
       T* p = buf + pos;
       if (sL == 1) {

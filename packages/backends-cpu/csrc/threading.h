@@ -19,8 +19,12 @@ bool in_forked_child();
 void set_num_threads(int n);
 bool have_openmp();
 
-// Elements below which a memory-bound elementwise kernel stays serial.
+// Work per thread (in elements) below which a kernel stays serial: waking a
+// sleeping worker costs 5-50 us, much more when the other core is busy.
+// kParallelGrain is for kernels doing real work per element (reductions,
+// transcendentals); kCopyGrain for memory-bound ones (copies, add, fill).
 constexpr int64_t kParallelGrain = 32768;
+constexpr int64_t kCopyGrain = 131072;
 
 // Threads to use for `work` units when each thread should get >= grain units.
 inline int threads_for(int64_t work, int64_t grain) {

@@ -1,0 +1,28 @@
+// ewise_dispatch.h: function-pointer types of the elementwise loops and the
+// accessors of their AVX2 copies (defined in ewise_avx2.cc, called only when
+// cpu_has_avx2_fma()). The op lists below are the instantiations it holds.
+#pragma once
+
+#include <cstdint>
+
+#include "ewise_ops.h"
+
+namespace lamina_cpu {
+
+template <class T> using BinaryLoop = void (*)(const T*, const T*, T*, int64_t);
+template <class T> using ScalarLoop = void (*)(const T*, T, T*, int64_t);
+template <class T> using UnaryLoop = void (*)(const T*, T*, int64_t);
+
+template <class Op, class T> BinaryLoop<T> avx2_binary_loop();
+template <class Op, class T> ScalarLoop<T> avx2_scalar_loop();
+template <class Op, class T> UnaryLoop<T> avx2_unary_loop();
+
+// X(Op) for every binary-family op (the reversed ones are scalar-only but
+// share the instantiation list), and for every unary op.
+#define LAMINA_BINARY_OP_LIST(X)                                                      \
+  X(Add) X(Sub) X(Mul) X(Div) X(Power) X(Maximum) X(Minimum) X(Eq) X(Ne) X(Lt) X(Le) \
+  X(Gt) X(Ge) X(Rsub) X(Rdiv) X(Rpower)
+#define LAMINA_UNARY_OP_LIST(X) \
+  X(Neg) X(Abs) X(Exp) X(Log) X(Sqrt) X(Tanh) X(Sin) X(Cos) X(Sign)
+
+}  // namespace lamina_cpu
