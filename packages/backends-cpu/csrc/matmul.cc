@@ -13,6 +13,7 @@
 // the same order for any thread count. Tiny products skip packing; batches
 // of small matrices run one matrix per thread.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "allocator.h"
@@ -25,6 +26,9 @@ namespace lamina_cpu {
 bool cpu_has_avx2_fma() {
 #if defined(LAMINA_HAVE_AVX2_TU) && (defined(__GNUC__) || defined(__clang__))
   static const bool ok = [] {
+    // LAMINA_DISABLE_AVX2=1 forces the portable kernels (to test them).
+    const char* off = std::getenv("LAMINA_DISABLE_AVX2");
+    if (off != nullptr && off[0] != '\0' && off[0] != '0') return false;
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   }();

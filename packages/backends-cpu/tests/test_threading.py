@@ -122,3 +122,15 @@ def test_forked_child_runs_kernels() -> None:
     # GNU OpenMP hangs in a forked child; the backend runs serially there.
     env = dict(os.environ, LAMINA_NUM_THREADS="2")
     subprocess.run([sys.executable, "-c", FORK_SCRIPT], check=True, env=env, timeout=60)
+
+
+def test_portable_kernels_match_numpy() -> None:
+    # The CPU here may have AVX2; LAMINA_DISABLE_AVX2 runs the portable copies.
+    env = dict(os.environ, LAMINA_DISABLE_AVX2="1")
+    check = ("import lamina_backend_cpu as m; "
+             "assert m.backend.gemm_kernel_name() == 'portable_6x16'")
+    subprocess.run([sys.executable, "-c", check], check=True, env=env)
+    tests = os.path.join(os.path.dirname(__file__), "test_kernels.py")
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", tests,
+                    "-k", "matmul or binary or unary or exp or softmax or comparisons"],
+                   check=True, env=env)
