@@ -20,7 +20,9 @@ import argparse
 import ctypes
 import glob
 import os
+import statistics
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,7 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 import lamina_backend_cpu  # noqa: E402
-from _timing import interleaved, row  # noqa: E402
+from _timing import row, seconds_per_call  # noqa: E402
 
 cpu = lamina_backend_cpu.backend
 
@@ -44,6 +46,22 @@ def _openblas_setter() -> Callable[[int], None] | None:
             if fn is not None:
                 return lambda n, fn=fn: fn(ctypes.c_int(n))
     return None
+
+
+def interleaved(candidates: dict[str, Callable[[], object]], repeats: int = 3,
+                min_time: float = 0.2) -> dict[str, float]:
+    """Median seconds per call, measured in alternation, each after a pause.
+
+    OpenBLAS's workers busy-wait for about 0.1 s after each call; without the
+    pause whichever candidate runs right after numpy shares the cores with
+    them (this cost Lamina's 2-thread GEMM 30% at 512).
+    """
+    samples: dict[str, list[float]] = {name: [] for name in candidates}
+    for _ in range(repeats):
+        for name, fn in candidates.items():
+            time.sleep(0.15)
+            samples[name].append(seconds_per_call(fn, min_time))
+    return {name: statistics.median(v) for name, v in samples.items()}
 
 
 def _buf(x: np.ndarray):  # noqa: ANN202
