@@ -21,11 +21,16 @@ constexpr int kNR64 = 8;   // float64 tile: 6 x 8  = 12 ymm accumulators
 
 bool cpu_has_avx2_fma();
 
+template <class T>
+using SmallGemm = void (*)(const T* A, const T* B, T* C, int64_t M, int64_t K, int64_t N);
+
 #if defined(LAMINA_HAVE_AVX2_TU)
 void sgemm_ukernel_avx2(int64_t kc, const float* Ap, const float* Bp, float* C, int64_t ldc,
                         bool accumulate);
 void dgemm_ukernel_avx2(int64_t kc, const double* Ap, const double* Bp, double* C, int64_t ldc,
                         bool accumulate);
+// The AVX2/FMA copy of gemm_small.h.
+template <class T> SmallGemm<T> avx2_gemm_small();
 // Seconds of back-to-back FMAs on the calling thread; returns GFLOP/s.
 double fma_probe_avx2(double seconds);
 // out[i] = exp(a[i]) for float32, 8 lanes at a time; a and out may alias.

@@ -1,14 +1,28 @@
 // gemm_avx2.cc: AVX2/FMA code, compiled with -mavx2 -mfma and called only
 // after cpu_has_avx2_fma() said yes: the float32 6x16 and float64 6x8 GEMM
 // micro-kernels (12 ymm accumulators, two B loads and one broadcast per k),
-// and the FMA-throughput probe the benchmark uses to report fraction of peak.
+// the AVX2 copy of the small-product GEMM (gemm_small.h), and the
+// FMA-throughput probe the benchmark uses to report fraction of peak.
 #include <immintrin.h>
 
 #include <chrono>
+#include <cmath>
 
 #include "gemm.h"
 
 namespace lamina_cpu {
+
+namespace avx2 {
+template <class T>
+inline T madd(T a, T b, T c) {
+  return std::fma(a, b, c);  // one vfmadd under -mfma
+}
+#include "gemm_small.h"
+}  // namespace avx2
+
+template <class T> SmallGemm<T> avx2_gemm_small() { return &avx2::gemm_small<T>; }
+template SmallGemm<float> avx2_gemm_small<float>();
+template SmallGemm<double> avx2_gemm_small<double>();
 
 void sgemm_ukernel_avx2(int64_t kc, const float* __restrict__ Ap, const float* __restrict__ Bp,
                         float* __restrict__ C, int64_t ldc, bool accumulate) {
@@ -53,21 +67,36 @@ void sgemm_ukernel_avx2(int64_t kc, const float* __restrict__ Ap, const float* _
 
 void dgemm_ukernel_avx2(int64_t kc, const double* __restrict__ Ap, const double* __restrict__ Bp,
                         double* __restrict__ C, int64_t ldc, bool accumulate) {
-  __m256d c[kMR][2];
-  for (int i = 0; i < kMR; ++i) c[i][0] = c[i][1] = _mm256_setzero_pd();
+  // Named accumulators: an array of __m256d makes GCC store it every k.
+  __m256d c00 = _mm256_setzero_pd(), c01 = _mm256_setzero_pd();
+  __m256d c10 = _mm256_setzero_pd(), c11 = _mm256_setzero_pd();
+  __m256d c20 = _mm256_setzero_pd(), c21 = _mm256_setzero_pd();
+  __m256d c30 = _mm256_setzero_pd(), c31 = _mm256_setzero_pd();
+  __m256d c40 = _mm256_setzero_pd(), c41 = _mm256_setzero_pd();
+  __m256d c50 = _mm256_setzero_pd(), c51 = _mm256_setzero_pd();
   for (int64_t k = 0; k < kc; ++k) {
     const __m256d b0 = _mm256_load_pd(Bp), b1 = _mm256_load_pd(Bp + 4);
-    for (int i = 0; i < kMR; ++i) {
-      const __m256d a = _mm256_broadcast_sd(Ap + i);
-      c[i][0] = _mm256_fmadd_pd(a, b0, c[i][0]);
-      c[i][1] = _mm256_fmadd_pd(a, b1, c[i][1]);
-    }
+    _mm_prefetch(reinterpret_cast<const char*>(Bp + 64), _MM_HINT_T0);
+    __m256d a = _mm256_broadcast_sd(Ap + 0);
+    c00 = _mm256_fmadd_pd(a, b0, c00); c01 = _mm256_fmadd_pd(a, b1, c01);
+    a = _mm256_broadcast_sd(Ap + 1);
+    c10 = _mm256_fmadd_pd(a, b0, c10); c11 = _mm256_fmadd_pd(a, b1, c11);
+    a = _mm256_broadcast_sd(Ap + 2);
+    c20 = _mm256_fmadd_pd(a, b0, c20); c21 = _mm256_fmadd_pd(a, b1, c21);
+    a = _mm256_broadcast_sd(Ap + 3);
+    c30 = _mm256_fmadd_pd(a, b0, c30); c31 = _mm256_fmadd_pd(a, b1, c31);
+    a = _mm256_broadcast_sd(Ap + 4);
+    c40 = _mm256_fmadd_pd(a, b0, c40); c41 = _mm256_fmadd_pd(a, b1, c41);
+    a = _mm256_broadcast_sd(Ap + 5);
+    c50 = _mm256_fmadd_pd(a, b0, c50); c51 = _mm256_fmadd_pd(a, b1, c51);
     Ap += kMR;
     Bp += kNR64;
   }
+  const __m256d rows[kMR][2] = {{c00, c01}, {c10, c11}, {c20, c21},
+                                {c30, c31}, {c40, c41}, {c50, c51}};
   for (int i = 0; i < kMR; ++i) {
     double* row = C + i * ldc;
-    __m256d r0 = c[i][0], r1 = c[i][1];
+    __m256d r0 = rows[i][0], r1 = rows[i][1];
     if (accumulate) {
       r0 = _mm256_add_pd(r0, _mm256_loadu_pd(row));
       r1 = _mm256_add_pd(r1, _mm256_loadu_pd(row + 4));

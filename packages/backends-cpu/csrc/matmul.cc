@@ -15,8 +15,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
-#include "allocator.h"
 #include "gemm.h"
 #include "kernels.h"
 #include "threading.h"
@@ -38,7 +38,23 @@ bool cpu_has_avx2_fma() {
 #endif
 }
 
+namespace base {
+template <class T>
+inline T madd(T a, T b, T c) {
+  return a * b + c;
+}
+#include "gemm_small.h"
+}  // namespace base
+
 namespace {
+
+template <class T>
+SmallGemm<T> small_gemm_fn() {
+#if defined(LAMINA_HAVE_AVX2_TU)
+  if (cpu_has_avx2_fma()) return avx2_gemm_small<T>();
+#endif
+  return &base::gemm_small<T>;
+}
 
 template <class T, int NR>
 void ukernel_portable(int64_t kc, const T* __restrict__ Ap, const T* __restrict__ Bp,
@@ -109,13 +125,27 @@ void pack_a(const T* A, int64_t lda, int64_t mc, int64_t kc, T* dst) {
   }
 }
 
+// Per-thread packing buffers (slot 0: packed B, slot 1: packed A), grown on
+// demand and kept, so a batch of small products allocates nothing.
 template <class T>
-struct Scratch {
-  T* p = nullptr;
-  std::size_t bytes = 0;
-  explicit Scratch(std::size_t n) : bytes(n * sizeof(T)) { p = static_cast<T*>(cached_alloc(bytes)); }
-  ~Scratch() { cached_free(p, bytes); }
-};
+T* scratch(int slot, std::size_t n) {
+  struct Buf {
+    void* p = nullptr;
+    std::size_t bytes = 0;
+    ~Buf() { std::free(p); }
+  };
+  thread_local Buf bufs[2];
+  Buf& b = bufs[slot];
+  const std::size_t need = n * sizeof(T);
+  if (need > b.bytes) {
+    void* p = nullptr;
+    if (posix_memalign(&p, 64, need) != 0) throw std::bad_alloc();
+    std::free(b.p);
+    b.p = p;
+    b.bytes = need;
+  }
+  return static_cast<T*>(b.p);
+}
 
 // One mc x nc block of C from packed A (mc x kc) and packed B (kc x nc).
 template <class T, int NR>
@@ -151,18 +181,18 @@ void gemm_serial(const T* A, const T* B, T* C, int64_t M, int64_t K, int64_t N, 
   const int64_t nc_max = std::min<int64_t>(G::NC, (N + NR - 1) / NR * NR);
   const int64_t kc_max = std::min<int64_t>(G::KC, K);
   const int64_t mc_max = std::min<int64_t>(G::MC, (M + kMR - 1) / kMR * kMR);
-  Scratch<T> bbuf(static_cast<std::size_t>(kc_max * nc_max));
-  Scratch<T> abuf(static_cast<std::size_t>(mc_max * kc_max));
+  T* const bpack = scratch<T>(0, static_cast<std::size_t>(kc_max * nc_max));
+  T* const apack = scratch<T>(1, static_cast<std::size_t>(mc_max * kc_max));
   for (int64_t jc = 0; jc < N; jc += nc_max) {
     const int64_t nc = std::min(nc_max, N - jc);
     for (int64_t pc = 0; pc < K; pc += kc_max) {
       const int64_t kc = std::min(kc_max, K - pc);
       for (int64_t p = 0; p * NR < nc; ++p)
-        pack_b_panel<T, NR>(B + pc * ldb + jc, ldb, kc, nc, p, bbuf.p);
+        pack_b_panel<T, NR>(B + pc * ldb + jc, ldb, kc, nc, p, bpack);
       for (int64_t ic = 0; ic < M; ic += mc_max) {
         const int64_t mc = std::min(mc_max, M - ic);
-        pack_a<T>(A + ic * lda + pc, lda, mc, kc, abuf.p);
-        macro_kernel<T, NR>(uk, abuf.p, bbuf.p, mc, nc, kc, C + ic * ldc + jc, ldc, pc > 0);
+        pack_a<T>(A + ic * lda + pc, lda, mc, kc, apack);
+        macro_kernel<T, NR>(uk, apack, bpack, mc, nc, kc, C + ic * ldc + jc, ldc, pc > 0);
       }
     }
   }
@@ -209,21 +239,7 @@ void gemm_packed(const T* A, const T* B, T* C, int64_t M, int64_t K, int64_t N, 
 #endif
 }
 
-// Unpacked i-k-j loop for tiny products (the inner loop vectorises).
-template <class T>
-void gemm_small(const T* A, const T* B, T* C, int64_t M, int64_t K, int64_t N) {
-  for (int64_t i = 0; i < M; ++i) {
-    T* __restrict__ c = C + i * N;
-    for (int64_t j = 0; j < N; ++j) c[j] = T(0);
-    for (int64_t k = 0; k < K; ++k) {
-      const T a = A[i * K + k];
-      const T* __restrict__ b = B + k * N;
-      for (int64_t j = 0; j < N; ++j) c[j] += a * b[j];
-    }
-  }
-}
-
-constexpr int64_t kSmallFlops = 32 * 32 * 32;
+constexpr int64_t kSmallFlops = 8 * 8 * 8;
 
 template <class T>
 void gemm(const T* A, const T* B, T* C, int64_t M, int64_t K, int64_t N, int nt) {
@@ -233,7 +249,7 @@ void gemm(const T* A, const T* B, T* C, int64_t M, int64_t K, int64_t N, int nt)
     return;
   }
   if (M * K * N <= kSmallFlops || M < 2) {
-    gemm_small(A, B, C, M, K, N);
+    small_gemm_fn<T>()(A, B, C, M, K, N);
     return;
   }
   // Waking a sleeping worker costs tens of microseconds: only products of
