@@ -67,13 +67,24 @@ void im2col(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t
         const int64_t ni = t / g.oh, oy = t % g.oh;
         for (int64_t ox = 0; ox < g.ow; ++ox) {
           T* d = dst + (t * g.ow + ox) * patch;
+          const int64_t x0 = ox * g.sw - g.pw;
+          const bool x_inside = x0 >= 0 && x0 + (g.kw - 1) * g.dw < g.w;
           for (int64_t ci = 0; ci < g.c; ++ci) {
             const T* plane = src + (ni * g.c + ci) * g.h * g.w;
-            for (int64_t ky = 0; ky < g.kh; ++ky) {
+            for (int64_t ky = 0; ky < g.kh; ++ky, d += g.kw) {
               const int64_t y = oy * g.sh - g.ph + ky * g.dh;
-              for (int64_t kx = 0; kx < g.kw; ++kx, ++d) {
-                const int64_t x = ox * g.sw - g.pw + kx * g.dw;
-                *d = (y >= 0 && y < g.h && x >= 0 && x < g.w) ? plane[y * g.w + x] : T(0);
+              if (y < 0 || y >= g.h) {
+                for (int64_t kx = 0; kx < g.kw; ++kx) d[kx] = T(0);
+                continue;
+              }
+              const int64_t at = y * g.w + x0;  // may be < 0 when x0 is; used only inside
+              if (x_inside) {
+                for (int64_t kx = 0; kx < g.kw; ++kx) d[kx] = plane[at + kx * g.dw];
+              } else {
+                for (int64_t kx = 0; kx < g.kw; ++kx) {
+                  const int64_t x = x0 + kx * g.dw;
+                  d[kx] = (x >= 0 && x < g.w) ? plane[at + kx * g.dw] : T(0);
+                }
               }
             }
           }
@@ -96,27 +107,53 @@ void col2im(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t
     const T* src = a.data<T>();
     T* dst = out.data<T>();
     const int64_t patch = g.c * g.kh * g.kw;
-    // One (image, channel) plane per work item: every output element has one
-    // owner, and contributions are added in (oy, ox, ky, kx) order.
-    const int64_t work = g.oh * g.ow * g.kh * g.kw;
+    // Contributions to an output element are added in (oy, ox, ky, kx) order
+    // whichever loop nest runs, and each element has one owning thread.
+    // Usually a thread owns whole images and reads their columns once, in
+    // order; with fewer images than threads it owns (image, channel) planes.
+    auto add_patch = [&](T* plane, const T* s, int64_t oy, int64_t ox) {
+      const int64_t x0 = ox * g.sw - g.pw;
+      const bool x_inside = x0 >= 0 && x0 + (g.kw - 1) * g.dw < g.w;
+      for (int64_t ky = 0; ky < g.kh; ++ky, s += g.kw) {
+        const int64_t y = oy * g.sh - g.ph + ky * g.dh;
+        if (y < 0 || y >= g.h) continue;
+        const int64_t at = y * g.w + x0;  // may be < 0 when x0 is; used only inside
+        if (x_inside) {
+          for (int64_t kx = 0; kx < g.kw; ++kx) plane[at + kx * g.dw] += s[kx];
+        } else {
+          for (int64_t kx = 0; kx < g.kw; ++kx) {
+            const int64_t x = x0 + kx * g.dw;
+            if (x >= 0 && x < g.w) plane[at + kx * g.dw] += s[kx];
+          }
+        }
+      }
+    };
+    const int64_t hw = g.h * g.w, khw = g.kh * g.kw;
+    if (g.n >= num_threads()) {
+      const int64_t work = g.oh * g.ow * patch;
+      parallel_for(g.n, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, work)),
+                   [&](int64_t b, int64_t e) {
+        for (int64_t ni = b; ni < e; ++ni) {
+          T* image = dst + ni * g.c * hw;
+          std::fill(image, image + g.c * hw, T(0));
+          const T* s = src + ni * g.oh * g.ow * patch;
+          for (int64_t oy = 0; oy < g.oh; ++oy)
+            for (int64_t ox = 0; ox < g.ow; ++ox, s += patch)
+              for (int64_t ci = 0; ci < g.c; ++ci) add_patch(image + ci * hw, s + ci * khw, oy, ox);
+        }
+      }, 1);
+      return;
+    }
+    const int64_t work = g.oh * g.ow * khw;
     parallel_for(g.n * g.c, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, work)),
                  [&](int64_t b, int64_t e) {
       for (int64_t t = b; t < e; ++t) {
         const int64_t ni = t / g.c, ci = t % g.c;
-        T* plane = dst + t * g.h * g.w;
-        std::fill(plane, plane + g.h * g.w, T(0));
+        T* plane = dst + t * hw;
+        std::fill(plane, plane + hw, T(0));
         for (int64_t oy = 0; oy < g.oh; ++oy)
-          for (int64_t ox = 0; ox < g.ow; ++ox) {
-            const T* s = src + ((ni * g.oh + oy) * g.ow + ox) * patch + ci * g.kh * g.kw;
-            for (int64_t ky = 0; ky < g.kh; ++ky) {
-              const int64_t y = oy * g.sh - g.ph + ky * g.dh;
-              if (y < 0 || y >= g.h) continue;
-              for (int64_t kx = 0; kx < g.kw; ++kx) {
-                const int64_t x = ox * g.sw - g.pw + kx * g.dw;
-                if (x >= 0 && x < g.w) plane[y * g.w + x] += s[ky * g.kw + kx];
-              }
-            }
-          }
+          for (int64_t ox = 0; ox < g.ow; ++ox)
+            add_patch(plane, src + ((ni * g.oh + oy) * g.ow + ox) * patch + ci * khw, oy, ox);
       }
     }, 1);
   });

@@ -44,6 +44,8 @@ res = {
   "scatter": run("index_scatter_add", (x, idx), 1000 * 100, 1, 1000, 100),
   "im2col": run("im2col", (x,), 8 * 30 * 30 * 4 * 9, 8, 4, 30, 30, 3, 3, 1, 1, 0, 0, 1, 1),
   "col2im": run("col2im", (x,), 8 * 4 * 32 * 32, 8, 4, 32, 32, 3, 3, 1, 1, 0, 0, 1, 1),
+  # one image: per-image loop on 1 thread, per-(image, channel) planes on 4
+  "col2im_one": run("col2im", (x,), 16 * 20 * 20, 1, 16, 20, 20, 3, 3, 2, 2, 1, 1, 1, 1),
 }
 np.savez(sys.argv[1], nthreads=m.num_threads(), **res)
 """
