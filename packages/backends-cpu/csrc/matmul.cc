@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <vector>
 
 #include "gemm.h"
 #include "kernels.h"
@@ -231,12 +232,9 @@ void gemm_packed(const T* A, const T* B, T* C, int64_t M, int64_t K, int64_t N, 
     if (i0 < i1 && j0 < j1)
       gemm_serial(A + i0 * K, B + j0, C + i0 * N + j0, i1 - i0, K, j1 - j0, K, N, N);
   };
-#if defined(LAMINA_HAVE_OPENMP)
-#pragma omp parallel for schedule(static, 1) num_threads(tr * tc)
-  for (int t = 0; t < tr * tc; ++t) block(t);
-#else
-  for (int t = 0; t < tr * tc; ++t) block(t);
-#endif
+  run_threads(tr * tc, [&](int t, int tn) {
+    for (int i = t; i < tr * tc; i += tn) block(i);
+  });
 }
 
 constexpr int64_t kSmallFlops = 8 * 8 * 8;
@@ -312,11 +310,10 @@ double fma_peak_gflops(double seconds, int threads) {
   if (in_forked_child()) threads = 1;
 #if defined(LAMINA_HAVE_AVX2_TU)
   if (!cpu_has_avx2_fma()) throw std::runtime_error("fma_peak_gflops: this CPU has no AVX2/FMA");
+  std::vector<double> rates(static_cast<std::size_t>(threads), 0.0);
+  run_threads(threads, [&](int t, int) { rates[t] = fma_probe_avx2(seconds); });
   double total = 0;
-#if defined(LAMINA_HAVE_OPENMP)
-#pragma omp parallel num_threads(threads) reduction(+ : total)
-#endif
-  total += fma_probe_avx2(seconds);
+  for (double r : rates) total += r;
   return total;
 #else
   (void)seconds;

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <exception>
+#include <mutex>
 
 #if defined(LAMINA_HAVE_OPENMP)
 #include <omp.h>
@@ -34,30 +36,45 @@ inline int threads_for(int64_t work, int64_t grain) {
   return static_cast<int>(std::min<int64_t>(nt, by_work));
 }
 
+// Runs body(t) for t in [0, nt) on nt OpenMP threads (inline when nt <= 1).
+// An exception escaping an OpenMP region would terminate the process, so the
+// first one is caught and rethrown on the calling thread after the join.
+template <class F>
+void run_threads(int nt, F&& body) {
+  if (nt <= 1) {
+    body(0, 1);
+    return;
+  }
+#if defined(LAMINA_HAVE_OPENMP)
+  std::exception_ptr error;
+  std::mutex mu;
+#pragma omp parallel num_threads(nt)
+  {
+    try {
+      body(omp_get_thread_num(), omp_get_num_threads());
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+#else
+  body(0, 1);
+#endif
+}
+
 // Calls f(begin, end) over contiguous chunks of [0, n); chunk boundaries are
 // multiples of `align` so SIMD loops see aligned-length pieces.
 template <class F>
 void parallel_for(int64_t n, int64_t grain, F&& f, int64_t align = 16) {
   if (n <= 0) return;
-  int nt = threads_for(n, grain);
-  if (nt <= 1) {
-    f(int64_t(0), n);
-    return;
-  }
-#if defined(LAMINA_HAVE_OPENMP)
-#pragma omp parallel num_threads(nt)
-  {
-    int t = omp_get_thread_num();
-    int tn = omp_get_num_threads();
+  run_threads(threads_for(n, grain), [&](int t, int tn) {
     int64_t chunk = (n + tn - 1) / tn;
     chunk = (chunk + align - 1) / align * align;
-    int64_t b = std::min<int64_t>(n, t * chunk);
-    int64_t e = std::min<int64_t>(n, b + chunk);
+    const int64_t b = std::min<int64_t>(n, t * chunk);
+    const int64_t e = std::min<int64_t>(n, b + chunk);
     if (b < e) f(b, e);
-  }
-#else
-  f(int64_t(0), n);
-#endif
+  });
 }
 
 }  // namespace lamina_cpu
