@@ -136,3 +136,24 @@ def test_portable_kernels_match_numpy() -> None:
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", tests,
                     "-k", "matmul or binary or unary or exp or softmax or comparisons"],
                    check=True, env=env)
+
+
+IDLE_SCRIPT = r"""
+import resource, time, lamina_backend_cpu as m
+b = m.backend
+x = b.Array(1 << 22, "float32"); b.fill(x, 1.0); o = b.Array(1 << 22, "float32")
+b.ewise_exp(x, o)                      # wakes the OpenMP workers
+before = resource.getrusage(resource.RUSAGE_SELF)
+time.sleep(0.5)
+after = resource.getrusage(resource.RUSAGE_SELF)
+print((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+"""
+
+
+def test_idle_workers_do_not_spin() -> None:
+    # Unless the user chose a wait policy, idle OpenMP workers sleep.
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env["LAMINA_NUM_THREADS"] = "2"
+    out = subprocess.run([sys.executable, "-c", IDLE_SCRIPT], check=True, env=env,
+                         capture_output=True, text=True).stdout
+    assert float(out) < 0.1, f"workers burned {out.strip()} s of CPU while idle for 0.5 s"
