@@ -180,8 +180,11 @@ void gemm_serial(const T* A, const T* B, T* C, int64_t M, int64_t K, int64_t N, 
   constexpr int NR = G::NR;
   const UKernel<T> uk = G::kernel();
   const int64_t nc_max = std::min<int64_t>(G::NC, (N + NR - 1) / NR * NR);
-  const int64_t kc_max = std::min<int64_t>(G::KC, K);
-  const int64_t mc_max = std::min<int64_t>(G::MC, (M + kMR - 1) / kMR * kMR);
+  // Even K and M blocks: K = 784 runs as 4 x 196, not 3 x 256 + 16 (a thin
+  // last block pays the C load/store of a full one for a few k).
+  const int64_t kblocks = (K + G::KC - 1) / G::KC, mblocks = (M + G::MC - 1) / G::MC;
+  const int64_t kc_max = (K + kblocks - 1) / kblocks;
+  const int64_t mc_max = ((M + mblocks - 1) / mblocks + kMR - 1) / kMR * kMR;
   T* const bpack = scratch<T>(0, static_cast<std::size_t>(kc_max * nc_max));
   T* const apack = scratch<T>(1, static_cast<std::size_t>(mc_max * kc_max));
   for (int64_t jc = 0; jc < N; jc += nc_max) {
