@@ -255,7 +255,7 @@ void gemm(const T* A, const T* B, T* C, int64_t M, int64_t K, int64_t N, int nt)
   }
   // Waking a sleeping worker costs tens of microseconds: only products of
   // about 2 MFLOP and more get a second thread.
-  nt = std::max(1, std::min<int>(nt, static_cast<int>(M * K * N / (128 * 128 * 64)) + 1));
+  nt = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(nt, M * K * N / (128 * 128 * 64) + 1)));
   gemm_packed(A, B, C, M, K, N, nt);
 }
 
