@@ -41,6 +41,29 @@ PYBIND11_MODULE(_core, m) {
   m.def("set_num_threads", &set_num_threads, py::arg("n"));
   m.def("have_openmp", &have_openmp);
   m.def("gemm_kernel_name", &gemm_kernel_name);
+  // How this extension was built, so a session can check it runs the build it
+  // meant to (an editable install elsewhere on sys.path can shadow it).
+  m.def("build_info", [] {
+    py::dict info;
+    info["openmp"] = have_openmp();
+#if defined(LAMINA_HAVE_AVX2_TU)
+    info["avx2_kernels"] = true;
+#else
+    info["avx2_kernels"] = false;
+#endif
+#if defined(LAMINA_NATIVE_BUILD)
+    info["native"] = true;
+#else
+    info["native"] = false;
+#endif
+#if defined(LAMINA_SANITIZE_BUILD)
+    info["sanitize"] = true;
+#else
+    info["sanitize"] = false;
+#endif
+    info["gemm_kernel"] = gemm_kernel_name();
+    return info;
+  });
   m.def("memory_stats", &allocator_stats);
   m.def("empty_cache", &allocator_empty_cache);
   m.def("fma_peak_gflops", &fma_peak_gflops, py::arg("seconds") = 0.2, py::arg("threads") = 1,

@@ -157,3 +157,9 @@ def test_idle_workers_do_not_spin() -> None:
     out = subprocess.run([sys.executable, "-c", IDLE_SCRIPT], check=True, env=env,
                          capture_output=True, text=True).stdout
     assert float(out) < 0.1, f"workers burned {out.strip()} s of CPU while idle for 0.5 s"
+
+
+def test_build_info() -> None:
+    info = cpu.build_info()
+    assert set(info) == {"openmp", "avx2_kernels", "native", "sanitize", "gemm_kernel"}
+    assert info["gemm_kernel"] == cpu.gemm_kernel_name()
