@@ -5,9 +5,10 @@ from ._dataset import ConcatDataset, Dataset, Subset, TensorDataset, random_spli
 from ._loader import DataLoader, default_collate, to_tensors
 from ._mnist import MNIST, DatasetFileError, bundled_mnist_dir, download_mnist, read_idx
 from ._random import seed_transforms, transform_rng
+from ._text import CharTokenizer, Vocabulary, WordTokenizer
 
 __all__ = [
-    "MNIST", "ConcatDataset", "DataLoader", "Dataset", "DatasetFileError", "Subset",
-    "TensorDataset", "bundled_mnist_dir", "default_collate", "download_mnist",
+    "MNIST", "CharTokenizer", "ConcatDataset", "DataLoader", "Dataset", "DatasetFileError", "Subset",
+    "TensorDataset", "Vocabulary", "WordTokenizer", "bundled_mnist_dir", "default_collate", "download_mnist",
     "random_split", "read_idx", "seed_transforms", "to_tensors", "transform_rng", "transforms",
 ]
