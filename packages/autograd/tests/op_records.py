@@ -16,7 +16,7 @@ import lamina.autograd as ag
 import numpy as np
 import torch
 import torch.nn.functional as TF
-from lamina.autograd._ops import im2col
+from lamina.autograd._ops import im2col, lstm_layer_reference
 from lamina.ndarray import ShapeError
 
 _rng = np.random.default_rng(1234)
@@ -196,6 +196,18 @@ def _unary(name: str, fn: Callable[..., Any], ref: Callable[..., Any],
     return OpRecord(name, fn, ref, [S(gen(3, 4)), S(gen(2, 3, 2)), S(gen())], **extra)
 
 
+def _torch_lstm_layer(xp: torch.Tensor, h: torch.Tensor, c: torch.Tensor,
+                      w_hh: torch.Tensor) -> torch.Tensor:
+    """The LSTM recurrence with torch ops: [h_t | c_t] for every step, (L, N, 2H)."""
+    outs = []
+    for t in range(xp.shape[0]):
+        i, f, g, o = (xp[t] + h @ w_hh.T).chunk(4, 1)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        h = torch.sigmoid(o) * torch.tanh(c)
+        outs.append(torch.cat([h, c], 1))
+    return torch.stack(outs)
+
+
 RECORDS: list[OpRecord] = [
     # ----- elementwise ----------------------------------------------------------------
     _binary("add", lambda a, b: a + b, lambda a, b: a + b, r, r, second_order=True),
@@ -356,6 +368,14 @@ RECORDS: list[OpRecord] = [
     OpRecord("dropout", lambda x, **k: ag.dropout(x, **k), lambda x, **k: TF.dropout(x, **k),
              [S(r(3, 4), p=0.0), S(r(3, 4), p=0.5, training=False)],
              errors=[ErrorSample(S(r(3), p=1.5), ValueError, "dropout")]),
+    # ----- recurrent layers -----------------------------------------------------------
+    OpRecord("lstm_layer", ag.lstm_layer, _torch_lstm_layer,
+             [S(r(4, 3, 8), r(3, 2), r(3, 2), r(8, 2)), S(r(1, 2, 12), r(2, 3), r(2, 3), r(12, 3))],
+             errors=[ErrorSample(S(r(4, 3, 8), r(3, 3), r(3, 2), r(8, 2)), ShapeError,
+                                 "lstm_layer")],
+             second_order=True),
+    OpRecord("lstm_layer_reference", lstm_layer_reference, _torch_lstm_layer,
+             [S(r(3, 2, 8), r(2, 2), r(2, 2), r(8, 2))]),
 ]
 
 BY_NAME = {rec.name: rec for rec in RECORDS}

@@ -57,6 +57,7 @@ from ._ops import (
     log,
     log_softmax,
     logsumexp,
+    lstm_layer,
     lt,
     matmul,
     max_pool2d,
@@ -113,4 +114,6 @@ __all__ = [
     "pad", "permute", "pow", "relu", "reshape", "scatter_add", "sigmoid", "sign", "sin",
     "softmax", "split", "sqrt", "squeeze", "stack", "std", "sub", "sum", "take", "tanh",
     "transpose", "undilate", "unsqueeze", "var", "view", "where",
+    # recurrent layers
+    "lstm_layer",
 ]

@@ -1,0 +1,167 @@
+"""The time loop of one LSTM layer as a single op, ``lstm_layer``.
+
+Written as many small ops, an LSTM step is ~25 graph nodes (a matmul, gate
+slices, three sigmoids, two tanhs, products and sums) and its training step is
+bound by per-op overhead. ``lstm_layer`` runs the whole recurrence of one layer
+in one node: the forward loops over time on NDArrays, and the backward is
+backpropagation through time written with Tensor ops, with everything that
+does not depend on the recurrence computed for all timesteps at once.
+
+The input projection ``x_t @ W_ih.T + b`` is not part of the op: the layer
+computes it for every timestep with one matmul before calling it.
+
+Layout (PyTorch's): the 4H gate columns are ordered i, f, g, o::
+
+    i, f, o = sigmoid(gates[i, f, o]);  g = tanh(gates[g])
+    c_t = f * c_{t-1} + i * g;           h_t = o * tanh(c_t)
+
+With ``create_graph`` (gradients of gradients) the backward recomputes the
+forward with differentiable composite ops (:func:`lstm_layer_reference`)
+and differentiates that, so higher-order gradients are exact.
+"""
+
+from __future__ import annotations
+
+import lamina.ndarray as nd
+from lamina.ndarray import NDArray, ShapeError
+
+from .. import _grad_mode as grad_mode
+from .._function import Function
+from .._tensor import Tensor
+from .elementwise import sigmoid, tanh
+from .shape import cat, stack
+
+
+def _gate_affine(h: int, like: NDArray) -> tuple[NDArray, NDArray]:
+    """(1, 4H) scale and shift with ``act = tanh(gates * s) * s + shift``.
+
+    sigmoid(x) = tanh(x / 2) / 2 + 1/2 on the i, f, o columns and tanh on g:
+    all four activations in three elementwise kernels.
+    """
+    half = [0.5] * h
+    scale = nd.array([half * 2 + [1.0] * h + half], dtype=like.dtype, device=like.device)
+    shift = nd.array([half * 2 + [0.0] * h + half], dtype=like.dtype, device=like.device)
+    return scale, shift
+
+
+class LSTMLayer(Function):
+    """``(xp (L, N, 4H), h0 (N, H), c0 (N, H), w_hh (4H, H))`` -> ``(L, N, 2H)``.
+
+    The output holds ``h_t`` in its first H columns and ``c_t`` in the last H.
+    """
+
+    name = "lstm_layer"
+    save_inputs = True
+    save_output = True
+
+    def forward(self, xp: NDArray, h0: NDArray, c0: NDArray, w_hh: NDArray) -> NDArray:
+        _check_shapes(xp.shape, h0.shape, c0.shape, w_hh.shape)
+        steps, _, g4 = xp.shape
+        hidden = g4 // 4
+        w_t = w_hh.transpose(0, 1).compact()
+        scale, shift = _gate_affine(hidden, xp)
+        h, c = h0, c0
+        acts, hs, cs = [], [], []
+        for t in range(steps):
+            gates = xp[t] + h @ w_t
+            a = (gates * scale).tanh() * scale + shift
+            c = a[:, hidden:2 * hidden] * c + a[:, :hidden] * a[:, 2 * hidden:3 * hidden]
+            h = a[:, 3 * hidden:] * c.tanh()
+            acts.append(a)
+            hs.append(h)
+            cs.append(c)
+        self.acts = nd.stack(acts)
+        return nd.concatenate([nd.stack(hs), nd.stack(cs)], axis=2)
+
+    def release(self) -> None:
+        super().release()
+        self.acts = None
+
+    def backward(self, g: Tensor) -> tuple[Tensor | None, ...]:
+        if grad_mode.is_grad_enabled():
+            return self._backward_recomputed(g)
+        xp, h0, c0, w_hh = self.inputs
+        out = self.output.detach()
+        steps, batch, g4 = xp.shape
+        hidden = g4 // 4
+        hs, cs = out[:, :, :hidden], out[:, :, hidden:]
+        h_prev = cat([h0.detach().unsqueeze(0), hs[:-1]], 0)
+        c_prev = cat([c0.detach().unsqueeze(0), cs[:-1]], 0)
+        acts = Tensor._make(self.acts)
+        i, f, gg, o = (acts[:, :, k * hidden:(k + 1) * hidden] for k in range(4))
+        tc = cs.tanh()
+        # d gates_t = [dc, dc, dc, dh] * p[t];  dc_t gets dh_t * k[t] through h_t.
+        p = cat([gg * i * (1 - i), c_prev * f * (1 - f), i * (1 - gg * gg),
+                 tc * o * (1 - o)], 2)
+        k = o * (1 - tc * tc)
+        gh, gc = g[:, :, :hidden], g[:, :, hidden:]
+        w = w_hh.detach()
+        dgates: list[Tensor] = [None] * steps  # type: ignore[list-item]
+        dh_next: Tensor | None = None
+        dc_next: Tensor | None = None
+        for t in range(steps - 1, -1, -1):
+            dh = gh[t] if dh_next is None else gh[t] + dh_next
+            dc = gc[t] + dh * k[t]
+            if dc_next is not None:
+                dc = dc + dc_next
+            dgates[t] = cat([dc, dc, dc, dh], 1) * p[t]
+            dh_next = dgates[t] @ w
+            dc_next = dc * f[t]
+        d_xp = stack(dgates)
+        d_w = d_xp.reshape(steps * batch, g4).transpose(0, 1) @ h_prev.reshape(
+            steps * batch, hidden)
+        return d_xp, dh_next, dc_next, d_w
+
+    def _backward_recomputed(self, g: Tensor) -> tuple[Tensor | None, ...]:
+        from .._engine import grad
+
+        inputs = self.inputs
+        wanted = [x for x, need in zip(inputs, self.needs_input_grad) if need]
+        found = iter(grad(lstm_layer_reference(*inputs), wanted, g, create_graph=True))
+        return tuple(next(found) if need else None for need in self.needs_input_grad)
+
+
+def _check_shapes(xp: tuple[int, ...], h0: tuple[int, ...], c0: tuple[int, ...],
+                  w_hh: tuple[int, ...]) -> None:
+    if len(xp) != 3 or xp[2] % 4 or xp[0] == 0:
+        raise ShapeError(f"lstm_layer: gate inputs must be (L, N, 4H) with L >= 1, got {xp}")
+    steps, batch, g4 = xp
+    hidden = g4 // 4
+    if h0 != (batch, hidden) or c0 != (batch, hidden) or w_hh != (g4, hidden):
+        raise ShapeError(f"lstm_layer: with gate inputs {xp} expected h0 and c0 of shape "
+                         f"{(batch, hidden)} and w_hh of shape {(g4, hidden)}, got {h0}, "
+                         f"{c0} and {w_hh}")
+
+
+def lstm_layer(xp: Tensor, h0: Tensor, c0: Tensor, w_hh: Tensor) -> Tensor:
+    """Runs one LSTM layer over a sequence whose input projections are given.
+
+    Args:
+        xp: ``x_t @ W_ih.T + b_ih + b_hh`` for every step, (L, N, 4H), gates i, f, g, o.
+        h0: initial hidden state (N, H).
+        c0: initial cell state (N, H).
+        w_hh: recurrent weight (4H, H).
+
+    Returns:
+        (L, N, 2H): ``h_t`` in ``[..., :H]`` and ``c_t`` in ``[..., H:]``.
+    """
+    return LSTMLayer.apply(xp, h0, c0, w_hh)
+
+
+def lstm_layer_reference(xp: Tensor, h0: Tensor, c0: Tensor, w_hh: Tensor) -> Tensor:
+    """``lstm_layer`` built from composite ops, step by step (slow; for checks and
+    for higher-order gradients)."""
+    _check_shapes(xp.shape, h0.shape, c0.shape, w_hh.shape)
+    w_t = w_hh.transpose(0, 1)
+    h, c = h0, c0
+    outs = []
+    for t in range(xp.shape[0]):
+        i, f, gg, o = (xp[t] + h @ w_t).chunk(4, 1)
+        c = sigmoid(f) * c + sigmoid(i) * tanh(gg)
+        h = sigmoid(o) * tanh(c)
+        outs.append(cat([h, c], 1))
+    return stack(outs)
+
+
+PRIMITIVES = (LSTMLayer,)
+COMPOSITES = (lstm_layer_reference,)
