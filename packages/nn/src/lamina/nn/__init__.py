@@ -22,11 +22,14 @@ from ._layers import (
     Softmax,
     Tanh,
 )
+from ._attention import MultiheadAttention
 from ._loss import CrossEntropyLoss, MSELoss, NLLLoss
 from ._module import IncompatibleKeys, Module
 from ._norm import BatchNorm1d, LayerNorm
 from ._parameter import Parameter
+from ._positional import PositionalEmbedding, SinusoidalPositionalEncoding
 from ._serialization import load, save
+from ._transformer import TransformerDecoderLayer, TransformerEncoderLayer
 
 __all__ = [
     "GELU", "BatchNorm1d", "CheckpointError", "CrossEntropyLoss", "Dropout", "Embedding",
@@ -34,4 +37,6 @@ __all__ = [
     "Module", "ModuleDict", "ModuleList", "NLLLoss", "Parameter", "ReLU", "Residual",
     "Sequential", "ShapeError", "Sigmoid", "Softmax", "StateDictError", "Tanh", "functional",
     "init", "load", "save", "utils",
+    "MultiheadAttention", "PositionalEmbedding", "SinusoidalPositionalEncoding",
+    "TransformerDecoderLayer", "TransformerEncoderLayer",
 ]

@@ -16,6 +16,7 @@ from ._errors import ShapeError
 __all__ = [
     "batch_norm", "cross_entropy", "dropout", "embedding", "gelu", "layer_norm", "linear",
     "log_softmax", "mse_loss", "nll_loss", "one_hot", "relu", "sigmoid", "softmax", "tanh",
+    "scaled_dot_product_attention",
 ]
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -218,3 +219,7 @@ def embedding(indices: Tensor, weight: Tensor) -> Tensor:
     if indices.dtype != "int64":
         raise TypeError(f"embedding: indices must be int64, got {indices.dtype}")
     return ag.embedding(indices, weight)
+
+
+# Last: the attention module imports the layers, which import this module.
+from ._attention import scaled_dot_product_attention  # noqa: E402
