@@ -7,18 +7,14 @@ Example:
 from __future__ import annotations
 
 import argparse
-import csv
-import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
+from ._reporting import format_record, summary_line, write_log, write_plot
 from .recipes import RECIPES
 
-__all__ = ["build_parser", "main"]
-
-_FIELDS = ("epoch", "train_loss", "train_acc", "test_loss", "test_acc", "epoch_time", "lr")
+__all__ = ["build_parser", "main", "write_log", "write_plot"]
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -53,47 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _print_epoch(record: dict[str, Any]) -> None:
-    print(f"epoch {record['epoch']}: train loss {record['train_loss']:.4f}, "
-          f"train acc {record['train_acc']:.4f}, test acc {record['test_acc']:.4f} "
-          f"({record['epoch_time']:.1f} s)", flush=True)
-
-
-def write_log(history: list[dict[str, Any]], path: str | Path) -> None:
-    """Write the per-epoch records as CSV, or as JSON when the name ends in .json."""
-    path = Path(path)
-    if path.suffix == ".json":
-        path.write_text(json.dumps(history, indent=2) + "\n")
-        return
-    with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=_FIELDS, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(history)
-
-
-def write_plot(history: list[dict[str, Any]], path: str | Path, title: str) -> bool:
-    """Plot loss and accuracy per epoch; returns False when matplotlib is missing."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
-    epochs = [r["epoch"] for r in history]
-    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(10, 4))
-    ax_loss.plot(epochs, [r["train_loss"] for r in history], label="train")
-    ax_loss.plot(epochs, [r["test_loss"] for r in history], label="test")
-    ax_acc.plot(epochs, [r["train_acc"] for r in history], label="train")
-    ax_acc.plot(epochs, [r["test_acc"] for r in history], label="test")
-    for ax, name in ((ax_loss, "loss"), (ax_acc, "accuracy")):
-        ax.set_xlabel("epoch")
-        ax.set_ylabel(name)
-        ax.legend()
-    fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return True
+    print(format_record(record), flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -111,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"lamina-train {args.recipe}: error: {exc}", file=sys.stderr)
         return 1
     if history:
-        print(f"final test accuracy: {history[-1]['test_acc']:.4f}")
+        print(summary_line(history))
     if args.log:
         write_log(history, args.log)
     if args.plot and not write_plot(history, args.plot, f"lamina-train {args.recipe}"):
