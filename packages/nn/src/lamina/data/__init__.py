@@ -1,6 +1,7 @@
 """Datasets, data loading and transforms (numpy in, Tensors out of the DataLoader)."""
 
 from . import transforms
+from ._cifar import CIFAR10, CIFAR10_MEAN, CIFAR10_STD, SafeUnpickler, load_cifar_batch
 from ._dataset import ConcatDataset, Dataset, Subset, TensorDataset, random_split
 from ._loader import DataLoader, default_collate, to_tensors
 from ._mnist import MNIST, DatasetFileError, bundled_mnist_dir, download_mnist, read_idx
@@ -11,4 +12,5 @@ __all__ = [
     "MNIST", "CharTokenizer", "ConcatDataset", "DataLoader", "Dataset", "DatasetFileError", "Subset",
     "TensorDataset", "Vocabulary", "WordTokenizer", "bundled_mnist_dir", "default_collate", "download_mnist",
     "random_split", "read_idx", "seed_transforms", "to_tensors", "transform_rng", "transforms",
+    "CIFAR10", "CIFAR10_MEAN", "CIFAR10_STD", "SafeUnpickler", "load_cifar_batch",
 ]

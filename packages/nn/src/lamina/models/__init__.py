@@ -1,6 +1,10 @@
 """Reference models and the training recipes behind ``lamina-train``."""
 
 from ._mlp import MLP, MLPResNet, ResidualBlock
+from ._resnet import CIFARResNet9, ConvBN, ResNet9
 from ._trainer import evaluate, fit, train_epoch
 
-__all__ = ["MLP", "MLPResNet", "ResidualBlock", "evaluate", "fit", "train_epoch"]
+__all__ = [
+    "MLP", "CIFARResNet9", "ConvBN", "MLPResNet", "ResNet9", "ResidualBlock", "evaluate", "fit",
+    "train_epoch",
+]

@@ -6,6 +6,7 @@ further dims.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from lamina import autograd as ag
@@ -161,41 +162,47 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
                weight: Tensor | None = None, bias: Tensor | None = None,
                training: bool = False, momentum: float | None = 0.1,
                eps: float = 1e-5, num_batches_tracked: int = 0) -> Tensor:
-    """Normalise each feature of (N, C) by batch (training) or running statistics.
+    """Normalise each channel of (N, C, *) by batch (training) or running statistics.
 
-    In training, the running statistics are updated in place (without a
-    graph): ``running = (1 - momentum) * running + momentum * batch``, with
-    the unbiased batch variance, as in PyTorch; ``momentum=None`` keeps a
+    Statistics are taken per channel C over the batch and every trailing dim
+    (so (N, C) for BatchNorm1d, (N, C, H, W) for BatchNorm2d). In training,
+    the running statistics are updated in place (without a graph):
+    ``running = (1 - momentum) * running + momentum * batch``, with the
+    unbiased batch variance, as in PyTorch; ``momentum=None`` keeps a
     cumulative average over ``num_batches_tracked`` batches (counting this one).
 
     Args:
-        x: (N, C).
+        x: (N, C, *).
         running_mean, running_var: (C,) buffers or None.
         weight, bias: (C,) affine parameters or None.
     """
+    axes = (0, *range(2, x.ndim))
+    # Per-channel (C,) vectors broadcast against (N, C, *) as (C, 1, ..., 1).
+    stat_shape = (x.shape[1], *([1] * (x.ndim - 2)))
     if training:
-        n = x.shape[0]
+        n = math.prod(x.shape) // max(x.shape[1], 1)
         if n < 2:
             raise ValueError(f"batch_norm: expected more than 1 value per channel when "
                              f"training, got input of shape {tuple(x.shape)}")
-        mean = x.mean(0)
+        mean = x.mean(axes).reshape(stat_shape)
         centred = x - mean
-        var = (centred * centred).mean(0)
+        var = (centred * centred).mean(axes).reshape(stat_shape)
         if running_mean is not None and running_var is not None:
             m = 1.0 / num_batches_tracked if momentum is None else momentum
             with ag.no_grad():
-                unbiased = var.detach().data * (n / (n - 1))
-                running_mean.data = running_mean.data * (1 - m) + mean.detach().data * m
+                unbiased = var.detach().data.reshape(running_var.shape) * (n / (n - 1))
+                running_mean.data = (running_mean.data * (1 - m)
+                                     + mean.detach().data.reshape(running_mean.shape) * m)
                 running_var.data = running_var.data * (1 - m) + unbiased * m
     else:
         if running_mean is None or running_var is None:
             raise ValueError("batch_norm: running statistics are needed in eval mode")
-        mean, var = running_mean, running_var
+        mean, var = running_mean.reshape(stat_shape), running_var.reshape(stat_shape)
         centred = x - mean
     out = centred / (var + eps) ** 0.5
     if weight is not None:
-        out = out * weight
-    return out + bias if bias is not None else out
+        out = out * weight.reshape(stat_shape)
+    return out + bias.reshape(stat_shape) if bias is not None else out
 
 
 def layer_norm(x: Tensor, normalized_shape: tuple[int, ...], weight: Tensor | None = None,
@@ -223,3 +230,10 @@ def embedding(indices: Tensor, weight: Tensor) -> Tensor:
 
 # Last: the attention module imports the layers, which import this module.
 from ._attention import scaled_dot_product_attention  # noqa: E402
+
+
+# Convolution and pooling live beside their layers; these are their functional forms.
+from ._conv import conv2d  # noqa: E402
+from ._pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d  # noqa: E402
+
+__all__ += ["adaptive_avg_pool2d", "avg_pool2d", "conv2d", "max_pool2d"]

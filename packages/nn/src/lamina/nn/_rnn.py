@@ -1,0 +1,382 @@
+"""Recurrent layers: RNNCell, LSTMCell, RNN and LSTM (PyTorch's names and layouts).
+
+Parameters are named and shaped as in ``torch.nn``, so a PyTorch state dict
+loads unchanged: layer k of a stack has ``weight_ih_l{k}`` (G*H, I_k),
+``weight_hh_l{k}`` (G*H, H), ``bias_ih_l{k}`` and ``bias_hh_l{k}`` (G*H,),
+with G = 1 for RNN and G = 4 for LSTM, gate rows in the order i, f, g, o.
+
+A stacked layer computes the input projection of every timestep with one
+matmul before its time loop; an LSTM layer then runs its recurrence as the
+single op ``lamina.autograd.lstm_layer``. Shapes: L is the sequence length,
+N the batch, I the input size, H the hidden size.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from lamina import autograd as ag
+from lamina import ndarray as nd
+from lamina.autograd import Tensor
+
+from . import functional as F
+from . import init
+from ._errors import ShapeError
+from ._module import Module
+from ._parameter import Parameter
+
+__all__ = ["LSTM", "RNN", "LSTMCell", "RNNCell"]
+
+_NONLINEARITIES = ("tanh", "relu")
+
+
+def _param(*shape: int, dtype: Any, device: Any) -> Parameter:
+    return Parameter(nd.zeros(*shape, dtype=dtype or nd.float32, device=device))
+
+
+def _reset_uniform(module: Module, hidden_size: int) -> None:
+    """PyTorch's default: every weight and bias from U(-1/sqrt(H), 1/sqrt(H))."""
+    bound = 1.0 / math.sqrt(hidden_size) if hidden_size else 0.0
+    for p in module.parameters():
+        init.uniform_(p, -bound, bound)
+
+
+def _activation(name: str, x: Tensor) -> Tensor:
+    return x.tanh() if name == "tanh" else x.relu()
+
+
+def _lstm_step(x_proj: Tensor, h: Tensor, c: Tensor, w_hh: Tensor) -> tuple[Tensor, Tensor]:
+    """One LSTM step from the input projection (N, 4H): returns (h', c'), each (N, H)."""
+    i, f, g, o = (x_proj + h @ w_hh.transpose(0, 1)).chunk(4, 1)
+    c = F.sigmoid(f) * c + F.sigmoid(i) * g.tanh()
+    return F.sigmoid(o) * c.tanh(), c
+
+
+class _CellBase(Module):
+    """Shared parameters and checks of RNNCell and LSTMCell."""
+
+    gates = 1
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool, device: Any,
+                 dtype: Any) -> None:
+        super().__init__()
+        if input_size < 1 or hidden_size < 1:
+            raise ValueError(f"{type(self).__name__}: input_size and hidden_size must be "
+                             f">= 1, got {input_size} and {hidden_size}")
+        self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
+        rows = self.gates * hidden_size
+        self.weight_ih = _param(rows, input_size, dtype=dtype, device=device)
+        self.weight_hh = _param(rows, hidden_size, dtype=dtype, device=device)
+        if bias:
+            self.bias_ih = _param(rows, dtype=dtype, device=device)
+            self.bias_hh = _param(rows, dtype=dtype, device=device)
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Re-draw every parameter from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))."""
+        _reset_uniform(self, self.hidden_size)
+
+    def _input(self, x: Tensor) -> tuple[Tensor, bool]:
+        """``x`` as (N, I) and whether it came unbatched (I,)."""
+        if x.ndim not in (1, 2) or x.shape[-1] != self.input_size:
+            raise ShapeError(f"{self!r}: expected input of shape (N, {self.input_size}) or "
+                             f"({self.input_size},), got {tuple(x.shape)}")
+        return (x.unsqueeze(0), True) if x.ndim == 1 else (x, False)
+
+    def _state(self, state: Tensor | None, x: Tensor, unbatched: bool, name: str) -> Tensor:
+        expected = (x.shape[0], self.hidden_size)
+        if state is None:
+            return ag.zeros(*expected, dtype=x.dtype, device=x.device)
+        shape = tuple(state.shape)
+        if shape != (expected[1:] if unbatched else expected):
+            want = expected[1:] if unbatched else expected
+            raise ShapeError(f"{self!r}: expected {name} of shape {want} for input of shape "
+                             f"{tuple(x.shape[1:]) if unbatched else tuple(x.shape)}, "
+                             f"got {shape}")
+        return state.unsqueeze(0) if unbatched else state
+
+    def _projection(self, x: Tensor) -> Tensor:
+        out = x @ self.weight_ih.transpose(0, 1)
+        if self.bias_ih is not None:
+            out = out + (self.bias_ih + self.bias_hh)
+        return out
+
+    def extra_repr(self) -> str:
+        return f"{self.input_size}, {self.hidden_size}" + ("" if self.bias else ", bias=False")
+
+
+class RNNCell(_CellBase):
+    """An Elman cell: ``h' = act(x @ W_ih.T + b_ih + h @ W_hh.T + b_hh)``.
+
+    Args:
+        input_size: I, features of each input.
+        hidden_size: H, features of the hidden state.
+        bias: learn ``bias_ih`` and ``bias_hh``.
+        nonlinearity: ``"tanh"`` or ``"relu"``.
+
+    Shape:
+        input (N, I) or (I,); hx (N, H) or (H,), zeros when None -> h' (N, H) or (H,).
+
+    Example:
+        >>> from lamina import autograd
+        >>> RNNCell(3, 5)(autograd.ones(2, 3)).shape
+        (2, 5)
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
+                 nonlinearity: str = "tanh", device: Any = None, dtype: Any = None) -> None:
+        if nonlinearity not in _NONLINEARITIES:
+            raise ValueError(f"RNNCell: nonlinearity must be 'tanh' or 'relu', "
+                             f"got {nonlinearity!r}")
+        super().__init__(input_size, hidden_size, bias, device, dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:  # noqa: A002
+        x, unbatched = self._input(input)
+        h = self._state(hx, x, unbatched, "hx")
+        out = _activation(self.nonlinearity,
+                          self._projection(x) + h @ self.weight_hh.transpose(0, 1))
+        return out.squeeze(0) if unbatched else out
+
+    def extra_repr(self) -> str:
+        extra = "" if self.nonlinearity == "tanh" else f", nonlinearity={self.nonlinearity!r}"
+        return super().extra_repr() + extra
+
+
+class LSTMCell(_CellBase):
+    """A long short-term memory cell (gates i, f, g, o, PyTorch's layout).
+
+    Args:
+        input_size: I, features of each input.
+        hidden_size: H, features of the hidden and cell states.
+        bias: learn ``bias_ih`` and ``bias_hh``.
+
+    Shape:
+        input (N, I) or (I,); hx = (h, c), each (N, H) or (H,), zeros when None
+        -> (h', c'), each (N, H) or (H,).
+
+    Example:
+        >>> from lamina import autograd
+        >>> h, c = LSTMCell(3, 5)(autograd.ones(2, 3))
+        >>> h.shape, c.shape
+        ((2, 5), (2, 5))
+    """
+
+    gates = 4
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__(input_size, hidden_size, bias, device, dtype)
+
+    def forward(self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None  # noqa: A002
+                ) -> tuple[Tensor, Tensor]:
+        x, unbatched = self._input(input)
+        if hx is not None and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
+            raise TypeError(f"{self!r}: hx must be a pair (h_0, c_0), got {type(hx).__name__}")
+        h = self._state(None if hx is None else hx[0], x, unbatched, "h_0")
+        c = self._state(None if hx is None else hx[1], x, unbatched, "c_0")
+        h, c = _lstm_step(self._projection(x), h, c, self.weight_hh)
+        return (h.squeeze(0), c.squeeze(0)) if unbatched else (h, c)
+
+
+class _StackBase(Module):
+    """Shared parameters, checks and layer loop of RNN and LSTM."""
+
+    gates = 1
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int, bias: bool,
+                 batch_first: bool, dropout: float, device: Any, dtype: Any) -> None:
+        super().__init__()
+        name = type(self).__name__
+        if input_size < 1 or hidden_size < 1 or num_layers < 1:
+            raise ValueError(f"{name}: input_size, hidden_size and num_layers must be >= 1, "
+                             f"got {input_size}, {hidden_size} and {num_layers}")
+        if not 0 <= dropout <= 1:
+            raise ValueError(f"{name}: dropout must be in [0, 1], got {dropout}")
+        self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
+        self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
+        rows = self.gates * hidden_size
+        for k in range(num_layers):
+            fan_in = input_size if k == 0 else hidden_size
+            setattr(self, f"weight_ih_l{k}", _param(rows, fan_in, dtype=dtype, device=device))
+            setattr(self, f"weight_hh_l{k}", _param(rows, hidden_size, dtype=dtype,
+                                                    device=device))
+            if bias:
+                setattr(self, f"bias_ih_l{k}", _param(rows, dtype=dtype, device=device))
+                setattr(self, f"bias_hh_l{k}", _param(rows, dtype=dtype, device=device))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Re-draw every parameter from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))."""
+        _reset_uniform(self, self.hidden_size)
+
+    def _sequence(self, x: Tensor) -> tuple[Tensor, bool]:
+        """``x`` as (L, N, I) and whether it came unbatched (L, I)."""
+        if x.ndim not in (2, 3) or x.shape[-1] != self.input_size or x.shape[-2 if
+                                                                          x.ndim == 2 else 0] == 0:
+            layout = "(N, L, {0})" if self.batch_first else "(L, N, {0})"
+            raise ShapeError(f"{self!r}: expected input of shape "
+                             f"{layout.format(self.input_size)} or (L, {self.input_size}) "
+                             f"with L >= 1, got {tuple(x.shape)}")
+        if x.ndim == 2:
+            return x.unsqueeze(1), True
+        return (x.transpose(0, 1) if self.batch_first else x), False
+
+    def _state(self, state: Tensor | None, x: Tensor, unbatched: bool, name: str) -> Tensor:
+        """The initial state as (num_layers, N, H), zeros when None."""
+        expected = (self.num_layers, x.shape[1], self.hidden_size)
+        if state is None:
+            return ag.zeros(*expected, dtype=x.dtype, device=x.device)
+        want = (self.num_layers, self.hidden_size) if unbatched else expected
+        if tuple(state.shape) != want:
+            raise ShapeError(f"{self!r}: expected {name} of shape {want} (num_layers, "
+                             f"{'' if unbatched else 'N, '}hidden_size), got "
+                             f"{tuple(state.shape)}")
+        return state.unsqueeze(1) if unbatched else state
+
+    def _projection(self, k: int, x: Tensor) -> Tensor:
+        """``x @ W_ih.T + b_ih + b_hh`` for every step at once: (L, N, I) -> (L, N, G*H)."""
+        steps, batch, features = x.shape
+        out = x.reshape(steps * batch, features) @ getattr(self, f"weight_ih_l{k}").transpose(0, 1)
+        if self.bias:
+            out = out + (getattr(self, f"bias_ih_l{k}") + getattr(self, f"bias_hh_l{k}"))
+        return out.reshape(steps, batch, out.shape[-1])
+
+    def _between_layers(self, k: int, y: Tensor) -> Tensor:
+        if k < self.num_layers - 1 and self.dropout > 0:
+            return F.dropout(y, self.dropout, self.training)
+        return y
+
+    def _output(self, y: Tensor, unbatched: bool) -> Tensor:
+        if unbatched:
+            return y.squeeze(1)
+        return y.transpose(0, 1) if self.batch_first else y
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if not self.bias:
+            s += ", bias=False"
+        if self.batch_first:
+            s += ", batch_first=True"
+        if self.dropout:
+            s += f", dropout={self.dropout}"
+        return s
+
+
+class RNN(_StackBase):
+    """A multi-layer Elman RNN: ``h_t = act(x_t @ W_ih.T + b_ih + h_{t-1} @ W_hh.T + b_hh)``.
+
+    Args:
+        input_size: I, features of each input step.
+        hidden_size: H, features of the hidden state.
+        num_layers: stacked layers; layer k > 0 reads layer k-1's outputs.
+        nonlinearity: ``"tanh"`` or ``"relu"``.
+        bias: learn ``bias_ih_l{k}`` and ``bias_hh_l{k}``.
+        batch_first: input and output are (N, L, *) instead of (L, N, *).
+        dropout: dropout probability on each layer's output except the last's
+            (training mode only).
+
+    Shape:
+        input (L, N, I), or (N, L, I) with batch_first, or unbatched (L, I);
+        h_0 (num_layers, N, H) or (num_layers, H), zeros when None
+        -> output (L, N, H) (the last layer's h_t for every t; (N, L, H) with
+        batch_first), h_n (num_layers, N, H) (every layer's last h).
+
+    Example:
+        >>> from lamina import autograd
+        >>> out, h_n = RNN(3, 5, num_layers=2)(autograd.ones(7, 2, 3))
+        >>> out.shape, h_n.shape
+        ((7, 2, 5), (2, 2, 5))
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 nonlinearity: str = "tanh", bias: bool = True, batch_first: bool = False,
+                 dropout: float = 0.0, device: Any = None, dtype: Any = None) -> None:
+        if nonlinearity not in _NONLINEARITIES:
+            raise ValueError(f"RNN: nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
+        super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
+                         device, dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input: Tensor, hx: Tensor | None = None  # noqa: A002
+                ) -> tuple[Tensor, Tensor]:
+        x, unbatched = self._sequence(input)
+        h0 = self._state(hx, x, unbatched, "h_0")
+        finals = []
+        for k in range(self.num_layers):
+            proj = self._projection(k, x)
+            w_t = getattr(self, f"weight_hh_l{k}").transpose(0, 1)
+            h, outs = h0[k], []
+            for t in range(proj.shape[0]):
+                h = _activation(self.nonlinearity, proj[t] + h @ w_t)
+                outs.append(h)
+            finals.append(h)
+            x = self._between_layers(k, ag.stack(outs))
+        h_n = ag.stack(finals)
+        return self._output(x, unbatched), (h_n.squeeze(1) if unbatched else h_n)
+
+    def extra_repr(self) -> str:
+        extra = "" if self.nonlinearity == "tanh" else f", nonlinearity={self.nonlinearity!r}"
+        return super().extra_repr() + extra
+
+
+class LSTM(_StackBase):
+    """A multi-layer long short-term memory network (PyTorch's layout, gates i, f, g, o).
+
+    Args:
+        input_size: I, features of each input step.
+        hidden_size: H, features of the hidden and cell states.
+        num_layers: stacked layers; layer k > 0 reads layer k-1's outputs.
+        bias: learn ``bias_ih_l{k}`` and ``bias_hh_l{k}``.
+        batch_first: input and output are (N, L, *) instead of (L, N, *).
+        dropout: dropout probability on each layer's output except the last's
+            (training mode only).
+
+    Shape:
+        input (L, N, I), or (N, L, I) with batch_first, or unbatched (L, I);
+        hx = (h_0, c_0), each (num_layers, N, H) or (num_layers, H), zeros when
+        None -> (output, (h_n, c_n)): output (L, N, H) is the last layer's h_t
+        for every t ((N, L, H) with batch_first); h_n and c_n
+        (num_layers, N, H) are every layer's final states.
+
+    Example:
+        >>> from lamina import autograd
+        >>> out, (h_n, c_n) = LSTM(3, 5, num_layers=2)(autograd.ones(7, 2, 3))
+        >>> out.shape, h_n.shape, c_n.shape
+        ((7, 2, 5), (2, 2, 5), (2, 2, 5))
+    """
+
+    gates = 4
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
+                         device, dtype)
+
+    def forward(self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None  # noqa: A002
+                ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        x, unbatched = self._sequence(input)
+        if hx is not None and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
+            raise TypeError(f"{self!r}: hx must be a pair (h_0, c_0), got {type(hx).__name__}")
+        h0 = self._state(None if hx is None else hx[0], x, unbatched, "h_0")
+        c0 = self._state(None if hx is None else hx[1], x, unbatched, "c_0")
+        hidden = self.hidden_size
+        h_n, c_n = [], []
+        for k in range(self.num_layers):
+            both = ag.lstm_layer(self._projection(k, x), h0[k], c0[k],
+                                 getattr(self, f"weight_hh_l{k}"))
+            last = both[-1]
+            h_n.append(last[:, :hidden])
+            c_n.append(last[:, hidden:])
+            x = self._between_layers(k, both[:, :, :hidden])
+        h, c = ag.stack(h_n), ag.stack(c_n)
+        if unbatched:
+            h, c = h.squeeze(1), c.squeeze(1)
+        return self._output(x, unbatched), (h, c)
