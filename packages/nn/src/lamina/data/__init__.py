@@ -6,6 +6,7 @@ from ._dataset import ConcatDataset, Dataset, Subset, TensorDataset, random_spli
 from ._loader import DataLoader, default_collate, to_tensors
 from ._mnist import MNIST, DatasetFileError, bundled_mnist_dir, download_mnist, read_idx
 from ._random import seed_transforms, transform_rng
+from ._shakespeare import Shakespeare, default_shakespeare_dir
 from ._text import CharTokenizer, Vocabulary, WordTokenizer
 
 __all__ = [
@@ -13,4 +14,5 @@ __all__ = [
     "TensorDataset", "Vocabulary", "WordTokenizer", "bundled_mnist_dir", "default_collate", "download_mnist",
     "random_split", "read_idx", "seed_transforms", "to_tensors", "transform_rng", "transforms",
     "CIFAR10", "CIFAR10_MEAN", "CIFAR10_STD", "SafeUnpickler", "load_cifar_batch",
+    "Shakespeare", "default_shakespeare_dir",
 ]

@@ -1,0 +1,228 @@
+"""GPT: a decoder-only Transformer language model (GPT-2's architecture, nanoGPT's names).
+
+Token and learned position embeddings, ``n_layer`` pre-norm blocks
+(``x + attn(ln_1(x))``, ``x + mlp(ln_2(x))``), a final LayerNorm and an
+output head tied to the token embedding. Weights start as in GPT-2:
+N(0, 0.02) for linear and embedding weights, N(0, 0.02 / sqrt(2 n_layer)) for
+the projections that write into the residual stream, zero biases.
+
+A :class:`KVCache` passed to ``forward`` keeps each layer's keys and values,
+so that decoding a new token costs one position instead of the whole context.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from lamina import autograd as ag
+from lamina import nn
+from lamina.autograd import Tensor
+from lamina.nn import functional as F
+from lamina.nn._attention import attention, causal_mask
+
+__all__ = ["GPT", "Block", "CausalSelfAttention", "GPTConfig", "KVCache"]
+
+
+@dataclass
+class GPTConfig:
+    """The shape of a GPT.
+
+    Attributes:
+        vocab_size: V, the number of token ids.
+        block_size: the context length (the longest sequence).
+        n_layer: Transformer blocks.
+        n_head: attention heads; must divide ``n_embd``.
+        n_embd: the model width C.
+        dropout: dropout on embeddings, attention weights and residual branches.
+        bias: biases in linear layers and LayerNorms.
+    """
+
+    vocab_size: int = 65
+    block_size: int = 64
+    n_layer: int = 4
+    n_head: int = 4
+    n_embd: int = 128
+    dropout: float = 0.0
+    bias: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"GPTConfig: {name} must be >= 1, got {getattr(self, name)}")
+        if self.n_embd % self.n_head:
+            raise ValueError(f"GPTConfig: n_head {self.n_head} must divide n_embd "
+                             f"{self.n_embd}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"GPTConfig: dropout must be in [0, 1), got {self.dropout}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain values, for checkpoint metadata."""
+        return asdict(self)
+
+
+class KVCache:
+    """Per-layer keys and values (N, H, T, D) of the positions decoded so far.
+
+    Attributes:
+        length: positions held (the offset of the next token).
+    """
+
+    def __init__(self, n_layer: int) -> None:
+        self.keys: list[Tensor | None] = [None] * n_layer
+        self.values: list[Tensor | None] = [None] * n_layer
+        self.length = 0
+
+    def append(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Add (N, H, T, D) keys and values for ``layer``; returns all of them so far."""
+        old_k, old_v = self.keys[layer], self.values[layer]
+        if old_k is not None and old_v is not None:
+            k, v = ag.cat([old_k, k], dim=2), ag.cat([old_v, v], dim=2)
+        self.keys[layer], self.values[layer] = k, v
+        return k, v
+
+
+class CausalSelfAttention(nn.Module):
+    """Masked multi-head self-attention with one fused q/k/v projection.
+
+    Shape: (N, T, C) -> (N, T, C).
+    """
+
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        c = config.n_embd
+        self.n_head, self.n_embd, self.dropout_p = config.n_head, c, config.dropout
+        self.c_attn = nn.Linear(c, 3 * c, bias=config.bias)
+        self.c_proj = nn.Linear(c, c, bias=config.bias)
+        self.resid_dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: Tensor, cache: KVCache | None = None, layer: int = 0) -> Tensor:
+        n, t, c = x.shape
+        h, d = self.n_head, c // self.n_head
+        qkv = self.c_attn(x).reshape(n, t, 3, h, d).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]  # (N, H, T, D) each
+        offset = 0
+        if cache is not None:
+            offset = cache.length
+            k, v = cache.append(layer, k, v)
+        s = k.shape[2]
+        # A single new query may see every cached key: no mask needed.
+        mask = None if t == 1 else causal_mask(t, s, offset, x.dtype, x.device)
+        y, _ = attention(q, k, v, mask, self.dropout_p, training=self.training)
+        y = y.permute(0, 2, 1, 3).reshape(n, t, c)
+        return self.resid_dropout(self.c_proj(y))
+
+
+class MLP(nn.Module):
+    """Linear(C, 4C) -> GELU -> Linear(4C, C) -> Dropout. Shape: (N, T, C) -> (N, T, C)."""
+
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        c = config.n_embd
+        self.c_fc = nn.Linear(c, 4 * c, bias=config.bias)
+        self.gelu = nn.GELU()
+        self.c_proj = nn.Linear(4 * c, c, bias=config.bias)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
+
+
+class Block(nn.Module):
+    """A pre-norm Transformer block: ``x + attn(ln_1(x))`` then ``x + mlp(ln_2(x))``.
+
+    Shape: (N, T, C) -> (N, T, C).
+    """
+
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(config.n_embd, bias=config.bias)
+        self.attn = CausalSelfAttention(config)
+        self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias)
+        self.mlp = MLP(config)
+
+    def forward(self, x: Tensor, cache: KVCache | None = None, layer: int = 0) -> Tensor:
+        x = x + self.attn(self.ln_1(x), cache, layer)
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    """A GPT language model.
+
+    Args:
+        config: the model's shape (:class:`GPTConfig`).
+
+    Shape:
+        ``forward(idx)`` with int64 idx (N, T), T <= block_size -> logits (N, T, V);
+        ``forward(idx, targets)`` -> (logits, mean cross-entropy loss).
+
+    Example:
+        >>> from lamina import autograd
+        >>> model = GPT(GPTConfig(vocab_size=10, block_size=8, n_layer=1, n_head=2, n_embd=8))
+        >>> model(autograd.tensor([[1, 2, 3]])).shape
+        (1, 3, 10)
+    """
+
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.wte = nn.Embedding(config.vocab_size, config.n_embd)
+        self.wpe = nn.PositionalEmbedding(config.block_size, config.n_embd, std=0.02)
+        self.drop = nn.Dropout(config.dropout)
+        self.h = nn.ModuleList([Block(config) for _ in range(config.n_layer)])
+        self.ln_f = nn.LayerNorm(config.n_embd, bias=config.bias)
+        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+        self.lm_head.weight = self.wte.weight  # tied: one Parameter, listed once
+        self._init_weights()
+
+    def _init_weights(self) -> None:
+        proj_std = 0.02 / math.sqrt(2 * self.config.n_layer)
+        for name, module in self.named_modules():
+            if isinstance(module, nn.Linear):
+                std = proj_std if name.endswith("c_proj") else 0.02
+                nn.init.normal_(module.weight, 0.0, std)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
+        nn.init.normal_(self.wte.weight, 0.0, 0.02)
+
+    def num_parameters(self, non_embedding: bool = False) -> int:
+        """Parameter count (the tied head counted once); optionally without position embeddings."""
+        total = super().num_parameters()
+        return total - self.wpe.weight.numel() if non_embedding else total
+
+    def parameter_groups(self, weight_decay: float) -> list[dict[str, Any]]:
+        """Optimizer groups: decay on matrices (ndim >= 2), none on biases and norm weights."""
+        params = list(self.parameters())
+        return [{"params": [p for p in params if p.ndim >= 2], "weight_decay": weight_decay},
+                {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0}]
+
+    def forward(self, idx: Tensor, targets: Tensor | None = None,
+                cache: KVCache | None = None) -> Any:
+        if idx.ndim != 2:
+            raise nn.ShapeError(f"GPT: expected int64 token ids of shape (N, T), got "
+                                f"{tuple(idx.shape)}")
+        n, t = idx.shape
+        offset = cache.length if cache is not None else 0
+        if offset + t > self.config.block_size:
+            raise nn.ShapeError(
+                f"GPT: sequence of length {offset + t} (cached {offset} + new {t}) is longer "
+                f"than the context block_size={self.config.block_size}; crop the input to the "
+                f"last {self.config.block_size} tokens")
+        x = self.drop(self.wte(idx) + self.wpe(t, offset))
+        for i, block in enumerate(self.h):
+            x = block(x, cache, i)
+        if cache is not None:
+            cache.length += t
+        logits = self.lm_head(self.ln_f(x))
+        if targets is None:
+            return logits
+        if tuple(targets.shape) != (n, t):
+            raise nn.ShapeError(f"GPT: targets must have the shape of idx ({n}, {t}), got "
+                                f"{tuple(targets.shape)}")
+        loss = F.cross_entropy(logits.reshape(n * t, -1), targets.reshape(n * t))
+        return logits, loss
+
+    def new_cache(self) -> KVCache:
+        """An empty key/value cache for this model."""
+        return KVCache(self.config.n_layer)
