@@ -2,6 +2,7 @@
 
 from . import transforms
 from ._cifar import CIFAR10, CIFAR10_MEAN, CIFAR10_STD, SafeUnpickler, load_cifar_batch
+from ._cifar import CIFAR10, CIFAR10_MEAN, CIFAR10_STD, SafeUnpickler, load_cifar_batch
 from ._dataset import ConcatDataset, Dataset, Subset, TensorDataset, random_split
 from ._loader import DataLoader, default_collate, to_tensors
 from ._mnist import MNIST, DatasetFileError, bundled_mnist_dir, download_mnist, read_idx

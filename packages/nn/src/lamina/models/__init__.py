@@ -4,6 +4,7 @@ from ._generate import generate, generate_tokens
 from ._gpt import GPT, GPTConfig, KVCache
 from ._mlp import MLP, MLPResNet, ResidualBlock
 from ._resnet import CIFARResNet9, ConvBN, ResNet9
+from ._resnet import CIFARResNet9, ConvBN, ResNet9
 from ._trainer import evaluate, fit, train_epoch
 
 __all__ = [

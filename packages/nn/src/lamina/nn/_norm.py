@@ -1,4 +1,4 @@
-"""Normalisation layers: BatchNorm1d and LayerNorm."""
+"""Normalisation layers: BatchNorm1d, BatchNorm2d and LayerNorm."""
 
 from __future__ import annotations
 
@@ -12,27 +12,14 @@ from ._errors import ShapeError, check_shape
 from ._module import Module
 from ._parameter import Parameter, new_tensor
 
-__all__ = ["BatchNorm1d", "LayerNorm"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "LayerNorm"]
 
 
-class BatchNorm1d(Module):
-    """Normalise each of C features over the batch, with running statistics.
+class _BatchNorm(Module):
+    """Shared state and forward of the batch-norm layers; subclasses fix the input rank."""
 
-    Training: y = (x - mean_B) / sqrt(var_B + eps) * weight + bias, and
-    ``running = (1 - momentum) * running + momentum * batch_stat`` (unbiased
-    variance for ``running_var``). Eval: the running statistics replace the
-    batch's. ``momentum=None`` keeps a cumulative average.
-
-    Args:
-        num_features: C.
-        eps: added to the variance.
-        momentum: running-statistics factor, or None.
-        affine: learn weight (ones) and bias (zeros).
-        track_running_stats: keep running statistics (else always use batch stats).
-
-    Shape:
-        input (N, C) -> output (N, C).
-    """
+    _ndims: tuple[int, ...] = (2,)
+    _layout = "(N, {c})"
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True,
@@ -59,8 +46,8 @@ class BatchNorm1d(Module):
                 self.register_buffer(name, None)
 
     def forward(self, x: Tensor) -> Tensor:
-        check_shape(repr(self), tuple(x.shape), (2,), f"(N, {self.num_features})",
-                    1, self.num_features)
+        layout = self._layout.format(c=self.num_features)
+        check_shape(repr(self), tuple(x.shape), self._ndims, layout, 1, self.num_features)
         tracked = 0
         if self.training and self.track_running_stats:
             count = self.num_batches_tracked
@@ -75,6 +62,52 @@ class BatchNorm1d(Module):
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
                 f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    """Normalise each of C features over the batch, with running statistics.
+
+    Training: y = (x - mean_B) / sqrt(var_B + eps) * weight + bias, and
+    ``running = (1 - momentum) * running + momentum * batch_stat`` (unbiased
+    variance for ``running_var``). Eval: the running statistics replace the
+    batch's. ``momentum=None`` keeps a cumulative average.
+
+    Args:
+        num_features: C.
+        eps: added to the variance.
+        momentum: running-statistics factor, or None.
+        affine: learn weight (ones) and bias (zeros).
+        track_running_stats: keep running statistics (else always use batch stats).
+
+    Shape:
+        input (N, C) -> output (N, C).
+    """
+
+
+class BatchNorm2d(_BatchNorm):
+    """Normalise each of C channels over the batch and the image, with running statistics.
+
+    Statistics per channel are taken over N, H and W; otherwise as
+    :class:`BatchNorm1d` (same arguments, running statistics and eval mode).
+
+    Args:
+        num_features: C.
+        eps: added to the variance.
+        momentum: running-statistics factor, or None.
+        affine: learn weight (ones) and bias (zeros).
+        track_running_stats: keep running statistics (else always use batch stats).
+
+    Shape:
+        input (N, C, H, W) -> output (N, C, H, W).
+
+    Example:
+        >>> from lamina import autograd
+        >>> BatchNorm2d(3)(autograd.randn(4, 3, 5, 5)).shape
+        (4, 3, 5, 5)
+    """
+
+    _ndims = (4,)
+    _layout = "(N, {c}, H, W)"
 
 
 class LayerNorm(Module):

@@ -1,0 +1,159 @@
+"""Pooling over NCHW images: MaxPool2d, AvgPool2d and AdaptiveAvgPool2d.
+
+Max and average pooling come from :mod:`lamina.autograd` (windows through
+im2col, then a reduction). Adaptive average pooling averages PyTorch's bins
+``[floor(i*H/OH), ceil((i+1)*H/OH))``; a rectangle's mean is the product of
+two 1-D means, so it is two small matrix products ``A_h @ x @ A_w.T`` with
+no loop over pixels.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from lamina import autograd as ag
+from lamina.autograd import Tensor
+
+from ._errors import ShapeError
+from ._module import Module
+
+__all__ = [
+    "AdaptiveAvgPool2d", "AvgPool2d", "MaxPool2d", "adaptive_avg_pool2d", "avg_pool2d",
+    "max_pool2d",
+]
+
+
+def _pair(layer: str, name: str, value: Any, minimum: int) -> tuple[int, int]:
+    pair = (value, value) if isinstance(value, int) else tuple(value)
+    if len(pair) != 2 or not all(isinstance(v, int) and v >= minimum for v in pair):
+        raise ValueError(f"{layer}: {name} must be an int >= {minimum} or a pair of them, "
+                         f"got {value!r}")
+    return pair[0], pair[1]
+
+
+def _check_input(layer: str, x: Tensor, kernel: tuple[int, int], padding: tuple[int, int]
+                 ) -> None:
+    shape = tuple(x.shape)
+    if len(shape) != 4:
+        raise ShapeError(f"{layer}: expected a 4-D input of shape (N, C, H, W), got {shape}")
+    padded = (shape[2] + 2 * padding[0], shape[3] + 2 * padding[1])
+    if kernel[0] > padded[0] or kernel[1] > padded[1]:
+        raise ShapeError(f"{layer}: kernel {kernel} is larger than the padded input {padded} "
+                         f"of input shape {shape}")
+
+
+def max_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Tensor:
+    """Maximum over each window (padding counts as -inf); (N, C, H, W) -> (N, C, OH, OW)."""
+    return ag.max_pool2d(x, kernel_size, stride, padding)
+
+
+def avg_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Tensor:
+    """Mean over each window, zeros of the padding counted; (N, C, H, W) -> (N, C, OH, OW)."""
+    return ag.avg_pool2d(x, kernel_size, stride, padding)
+
+
+def _bin_matrix(size: int, out: int) -> np.ndarray:
+    """(out, size) rows averaging PyTorch's adaptive bins along one axis."""
+    matrix = np.zeros((out, size), dtype=np.float64)
+    for i in range(out):
+        start, end = (i * size) // out, -(-((i + 1) * size) // out)
+        matrix[i, start:end] = 1.0 / (end - start)
+    return matrix
+
+
+def adaptive_avg_pool2d(x: Tensor, output_size: Any) -> Tensor:
+    """Average over PyTorch's adaptive bins; (N, C, H, W) -> (N, C, OH, OW).
+
+    Args:
+        x: (N, C, H, W).
+        output_size: OH and OW, an int or a pair; None in the pair keeps that size.
+    """
+    if len(x.shape) != 4:
+        raise ShapeError(f"adaptive_avg_pool2d: expected a 4-D input of shape (N, C, H, W), "
+                         f"got {tuple(x.shape)}")
+    h, w = x.shape[2:]
+    size = (output_size, output_size) if not isinstance(output_size, (tuple, list)) \
+        else tuple(output_size)
+    oh, ow = (h if size[0] is None else size[0]), (w if size[1] is None else size[1])
+    if not all(isinstance(v, int) and v >= 1 for v in (oh, ow)):
+        raise ValueError(f"adaptive_avg_pool2d: output_size must be positive ints, "
+                         f"got {output_size!r}")
+    if (oh, ow) == (1, 1):
+        return x.mean((2, 3), keepdim=True)
+    if h % oh == 0 and w % ow == 0:
+        return ag.avg_pool2d(x, (h // oh, w // ow))
+    dtype, device = x.data.dtype, x.data.device
+    rows = ag.tensor(_bin_matrix(h, oh), dtype=dtype, device=device)
+    cols = ag.tensor(_bin_matrix(w, ow).T, dtype=dtype, device=device)
+    return rows @ (x @ cols)
+
+
+class MaxPool2d(Module):
+    """Maximum over ``kernel_size`` windows.
+
+    Args:
+        kernel_size: an int or a (KH, KW) pair.
+        stride: an int or a pair; defaults to ``kernel_size``.
+        padding: implicit -inf padding on each side, at most half the kernel.
+
+    Shape:
+        (N, C, H, W) -> (N, C, OH, OW), ``OH = (H + 2*padding - KH) // stride + 1``.
+
+    Example:
+        >>> from lamina import autograd
+        >>> MaxPool2d(2)(autograd.ones(1, 3, 8, 8)).shape
+        (1, 3, 4, 4)
+    """
+
+    _op = staticmethod(max_pool2d)
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0) -> None:
+        super().__init__()
+        name = type(self).__name__
+        self.kernel_size = _pair(name, "kernel_size", kernel_size, 1)
+        self.stride = self.kernel_size if stride is None else _pair(name, "stride", stride, 1)
+        self.padding = _pair(name, "padding", padding, 0)
+        if any(2 * p > k for p, k in zip(self.padding, self.kernel_size)):
+            raise ValueError(f"{name}: padding {self.padding} should be at most half of "
+                             f"kernel_size {self.kernel_size}")
+
+    def forward(self, x: Tensor) -> Tensor:
+        _check_input(repr(self), x, self.kernel_size, self.padding)
+        return self._op(x, self.kernel_size, self.stride, self.padding)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool2d(MaxPool2d):
+    """Mean over ``kernel_size`` windows, zero padding included in the count.
+
+    Args and shapes as :class:`MaxPool2d`.
+    """
+
+    _op = staticmethod(avg_pool2d)
+
+
+class AdaptiveAvgPool2d(Module):
+    """Average into a fixed output size, whatever the input's H and W.
+
+    Args:
+        output_size: (OH, OW), or one int for both; ``1`` is global average pooling.
+
+    Shape:
+        (N, C, H, W) -> (N, C, OH, OW).
+    """
+
+    def __init__(self, output_size: Any) -> None:
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, x: Tensor) -> Tensor:
+        if len(x.shape) != 4:
+            raise ShapeError(f"{self!r}: expected a 4-D input of shape (N, C, H, W), "
+                             f"got {tuple(x.shape)}")
+        return adaptive_avg_pool2d(x, self.output_size)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size!r}"
