@@ -150,3 +150,23 @@ def demo(session: nox.Session) -> None:
         session.run("lamina-train", "mnist", "--epochs", "3", *session.posargs)
     else:
         session.run("python", "benchmarks/demo_ndarray.py")
+
+
+DOCS_REQUIREMENTS = ["mkdocs==1.6.1", "mkdocs-material==9.8.1", "mkdocstrings==1.0.8",
+                     "mkdocstrings-python==2.0.11", "pymdown-extensions==13.1", "pytest>=7"]
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site, built with warnings as errors, and every code block in it.
+
+    Installs the pure packages and the example plugin (not the compiled
+    backends: the pages' code runs on the numpy device and the API reference
+    is read from source), builds site/ with ``mkdocs build --strict``, runs
+    the conformance kit against the example plugin, then docs/test_docs.py.
+    """
+    session.install(*install_args(["nn"], extras=None), "./examples/lamina-backend-tiny",
+                    *DOCS_REQUIREMENTS)
+    session.run("mkdocs", "build", "--strict", env={"NO_MKDOCS_2_WARNING": "1"})
+    session.run("python", "-m", "lamina.ndarray.conformance", "tiny", "-q")
+    session.run("pytest", "-q", "docs", *session.posargs, env={"LAMINA_DEVICE": "numpy"})
