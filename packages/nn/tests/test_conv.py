@@ -110,3 +110,14 @@ def test_conv2d_bad_input_names_layer_and_shapes():
 def test_conv2d_state_dict_roundtrip_with_torch_names():
     layer = nn.Conv2d(2, 3, 3, bias=False)
     assert list(layer.state_dict()) == list(torch.nn.Conv2d(2, 3, 3, bias=False).state_dict())
+
+
+@pytest.mark.parametrize("name", ["lamina.nn._conv", "lamina.nn._pooling", "lamina.nn._norm",
+                                  "lamina.models._resnet"])
+def test_docstring_examples(name):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name),
+                             optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0 and result.attempted > 0, name
