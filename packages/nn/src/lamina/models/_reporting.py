@@ -24,7 +24,7 @@ def format_record(record: dict[str, Any]) -> str:
     """One progress line: ``epoch 3: train loss 0.1234, test acc 0.9800 (4.2 s)``."""
     x = _x_key(record)
     parts = [f"{k.replace('_', ' ')} {v:.4f}" for k, v in record.items()
-             if k.endswith(("_loss", "_acc")) and isinstance(v, (int, float))]
+             if k.endswith(("_loss", "_acc", "_ppl")) and isinstance(v, (int, float))]
     line = f"{x} {record[x]}: " + ", ".join(parts)
     for key in ("epoch_time", "elapsed"):
         if key in record:
@@ -38,6 +38,8 @@ def summary_line(history: list[dict[str, Any]]) -> str:
     last = history[-1]
     if "test_acc" in last:
         return f"final test accuracy: {last['test_acc']:.4f}"
+    if "test_ppl" in last:
+        return f"final test perplexity: {last['test_ppl']:.2f}"
     for key in ("val_loss", "test_loss", "train_loss"):
         if key in last:
             return f"final {key.replace('_', ' ')}: {last[key]:.4f}"
@@ -73,7 +75,7 @@ def write_plot(history: list[dict[str, Any]], path: str | Path, title: str) -> b
         return False
     x_key = _x_key(history[0]) if history else "epoch"
     xs = [r[x_key] for r in history]
-    panels = [suffix for suffix in ("_loss", "_acc")
+    panels = [suffix for suffix in ("_loss", "_acc", "_ppl")
               if any(k.endswith(suffix) for r in history for k in r)] or ["_loss"]
     fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)
     for ax, suffix in zip(axes[0], panels):
@@ -82,7 +84,7 @@ def write_plot(history: list[dict[str, Any]], path: str | Path, title: str) -> b
             ax.plot(xs, [r.get(key, float("nan")) for r in history],
                     label=key[: -len(suffix)] or key)
         ax.set_xlabel(x_key)
-        ax.set_ylabel("loss" if suffix == "_loss" else "accuracy")
+        ax.set_ylabel({"_loss": "loss", "_acc": "accuracy", "_ppl": "perplexity"}[suffix])
         ax.legend()
     fig.suptitle(title)
     fig.tight_layout()

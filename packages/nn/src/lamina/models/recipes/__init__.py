@@ -8,6 +8,7 @@ arguments and returns the per-epoch history. Add one with
 
 from . import cifar10, mnist  # noqa: E402,F401  (registers the recipes)
 from . import shakespeare  # noqa: E402,F401  (registers the recipe)
+from . import ptb  # noqa: E402,F401  (registers the recipe)
 from ._registry import RECIPES, Recipe, register_recipe
 
 __all__ = ["RECIPES", "Recipe", "register_recipe"]

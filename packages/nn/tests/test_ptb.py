@@ -1,0 +1,81 @@
+"""PTB / TextCorpus readers, batchify and truncated-BPTT batches."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import shared_data_dir
+from lamina.data import PTB, BPTTBatches, TextCorpus, batchify
+
+
+def test_word_corpus_on_a_small_text(tmp_path):
+    (tmp_path / "train.txt").write_text("the cat sat\nthe dog\n")
+    (tmp_path / "valid.txt").write_text("the dog sat\n")
+    (tmp_path / "test.txt").write_text("cat\n")
+    corpus = TextCorpus.from_files(tmp_path / "train.txt", tmp_path / "valid.txt",
+                                   tmp_path / "test.txt")
+    assert corpus.vocab.itos == ["the", "cat", "sat", "<eos>", "dog"]
+    assert corpus.train.tolist() == [0, 1, 2, 3, 0, 4, 3]
+    assert corpus.valid.tolist() == [0, 4, 2, 3] and corpus.test.tolist() == [1, 3]
+    assert corpus.train.dtype == np.int64
+    assert corpus.tokenizer.decode(corpus.valid) == "the dog sat\n"
+
+
+def test_char_corpus_and_unknown_tokens(tmp_path):
+    corpus = TextCorpus("abca", "cab", "b", level="char")
+    assert corpus.vocab.itos == ["a", "b", "c"] and corpus.train.tolist() == [0, 1, 2, 0]
+    with pytest.raises(KeyError, match="'z'"):
+        TextCorpus("abc", "z", "a", level="char")
+    with pytest.raises(KeyError, match="'unseen'"):
+        TextCorpus("a b\n", "unseen\n", "a\n")
+    with pytest.raises(ValueError, match="level"):
+        TextCorpus("a", "a", "a", level="byte")
+    with pytest.raises(FileNotFoundError, match="nope.txt"):
+        TextCorpus.from_files(tmp_path / "nope.txt", tmp_path / "a", tmp_path / "b")
+
+
+def test_ptb_reader_on_written_files(tmp_path):
+    for split, text in (("train", " a b <unk>\n b a\n"), ("valid", " b\n"), ("test", " a\n")):
+        (tmp_path / f"ptb.{split}.txt").write_text(text)
+    corpus = PTB(tmp_path)
+    assert corpus.vocab.itos == ["a", "b", "<unk>", "<eos>"]
+    assert corpus.train.tolist() == [0, 1, 2, 3, 1, 0, 3]
+    (tmp_path / "ptb.test.txt").unlink()
+    with pytest.raises(FileNotFoundError, match="ptb.test.txt"):
+        PTB(tmp_path)
+
+
+def test_ptb_real_files():
+    root = shared_data_dir() / "ptb"
+    if not (root / "ptb.train.txt").is_file():
+        pytest.skip(f"PTB not found at {root} (set LAMINA_DATA to the shared data folder)")
+    corpus = PTB(root)
+    assert len(corpus.vocab) == 10000
+    assert (len(corpus.train), len(corpus.valid), len(corpus.test)) == (929589, 73760, 82430)
+    assert "<eos>" in corpus.vocab and "<unk>" in corpus.vocab
+    assert corpus.tokenizer.decode(corpus.train[:4]).split()[:3] == ["aer", "banknote",
+                                                                     "berlitz"]
+
+
+def test_batchify_columns_are_contiguous():
+    data = batchify(np.arange(11), 3)
+    assert data.shape == (3, 3) and data.dtype == np.int64
+    assert data[:, 1].tolist() == [3, 4, 5]
+    with pytest.raises(ValueError, match="fewer than batch_size"):
+        batchify(np.arange(2), 3)
+    with pytest.raises(ValueError, match="batch_size"):
+        batchify(np.arange(5), 0)
+
+
+def test_bptt_batches_shift_targets_and_continue():
+    data = batchify(np.arange(20), 2)  # columns 0..9 and 10..19
+    batches = BPTTBatches(data, bptt=4)
+    pairs = [(x.numpy(), y.numpy()) for x, y in batches]
+    assert len(batches) == len(pairs) == 3
+    assert [x.shape[0] for x, _ in pairs] == [4, 4, 1]
+    np.testing.assert_array_equal(np.concatenate([x for x, _ in pairs]), data[:-1])
+    np.testing.assert_array_equal(np.concatenate([y for _, y in pairs]), data[1:])
+    with pytest.raises(ValueError, match="bptt"):
+        BPTTBatches(data, 0)
+    with pytest.raises(ValueError, match=r"\(T, N\)"):
+        BPTTBatches(np.arange(5), 2)
