@@ -87,3 +87,12 @@ def test_cache_overflow_is_an_error():
         model(ag.tensor(np.zeros((1, 20), np.int64)), cache=cache)
         with pytest.raises(ValueError, match=r"length 25 \(cached 20 \+ new 5\)"):
             model(ag.tensor(np.zeros((1, 5), np.int64)), cache=cache)
+
+
+def test_inference_sees_new_weights_after_a_load():
+    model, other = _model(0), _model(1)
+    idx = ag.tensor(np.arange(6)[None] % 13)
+    with ag.no_grad():
+        model(idx)  # keeps transposed weights for inference
+        model.load_state_dict({k: v.numpy() for k, v in other.state_dict().items()})
+        np.testing.assert_allclose(model(idx).numpy(), other(idx).numpy(), rtol=1e-5, atol=1e-6)

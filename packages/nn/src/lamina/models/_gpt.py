@@ -62,6 +62,28 @@ class GPTConfig:
         return asdict(self)
 
 
+def _linear(layer: nn.Linear, x: Tensor) -> Tensor:
+    """``layer(x)``; without a graph, multiplies by a kept compact copy of W^T.
+
+    ``x @ W.T`` copies the transposed weight on every call (matmul needs a
+    compact right operand). Decoding one token at a time would spend most of
+    its kernel time on those copies, so inference keeps W^T, refreshed
+    whenever the weight's data object is replaced, as optimizer steps,
+    ``nn.init`` and ``load_state_dict`` do (an in-place write into
+    ``weight.data`` would not be seen).
+    """
+    if ag.is_grad_enabled():
+        return layer(x)
+    w = layer.weight.data
+    kept = layer.__dict__.get("_weight_t")
+    if kept is None or kept[0] is not w:
+        kept = layer.__dict__["_weight_t"] = (w, Tensor(w.transpose(0, 1).compact()))
+    if x.shape[-1] != w.shape[1]:
+        return layer(x)  # let the layer raise its error
+    out = x @ kept[1]
+    return out + layer.bias if layer.bias is not None else out
+
+
 class KVCache:
     """Per-layer keys and values (N, H, T, D) of the positions decoded so far.
 
@@ -100,7 +122,7 @@ class CausalSelfAttention(nn.Module):
     def forward(self, x: Tensor, cache: KVCache | None = None, layer: int = 0) -> Tensor:
         n, t, c = x.shape
         h, d = self.n_head, c // self.n_head
-        qkv = self.c_attn(x).reshape(n, t, 3, h, d).permute(2, 0, 3, 1, 4)
+        qkv = _linear(self.c_attn, x).reshape(n, t, 3, h, d).permute(2, 0, 3, 1, 4)
         q, k, v = qkv[0], qkv[1], qkv[2]  # (N, H, T, D) each
         offset = 0
         if cache is not None:
@@ -111,7 +133,7 @@ class CausalSelfAttention(nn.Module):
         mask = None if t == 1 else causal_mask(t, s, offset, x.dtype, x.device)
         y, _ = attention(q, k, v, mask, self.dropout_p, training=self.training)
         y = y.permute(0, 2, 1, 3).reshape(n, t, c)
-        return self.resid_dropout(self.c_proj(y))
+        return self.resid_dropout(_linear(self.c_proj, y))
 
 
 class MLP(nn.Module):
@@ -126,7 +148,7 @@ class MLP(nn.Module):
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
+        return self.dropout(_linear(self.c_proj, self.gelu(_linear(self.c_fc, x))))
 
 
 class Block(nn.Module):
@@ -214,7 +236,7 @@ class GPT(nn.Module):
             x = block(x, cache, i)
         if cache is not None:
             cache.length += t
-        logits = self.lm_head(self.ln_f(x))
+        logits = _linear(self.lm_head, self.ln_f(x))
         if targets is None:
             return logits
         if tuple(targets.shape) != (n, t):
