@@ -19,7 +19,8 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
-MODULES = ("bench_ndarray", "bench_cpu", "bench_autograd", "bench_nn", "bench_cnn", "bench_gpt")
+MODULES = ("bench_ndarray", "bench_cpu", "bench_autograd", "bench_nn", "bench_cnn", "bench_gpt",
+           "bench_lstm")
 
 
 def machine() -> dict[str, object]:
