@@ -44,6 +44,8 @@ def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float,
         return autograd.tensor(0.0)
     if norm_type == math.inf:
         total = max(float(abs(g).max()) for g in grads)
+    elif norm_type == 2.0:  # g * g: the power kernel is ~10x slower on large gradients
+        total = math.sqrt(sum(float((g * g).sum()) for g in grads))
     else:
         total = sum(float((abs(g) ** norm_type).sum()) for g in grads) ** (1.0 / norm_type)
     if error_if_nonfinite and not math.isfinite(total):
