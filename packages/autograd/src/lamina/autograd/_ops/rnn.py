@@ -3,9 +3,10 @@
 Written as many small ops, an LSTM step is ~25 graph nodes (a matmul, gate
 slices, three sigmoids, two tanhs, products and sums) and its training step is
 bound by per-op overhead. ``lstm_layer`` runs the whole recurrence of one layer
-in one node: the forward loops over time on NDArrays, and the backward is
-backpropagation through time written with Tensor ops, with everything that
-does not depend on the recurrence computed for all timesteps at once.
+in one node: the forward loops over time on NDArrays, and so does the
+backward, backpropagation through time written out (``_bptt``), with
+everything that does not depend on the recurrence computed for all
+timesteps at once.
 
 The input projection ``x_t @ W_ih.T + b`` is not part of the op: the layer
 computes it for every timestep with one matmul before calling it.
@@ -89,37 +90,12 @@ class LSTMLayer(Function):
     def backward(self, g: Tensor) -> tuple[Tensor | None, ...]:
         if grad_mode.is_grad_enabled():
             return self._backward_recomputed(g)
-        xp, h0, c0, w_hh = self.inputs
-        out = self.output.detach()
-        steps, batch, g4 = xp.shape
-        hidden = g4 // 4
-        hs, cs = out[:, :, :hidden], out[:, :, hidden:]
-        h_prev = cat([h0.detach().unsqueeze(0), hs[:-1]], 0)
-        c_prev = cat([c0.detach().unsqueeze(0), cs[:-1]], 0)
-        acts = Tensor._make(self.acts)
-        i, f, gg, o = (acts[:, :, k * hidden:(k + 1) * hidden] for k in range(4))
-        tc = Tensor._make(self.tanh_c)
-        # d gates_t = [dc, dc, dc, dh] * p[t];  dc_t gets dh_t * k[t] through h_t.
-        p = cat([gg * i * (1 - i), c_prev * f * (1 - f), i * (1 - gg * gg),
-                 tc * o * (1 - o)], 2)
-        k = o * (1 - tc * tc)
-        gh, gc = g[:, :, :hidden], g[:, :, hidden:]
-        w = w_hh.detach()
-        dgates: list[Tensor] = [None] * steps  # type: ignore[list-item]
-        dh_next: Tensor | None = None
-        dc_next: Tensor | None = None
-        for t in range(steps - 1, -1, -1):
-            dh = gh[t] if dh_next is None else gh[t] + dh_next
-            dc = gc[t] + dh * k[t]
-            if dc_next is not None:
-                dc = dc + dc_next
-            dgates[t] = cat([dc, dc, dc, dh], 1) * p[t]
-            dh_next = dgates[t] @ w
-            dc_next = dc * f[t]
-        d_xp = stack(dgates)
-        d_w = d_xp.reshape(steps * batch, g4).transpose(0, 1) @ h_prev.reshape(
-            steps * batch, hidden)
-        return d_xp, dh_next, dc_next, d_w
+        # Without create_graph nothing records this pass, so it runs on NDArrays
+        # (half the per-op cost of Tensor ops) and returns constants.
+        xp, h0, c0, w_hh = (t.data for t in self.inputs)
+        grads = _bptt(g.data, self._out_data, self.acts, self.tanh_c, h0, c0, w_hh)
+        return tuple(Tensor._make(a) if need else None
+                     for a, need in zip(grads, self.needs_input_grad))
 
     def _backward_recomputed(self, g: Tensor) -> tuple[Tensor | None, ...]:
         from .._engine import grad
@@ -128,6 +104,46 @@ class LSTMLayer(Function):
         wanted = [x for x, need in zip(inputs, self.needs_input_grad) if need]
         found = iter(grad(lstm_layer_reference(*inputs), wanted, g, create_graph=True))
         return tuple(next(found) if need else None for need in self.needs_input_grad)
+
+
+def _bptt(g: NDArray, out: NDArray, acts: NDArray, tanh_c: NDArray, h0: NDArray,
+          c0: NDArray, w_hh: NDArray) -> tuple[NDArray, NDArray, NDArray, NDArray]:
+    """Backpropagation through time of ``LSTMLayer`` for the output gradient ``g``.
+
+    Args:
+        g, out: (L, N, 2H), [h | c] columns. acts: (L, N, 4H) gate activations
+        i, f, g, o. tanh_c: (L, N, H). h0, c0: (N, H). w_hh: (4H, H).
+
+    Returns:
+        Gradients of xp (L, N, 4H), h0, c0 (N, H) and w_hh (4H, H).
+    """
+    steps, batch, h2 = out.shape
+    hidden = h2 // 2
+    c_prev = nd.concatenate([c0.reshape(1, batch, hidden), out[:-1, :, hidden:]], axis=0)
+    i, f, gg, o = (acts[:, :, k * hidden:(k + 1) * hidden] for k in range(4))
+    # d gates_t = [dc * p_ifg, dh * p_o]; dc_t also gets dh_t * k through h_t = o tanh(c_t).
+    p_ifg = nd.concatenate([gg * i * (1.0 - i), c_prev * f * (1.0 - f),
+                            i * (1.0 - gg * gg)], axis=2).reshape(steps, batch, 3, hidden)
+    p_o = tanh_c * o * (1.0 - o)
+    k = o * (1.0 - tanh_c * tanh_c)
+    f = f.compact()
+    gh, gc = g[:, :, :hidden].compact(), g[:, :, hidden:].compact()
+    d_xp = nd.empty((steps, batch, 4 * hidden), dtype=g.dtype, device=g.device)
+    dh, dc_next = gh[steps - 1], None
+    for t in range(steps - 1, -1, -1):
+        dc = gc[t] + dh * k[t]
+        if dc_next is not None:
+            dc = dc + dc_next
+        row = d_xp[t]
+        row.reshape(batch, 4, hidden)[:, :3] = dc.reshape(batch, 1, hidden) * p_ifg[t]
+        row[:, 3 * hidden:] = dh * p_o[t]
+        dh_prev = row @ w_hh
+        dc_next = dc * f[t]
+        dh = dh_prev + gh[t - 1] if t > 0 else dh_prev
+    h_prev = nd.concatenate([h0.reshape(1, batch, hidden), out[:-1, :, :hidden]], axis=0)
+    d_w = d_xp.reshape(steps * batch, 4 * hidden).transpose(0, 1) @ h_prev.reshape(
+        steps * batch, hidden)
+    return d_xp, dh, dc_next, d_w
 
 
 def _check_shapes(xp: tuple[int, ...], h0: tuple[int, ...], c0: tuple[int, ...],
