@@ -202,7 +202,8 @@ def write_results(out: Path, config: dict[str, Any], sides: list[Side]) -> None:
     for name, s in summary.items():
         lines.append(f"- {name}: {s['epochs_done']} epochs, final test accuracy "
                      f"{s['final_test_acc']:.4f}, best {s['best_test_acc']:.4f}, median epoch "
-                     f"{s['median_epoch_time']:.1f} s, median step {s['median_step_time'] * 1e3:.1f} ms "
+                     f"{s['median_epoch_time']:.1f} s, median step "
+                     f"{s['median_step_time'] * 1e3:.1f} ms "
                      f"({s['median_step_cpu'] * 1e3:.1f} ms CPU)")
     if len(summary) == 2:
         la, pt = summary["lamina"], summary["pytorch"]

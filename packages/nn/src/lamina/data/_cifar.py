@@ -45,7 +45,9 @@ _NDARRAY_TOKEN = ("numpy", "ndarray")
 def _reconstruct(subtype: Any, shape: Any, dtype: Any) -> np.ndarray:
     if subtype is not _NDARRAY_TOKEN:
         raise pickle.UnpicklingError("numpy _reconstruct may only build a plain ndarray")
-    return _np_reconstruct(np.ndarray, shape, _safe_dtype(dtype))
+    array = _np_reconstruct(np.ndarray, shape, _safe_dtype(dtype))
+    assert isinstance(array, np.ndarray)  # numpy's own constructor, not user input
+    return array
 
 
 def _safe_dtype(spec: Any, align: Any = False, copy: Any = False) -> np.dtype:

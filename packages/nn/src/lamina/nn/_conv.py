@@ -156,10 +156,10 @@ class Conv2d(Module):
                              f"got {shape}")
         pads = self._padding_pair()
         if isinstance(pads[0], tuple):
-            (top, bottom), (left, right) = pads  # type: ignore[misc]
+            (top, bottom), (left, right) = pads
             padded = (shape[2] + top + bottom, shape[3] + left + right)
         else:
-            padded = (shape[2] + 2 * pads[0], shape[3] + 2 * pads[1])  # type: ignore[operator]
+            padded = (shape[2] + 2 * pads[0], shape[3] + 2 * pads[1])
         reach = [d * (k - 1) + 1 for k, d in zip(self.kernel_size, self.dilation)]
         if reach[0] > padded[0] or reach[1] > padded[1]:
             raise ShapeError(f"{self!r}: kernel {self.kernel_size} (dilation {self.dilation}, "

@@ -22,7 +22,8 @@ from .._resnet import CIFARResNet9, ResNet9
 from .._trainer import fit
 from ._registry import Recipe, register_recipe
 
-__all__ = ["AUGMENTATIONS", "MODELS", "build_model", "cifar10_datasets", "default_data_dir", "make_optimizer"]
+__all__ = ["AUGMENTATIONS", "MODELS", "build_model", "cifar10_datasets", "default_data_dir",
+           "make_optimizer"]
 
 MODELS = {"resnet9": ResNet9, "resnet9-dawn": CIFARResNet9}
 
