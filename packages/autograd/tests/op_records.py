@@ -16,7 +16,7 @@ import lamina.autograd as ag
 import numpy as np
 import torch
 import torch.nn.functional as TF
-from lamina.autograd._ops import im2col, lstm_layer_reference
+from lamina.autograd._ops import im2col, layer_norm_reference, lstm_layer_reference
 from lamina.ndarray import ShapeError
 
 _rng = np.random.default_rng(1234)
@@ -208,6 +208,11 @@ def _torch_lstm_layer(xp: torch.Tensor, h: torch.Tensor, c: torch.Tensor,
     return torch.stack(outs)
 
 
+def _torch_layer_norm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor,
+                      eps: float = 1e-5) -> torch.Tensor:
+    return TF.layer_norm(x, x.shape[-1:], w, b, eps)
+
+
 RECORDS: list[OpRecord] = [
     # ----- elementwise ----------------------------------------------------------------
     _binary("add", lambda a, b: a + b, lambda a, b: a + b, r, r, second_order=True),
@@ -376,6 +381,13 @@ RECORDS: list[OpRecord] = [
              second_order=True),
     OpRecord("lstm_layer_reference", lstm_layer_reference, _torch_lstm_layer,
              [S(r(3, 2, 8), r(2, 2), r(2, 2), r(8, 2))]),
+    # ----- normalisation --------------------------------------------------------------
+    OpRecord("layer_norm", ag.layer_norm, _torch_layer_norm,
+             [S(r(4, 6), r(6), r(6)), S(r(2, 3, 5), r(5), r(5), eps=1e-3), S(r(7), r(7), r(7))],
+             errors=[ErrorSample(S(r(4, 6), r(5), r(6)), ShapeError, "layer_norm")],
+             second_order=True),
+    OpRecord("layer_norm_reference", layer_norm_reference, _torch_layer_norm,
+             [S(r(3, 4), r(4), r(4))]),
 ]
 
 BY_NAME = {rec.name: rec for rec in RECORDS}

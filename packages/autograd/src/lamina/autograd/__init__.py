@@ -53,6 +53,7 @@ from ._ops import (
     ge,
     gelu,
     gt,
+    layer_norm,
     le,
     log,
     log_softmax,
@@ -116,4 +117,6 @@ __all__ = [
     "transpose", "undilate", "unsqueeze", "var", "view", "where",
     # recurrent layers
     "lstm_layer",
+    # normalisation
+    "layer_norm",
 ]

@@ -66,22 +66,27 @@ def _linear(layer: nn.Linear, x: Tensor) -> Tensor:
     """``layer(x)``; without a graph, multiplies by a kept compact copy of W^T.
 
     ``x @ W.T`` copies the transposed weight on every call (matmul needs a
-    compact right operand). Decoding one token at a time would spend most of
+    compact right operand). Decoding one token at a time would spend much of
     its kernel time on those copies, so inference keeps W^T, refreshed
     whenever the weight's data object is replaced, as optimizer steps,
     ``nn.init`` and ``load_state_dict`` do (an in-place write into
     ``weight.data`` would not be seen).
     """
-    if ag.is_grad_enabled():
-        return layer(x)
+    if ag.is_grad_enabled() or x.ndim < 2 or x.shape[-1] != layer.in_features:
+        return layer(x)  # (the layer raises the error naming the sizes)
     w = layer.weight.data
     kept = layer.__dict__.get("_weight_t")
     if kept is None or kept[0] is not w:
         kept = layer.__dict__["_weight_t"] = (w, Tensor(w.transpose(0, 1).compact()))
-    if x.shape[-1] != w.shape[1]:
-        return layer(x)  # let the layer raise its error
     out = x @ kept[1]
     return out + layer.bias if layer.bias is not None else out
+
+
+def _layer_norm(layer: nn.LayerNorm, x: Tensor) -> Tensor:
+    """``layer(x)`` as one graph node (``autograd.layer_norm``) when it has weight and bias."""
+    if layer.weight is None or layer.bias is None or x.shape[-1:] != layer.weight.shape:
+        return layer(x)
+    return ag.layer_norm(x, layer.weight, layer.bias, layer.eps)
 
 
 class KVCache:
@@ -165,8 +170,8 @@ class Block(nn.Module):
         self.mlp = MLP(config)
 
     def forward(self, x: Tensor, cache: KVCache | None = None, layer: int = 0) -> Tensor:
-        x = x + self.attn(self.ln_1(x), cache, layer)
-        return x + self.mlp(self.ln_2(x))
+        x = x + self.attn(_layer_norm(self.ln_1, x), cache, layer)
+        return x + self.mlp(_layer_norm(self.ln_2, x))
 
 
 class GPT(nn.Module):
@@ -236,7 +241,7 @@ class GPT(nn.Module):
             x = block(x, cache, i)
         if cache is not None:
             cache.length += t
-        logits = _linear(self.lm_head, self.ln_f(x))
+        logits = _linear(self.lm_head, _layer_norm(self.ln_f, x))
         if targets is None:
             return logits
         if tuple(targets.shape) != (n, t):

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._function import Function
-from . import conv, elementwise, index, linalg, reduce, rnn, shape
+from . import conv, elementwise, index, linalg, normalization, reduce, rnn, shape
 from .conv import avg_pool2d, conv2d, im2col, max_pool2d
 from .elementwise import (
     abs,
@@ -48,6 +48,7 @@ from .elementwise import (
 )
 from .index import embedding, getitem, one_hot, scatter_add, take
 from .linalg import matmul
+from .normalization import layer_norm, layer_norm_reference
 from .reduce import amax, amin, argmax, log_softmax, logsumexp, mean, softmax, std, sum, var
 from .rnn import lstm_layer, lstm_layer_reference
 from .shape import (
@@ -71,7 +72,7 @@ from .shape import (
     view,
 )
 
-_FAMILIES = (elementwise, linalg, reduce, shape, index, conv, rnn)
+_FAMILIES = (elementwise, linalg, reduce, shape, index, conv, rnn, normalization)
 
 PRIMITIVES: dict[str, type[Function]] = {
     op.name: op for family in _FAMILIES for op in family.PRIMITIVES}
@@ -87,5 +88,5 @@ __all__ = [
     "mul", "ne", "neg", "one_hot", "pad", "permute", "pow", "relu", "reshape", "scatter_add",
     "sigmoid", "sign", "sin", "slice_scatter", "softmax", "split", "sqrt", "squeeze", "stack",
     "std", "sub", "sum", "take", "tanh", "transpose", "undilate", "unsqueeze", "var", "view",
-    "where", "lstm_layer", "lstm_layer_reference",
+    "where", "lstm_layer", "lstm_layer_reference", "layer_norm", "layer_norm_reference",
 ]
