@@ -188,3 +188,19 @@ def test_embedding_is_a_gather_with_scatter_add_backward():
     assert type(out.grad_fn).__name__ == "Take"
     out.sum().backward()
     np.testing.assert_array_equal(emb.weight.grad.numpy()[:, 0], [0, 3, 0, 0, 1, 0])
+
+
+def test_lstm_and_rnn_on_every_device(device):
+    torch.manual_seed(6)
+    for t, m in ((torch.nn.LSTM(3, 4, 2), nn.LSTM(3, 4, 2, device=device)),
+                 (torch.nn.RNN(3, 4, 2), nn.RNN(3, 4, 2, device=device))):
+        copy_weights(t, m)
+        x = _rng.standard_normal((5, 2, 3)).astype(np.float32)
+        lx, tx = ag.tensor(x, device=device, requires_grad=True), torch.tensor(
+            x, requires_grad=True)
+        out, tout = m(lx)[0], t(tx)[0]
+        assert_close(out, tout, RTOL, ATOL)
+        out.sum().backward()
+        tout.sum().backward()
+        assert_close(lx.grad, tx.grad, RTOL, ATOL)
+        assert_close(m.weight_hh_l1.grad, t.weight_hh_l1.grad, RTOL, ATOL)
