@@ -128,3 +128,14 @@ def test_lamina_train_ptb_cli(tmp_path, capsys):
     assert code == 0, out
     assert "valid ppl" in out and "final test perplexity" in out
     assert log.read_text().splitlines()[0].startswith("epoch,train_loss,train_ppl,valid_loss")
+
+
+@pytest.mark.parametrize("name", ["lamina.nn._rnn", "lamina.data._ptb",
+                                  "lamina.models._language_model", "lamina.models.recipes.ptb"])
+def test_docstring_examples_run(name):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name),
+                             optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0

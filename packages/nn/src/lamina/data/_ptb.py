@@ -69,7 +69,7 @@ class TextCorpus:
             if not path.is_file():
                 raise FileNotFoundError(f"TextCorpus: no such file {path}")
             texts.append(path.read_text(encoding="utf-8"))
-        return cls(*texts, level=level)
+        return cls(texts[0], texts[1], texts[2], level=level)
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(vocab={len(self.vocab)}, train={len(self.train)}, "
@@ -96,7 +96,7 @@ class PTB(TextCorpus):
             if not path.is_file():
                 raise FileNotFoundError(f"PTB: {path.name} not found in {root}")
             texts.append(path.read_text(encoding="utf-8"))
-        super().__init__(*texts, level="word")
+        super().__init__(texts[0], texts[1], texts[2], level="word")
 
 
 def batchify(ids: Any, batch_size: int) -> np.ndarray:
