@@ -163,6 +163,10 @@ def test_bad_shapes_name_the_layer_and_shapes():
         m(ag.zeros(5, 2, 3), ag.zeros(2, 2, 4))
     with pytest.raises(nn.ShapeError, match=r"RNN\(3, 4\).*got \(2, 3, 3, 3\)"):
         nn.RNN(3, 4)(ag.zeros(2, 3, 3, 3))
+    with pytest.raises(nn.ShapeError, match=r"RNN\(3, 4\).*got \(\)"):
+        nn.RNN(3, 4)(ag.tensor(1.0))
+    with pytest.raises(nn.ShapeError, match=r"L >= 1, got \(2, 0, 3\)"):
+        nn.LSTM(3, 4, batch_first=True)(ag.zeros(2, 0, 3))
     with pytest.raises(nn.ShapeError, match=r"RNNCell\(3, 4\).*hx of shape \(2, 4\).*\(3, 4\)"):
         nn.RNNCell(3, 4)(ag.zeros(2, 3), ag.zeros(3, 4))
     with pytest.raises(nn.ShapeError, match=r"LSTMCell\(3, 4\).*\(2, 5\)"):

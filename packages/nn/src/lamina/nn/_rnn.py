@@ -216,8 +216,8 @@ class _StackBase(Module):
 
     def _sequence(self, x: Tensor) -> tuple[Tensor, bool]:
         """``x`` as (L, N, I) and whether it came unbatched (L, I)."""
-        steps = x.shape[0] if x.ndim == 2 or not self.batch_first else x.shape[1]
-        if x.ndim not in (2, 3) or x.shape[-1] != self.input_size or steps == 0:
+        ok = x.ndim in (2, 3) and x.shape[-1] == self.input_size
+        if not ok or x.shape[1 if x.ndim == 3 and self.batch_first else 0] == 0:
             layout = "(N, L, {0})" if self.batch_first else "(L, N, {0})"
             raise ShapeError(f"{self!r}: expected input of shape "
                              f"{layout.format(self.input_size)} or (L, {self.input_size}) "
