@@ -67,7 +67,8 @@ class LSTMLayer(Function):
         steps, _, g4 = xp.shape
         hidden = g4 // 4
         w_t = w_hh.transpose(0, 1).compact()
-        k, m, b = _gate_affine(hidden, xp)
+        # Compact (N, 4H) rows: a broadcast operand would be compacted at every step.
+        k, m, b = (r.broadcast_to(xp.shape[1], g4).compact() for r in _gate_affine(hidden, xp))
         h, c = h0, c0
         acts, hs, cs, tcs = [], [], [], []
         for t in range(steps):
