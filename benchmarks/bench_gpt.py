@@ -8,10 +8,15 @@ Rows (``ratio`` > 1 means Lamina / the cached path is better):
 - ``gpt generate uncached``: tokens/second re-running the whole context per
   token, Lamina vs PyTorch (same algorithm; the twin has no cache).
 - ``gpt generate cached``: Lamina with its key/value cache vs Lamina without,
-  for the baby model (context 64) and the same model with context 256.
+  greedy, batch 1, for the baby model (context 64), the same model with
+  context 256, and nanoGPT's Shakespeare-char size (6 layers, 6 heads, width
+  384, context 256). The prompt fills 3/4 (1/2 for context 64) of the context
+  and the rest is generated, so the uncached path runs at the longer lengths.
   Goal (issue 9): at least 5x.
 
-Run: ``python benchmarks/bench_gpt.py``; ``nox -s bench`` calls ``run()``.
+Run: ``python benchmarks/bench_gpt.py [--out benchmarks/results/bench_gpt]``
+(prints the rows; ``--out`` also writes them as .md and .json);
+``nox -s bench`` calls ``run()``.
 Pin threads with LAMINA_NUM_THREADS / OMP_NUM_THREADS on a shared machine.
 """
 
@@ -29,14 +34,15 @@ from _timing import interleaved, row
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "packages" / "nn" / "tests"))
 
 
-def _models(block_size: int) -> tuple[Any, Any, Any]:
+def _models(block_size: int, n_layer: int = 4, n_head: int = 4, n_embd: int = 128
+            ) -> tuple[Any, Any, Any]:
     import torch
     from _torch_gpt import TorchGPT
     from lamina import autograd
     from lamina.models import GPT, GPTConfig
 
     autograd.manual_seed(0)
-    cfg = GPTConfig(65, block_size, 4, 4, 128, 0.0)
+    cfg = GPTConfig(65, block_size, n_layer, n_head, n_embd, 0.0)
     ours = GPT(cfg)
     theirs = TorchGPT(cfg)
     theirs.load_lamina_state({k: v.numpy() for k, v in ours.state_dict().items()})
@@ -91,6 +97,11 @@ def _tokens_per_second(fn: Callable[[], Any], new: int, repeats: int) -> float:
     return new / best
 
 
+# name -> (context, layers, heads, width)
+GENERATION_CONFIGS = {"baby ctx64": (64, 4, 4, 128), "baby ctx256": (256, 4, 4, 128),
+                      "6x384 ctx256": (256, 6, 6, 384)}
+
+
 def run(repeats: int = 3) -> list[dict[str, Any]]:
     """Rows in ``benchmarks/_timing.row``'s format."""
     from lamina.models import generate
@@ -100,27 +111,62 @@ def run(repeats: int = 3) -> list[dict[str, Any]]:
     t = interleaved({"lamina": ours, "pytorch": theirs}, repeats, min_time=1.0)
     rows.append(row("gpt train step", "baby B12 T64", "lamina cpu", "pytorch cpu",
                     1000 * t["lamina"], 1000 * t["pytorch"], "ms", False))
-    for block in (64, 256):
-        _, model, tmodel = _models(block)
-        prompt = np.random.default_rng(0).integers(0, 65, (1, block // 2))
-        new = block // 2  # the uncached path runs at T = block/2 .. block-1
-        cached = _tokens_per_second(
-            lambda: generate(model, prompt, new, temperature=0, use_cache=True), new, repeats)
-        uncached = _tokens_per_second(
-            lambda: generate(model, prompt, new, temperature=0, use_cache=False), new, repeats)
-        size = f"context {block}, {new} new"
+    for name, (block, layers, heads, width) in GENERATION_CONFIGS.items():
+        _, model, tmodel = _models(block, layers, heads, width)
+        prompt_len = block // 2 if block <= 64 else 3 * block // 4
+        prompt = np.random.default_rng(0).integers(0, 65, (1, prompt_len))
+        new = block - prompt_len
+        def decode(use_cache: bool, model: Any = model, prompt: Any = prompt,
+                   new: int = new) -> None:
+            generate(model, prompt, new, temperature=0, use_cache=use_cache)
+
+        cached = _tokens_per_second(lambda: decode(True), new, repeats)
+        uncached = _tokens_per_second(lambda: decode(False), new, repeats)
+        size = f"{name}, prompt {prompt_len} + {new} new"
         rows.append(row("gpt generate cached", size, "lamina kv-cache", "lamina uncached",
                         cached, uncached, "tokens/s", True))
-        if block == 64:
-            torch_uncached = _tokens_per_second(lambda: _torch_generate(tmodel, prompt, new),
-                                                new, repeats)
+        if name == "baby ctx64":
+            torch_uncached = _tokens_per_second(
+                lambda: _torch_generate(tmodel, prompt, new), new, repeats)  # noqa: B023
             rows.append(row("gpt generate uncached", size, "lamina cpu", "pytorch cpu",
                             uncached, torch_uncached, "tokens/s", True))
     return rows
 
 
+def main() -> None:
+    import argparse
+    import json
+    import os
+    import platform
+
+    import torch
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", default=None, help="also write OUT.md and OUT.json")
+    args = parser.parse_args()
+    threads = os.environ.get("LAMINA_NUM_THREADS", "default")
+    if threads != "default":
+        torch.set_num_threads(int(threads))
+    rows = run(args.repeats)
+    lines = ["| benchmark | size | lamina | baseline | lamina value | baseline value | unit | "
+             "ratio |", "|---|---|---|---|---:|---:|---|---:|"]
+    for r in rows:
+        lines.append(f"| {r['op']} | {r['size']} | {r['lamina']} | {r['baseline']} | "
+                     f"{r['lamina_value']:.1f} | {r['baseline_value']:.1f} | {r['unit']} | "
+                     f"{r['ratio']:.2f} |")
+    print("\n".join(lines))
+    if args.out:
+        info = {"machine": f"{platform.machine()}, {os.cpu_count()} cores (shared)",
+                "threads": threads, "torch": torch.__version__}
+        out = Path(args.out)
+        out.with_suffix(".json").write_text(json.dumps({"info": info, "rows": rows}, indent=1))
+        out.with_suffix(".md").write_text(
+            f"# GPT benchmarks (benchmarks/bench_gpt.py)\n\n{info['machine']}; Lamina and "
+            f"PyTorch {info['torch']} with {threads} thread(s). Ratio > 1 means Lamina (or the "
+            f"cached path) is better; medians of interleaved runs for the training step, best "
+            f"of {args.repeats} for generation.\n\n" + "\n".join(lines) + "\n")
+
+
 if __name__ == "__main__":
-    for r in run():
-        print(f"{r['op']:<24} {r['size']:<22} {r['lamina']:<16} {r['lamina_value']:9.2f} "
-              f"{r['baseline']:<16} {r['baseline_value']:9.2f} {r['unit']:<9} "
-              f"ratio {r['ratio']:.2f}")
+    main()

@@ -11,7 +11,6 @@ from _torch_gpt import TorchGPT
 from _torch_helpers import assert_close
 from conftest import shared_data_dir
 from lamina import autograd as ag
-from lamina import nn
 from lamina.data import Shakespeare
 from lamina.models import GPT, GPTConfig
 from lamina.models._cli import main as train_main

@@ -160,9 +160,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         model, tok = load_gpt_checkpoint(args.checkpoint, args.device)
         prompt = tok.encode(args.prompt)[None]
         sys.stdout.write(args.prompt)
+
+        def stream(token: np.ndarray) -> None:
+            sys.stdout.write(tok.decode(token))
+            sys.stdout.flush()
+
         generate(model, prompt, args.max_new_tokens, args.temperature, args.top_k,
-                 not args.no_cache, args.seed,
-                 on_token=lambda t: (sys.stdout.write(tok.decode(t)), sys.stdout.flush()))
+                 not args.no_cache, args.seed, on_token=stream)
     except (FileNotFoundError, KeyError, ValueError) as exc:
         print(f"lamina-generate: error: {exc}", file=sys.stderr)
         return 1

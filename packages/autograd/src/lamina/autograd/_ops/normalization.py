@@ -63,9 +63,9 @@ class LayerNorm(Function):
     def _backward_recomputed(self, g: Tensor) -> tuple[Tensor | None, ...]:
         from .._engine import grad
 
-        inputs = self.inputs
-        wanted = [t for t, need in zip(inputs, self.needs_input_grad) if need]
-        found = iter(grad(layer_norm_reference(*inputs, eps=self.eps), wanted, g,
+        x, weight, bias = self.inputs
+        wanted = [t for t, need in zip(self.inputs, self.needs_input_grad) if need]
+        found = iter(grad(layer_norm_reference(x, weight, bias, self.eps), wanted, g,
                           create_graph=True))
         return tuple(next(found) if need else None for need in self.needs_input_grad)
 

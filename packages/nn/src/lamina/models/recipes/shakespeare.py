@@ -32,7 +32,10 @@ __all__ = ["estimate_loss", "save_checkpoint", "warmup_cosine"]
 
 
 def warmup_cosine(warmup: int, total: int, min_ratio: float) -> Callable[[int], float]:
-    """LR multiplier: linear warmup over ``warmup`` steps, cosine down to ``min_ratio`` at ``total``."""
+    """LR multiplier: linear warmup over ``warmup`` steps, then cosine to ``min_ratio``.
+
+    The cosine reaches ``min_ratio`` at step ``total`` and stays there.
+    """
     def factor(step: int) -> float:
         if step < warmup:
             return (step + 1) / (warmup + 1)
