@@ -6,6 +6,7 @@ from ._cifar import CIFAR10, CIFAR10_MEAN, CIFAR10_STD, SafeUnpickler, load_cifa
 from ._dataset import ConcatDataset, Dataset, Subset, TensorDataset, random_split
 from ._loader import DataLoader, default_collate, to_tensors
 from ._mnist import MNIST, DatasetFileError, bundled_mnist_dir, download_mnist, read_idx
+from ._ptb import PTB, BPTTBatches, TextCorpus, batchify
 from ._random import seed_transforms, transform_rng
 from ._shakespeare import Shakespeare, default_shakespeare_dir
 from ._text import CharTokenizer, Vocabulary, WordTokenizer
@@ -16,4 +17,5 @@ __all__ = [
     "random_split", "read_idx", "seed_transforms", "to_tensors", "transform_rng", "transforms",
     "CIFAR10", "CIFAR10_MEAN", "CIFAR10_STD", "SafeUnpickler", "load_cifar_batch",
     "Shakespeare", "default_shakespeare_dir",
+    "PTB", "BPTTBatches", "TextCorpus", "batchify",
 ]

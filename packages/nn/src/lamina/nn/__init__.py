@@ -29,6 +29,7 @@ from ._loss import CrossEntropyLoss, MSELoss, NLLLoss
 from ._module import IncompatibleKeys, Module
 from ._norm import BatchNorm1d, BatchNorm2d, LayerNorm
 from ._parameter import Parameter
+from ._rnn import LSTM, RNN, LSTMCell, RNNCell
 from ._pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from ._pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from ._positional import PositionalEmbedding, SinusoidalPositionalEncoding
@@ -45,4 +46,5 @@ __all__ = [
     "AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm2d", "Conv2d", "MaxPool2d",
     "MultiheadAttention", "PositionalEmbedding", "SinusoidalPositionalEncoding",
     "TransformerDecoderLayer", "TransformerEncoderLayer",
+    "LSTM", "LSTMCell", "RNN", "RNNCell",
 ]

@@ -225,7 +225,16 @@ def embedding(indices: Tensor, weight: Tensor) -> Tensor:
     """Rows of ``weight`` (num_embeddings, D) at int64 ``indices`` (*,) -> (*, D)."""
     if indices.dtype != "int64":
         raise TypeError(f"embedding: indices must be int64, got {indices.dtype}")
-    return ag.embedding(indices, weight)
+    try:
+        return ag.embedding(indices, weight)
+    except IndexError:
+        size = weight.shape[0]
+        ids = indices.numpy().reshape(-1)
+        bad = ids[(ids < 0) | (ids >= size)]
+        if not len(bad):
+            raise
+        raise IndexError(f"embedding: token id {int(bad[0])} is outside the vocabulary of "
+                         f"size {size} (ids must be in [0, {size}))") from None
 
 
 # Last: the attention module imports the layers, which import this module.
