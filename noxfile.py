@@ -1,4 +1,4 @@
-"""Nox sessions: one per package, plus tests, conformance, lint, bench, demo, docs.
+"""Nox sessions: one per package, plus tests, conformance, sanitize, lint, bench, demo, docs.
 
 Every session installs the packages it needs from this checkout in one pip
 call (the local siblings it depends on included), so it tests what a user
@@ -125,6 +125,36 @@ def conformance(session: nox.Session) -> None:
 
 
 @nox.session
+def sanitize(session: nox.Session) -> None:
+    """The CPU backend built with ASan + UBSan, under the conformance kit and its own tests.
+
+    The instrumented build goes to its own build directory (it must not replace
+    an everyday build), and ``build_info()`` proves the instrumented one is the
+    one imported. The sanitizer runtimes are preloaded into the test processes
+    only (the interpreter itself is not instrumented); the block cache is off so
+    a use-after-free is reported rather than hidden by reuse.
+    """
+    if not built("backend_cpu"):
+        session.skip("packages/backends-cpu has no code yet")
+    session.install("scikit-build-core>=0.9", "pybind11>=2.12", *install_args(["ndarray"]),
+                    "hypothesis>=6")
+    session.install("--no-build-isolation", "--no-deps", "-Cbuild-dir=build/sanitize",
+                    f"./{PACKAGES['backend_cpu'][0]}", env={"LAMINA_SANITIZE": "ON"})
+    runtimes = [session.run("gcc", f"-print-file-name={lib}", external=True, silent=True)
+                for lib in ("libasan.so", "libubsan.so")]
+    env = {"LD_PRELOAD": " ".join(str(r).strip() for r in runtimes),
+           "ASAN_OPTIONS": "detect_leaks=0",
+           "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",
+           "LAMINA_CACHE_BYTES": "0"}
+    session.run("python", "-c", "import lamina_backend_cpu as m; "
+                "assert m.backend.build_info()['sanitize'], 'not the instrumented build'",
+                env=env)
+    session.run("python", "-m", "lamina.ndarray.conformance", "cpu", "-q", env=env)
+    session.run("pytest", "-q", f"{PACKAGES['backend_cpu'][0]}/tests", *session.posargs,
+                env=env)
+
+
+@nox.session
 def lint(session: nox.Session) -> None:
     """ruff over the tree, mypy over every package's src/."""
     session.install("ruff", "mypy", "numpy")
@@ -146,10 +176,7 @@ def demo(session: nox.Session) -> None:
     """Install Lamina and train on the MNIST subset the package ships."""
     keys = [k for k in ("ndarray", "autograd", "nn", "backend_cpu") if built(k)]
     session.install(*install_args(keys, extras=None))
-    if built("nn"):
-        session.run("lamina-train", "mnist", "--epochs", "3", *session.posargs)
-    else:
-        session.run("python", "benchmarks/demo_ndarray.py")
+    session.run("lamina-train", "mnist", "--epochs", "3", *session.posargs)
 
 
 DOCS_REQUIREMENTS = ["mkdocs==1.6.1", "mkdocs-material==9.8.1", "mkdocstrings==1.0.8",

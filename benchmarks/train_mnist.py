@@ -14,12 +14,14 @@ Goal (issue 4): >= 98.0% test accuracy within 10 epochs.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import platform
 import statistics
 import time
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -56,7 +58,8 @@ def torch_model(name: str, hidden: int) -> torch.nn.Module:
 
 
 def run_lamina(args: argparse.Namespace, data: tuple[np.ndarray, ...],
-               init: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+               init: dict[str, np.ndarray]) -> Iterator[dict[str, Any]]:
+    """Train epoch by epoch, yielding each epoch's record."""
     x_train, y_train, x_test, y_test = data
     model = build_model(args.model, args.hidden, args.device)
     model.load_state_dict(init)
@@ -67,19 +70,18 @@ def run_lamina(args: argparse.Namespace, data: tuple[np.ndarray, ...],
     sched = optim.lr_scheduler.OneCycleLR(opt, args.lr, total_steps=args.epochs * len(train),
                                           pct_start=0.2, cycle_momentum=False)
     loss_fn = nn.CrossEntropyLoss()
-    history = []
     for epoch in range(1, args.epochs + 1):
         start = time.perf_counter()
         tr = train_epoch(model, train, opt, loss_fn, sched)
         elapsed = time.perf_counter() - start
         te = evaluate(model, test, loss_fn)
-        history.append(_record(epoch, tr, te, elapsed))
         print(f"lamina  epoch {epoch}: test acc {te['acc']:.4f}, {elapsed:.1f} s", flush=True)
-    return history
+        yield _record(epoch, tr, te, elapsed)
 
 
 def run_torch(args: argparse.Namespace, data: tuple[np.ndarray, ...],
-              init: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+              init: dict[str, np.ndarray]) -> Iterator[dict[str, Any]]:
+    """The same training in PyTorch, yielding each epoch's record."""
     x_train, y_train, x_test, y_test = data
     model = torch_model(args.model, args.hidden)
     model.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in init.items()})
@@ -91,7 +93,6 @@ def run_torch(args: argparse.Namespace, data: tuple[np.ndarray, ...],
                                                 pct_start=0.2, cycle_momentum=False)
     loss_fn = torch.nn.CrossEntropyLoss()
     xt, yt = torch.from_numpy(x_test), torch.from_numpy(y_test)
-    history = []
     for epoch in range(1, args.epochs + 1):
         model.train()
         start = time.perf_counter()
@@ -113,10 +114,8 @@ def run_torch(args: argparse.Namespace, data: tuple[np.ndarray, ...],
             logits = model(xt)
             te = {"loss": float(loss_fn(logits, yt)),
                   "acc": float((logits.argmax(1) == yt).float().mean())}
-        history.append(_record(epoch, {"loss": total / seen, "acc": correct / seen}, te,
-                               elapsed))
         print(f"pytorch epoch {epoch}: test acc {te['acc']:.4f}, {elapsed:.1f} s", flush=True)
-    return history
+        yield _record(epoch, {"loss": total / seen, "acc": correct / seen}, te, elapsed)
 
 
 def _record(epoch: int, train: dict[str, float], test: dict[str, float],
@@ -137,10 +136,11 @@ def write_results(out: Path, config: dict[str, Any], results: dict[str, list]) -
     out.with_suffix(".json").write_text(json.dumps(payload, indent=2) + "\n")
     lines = [f"# MNIST training: {config['model']}, {config['epochs']} epochs", "",
              f"Machine: {config['machine']}; Lamina device `{config['device']}`; "
-             f"PyTorch {config['torch_version']} CPU with {config['torch_threads']} threads.",
+             f"PyTorch {config['torch_version']} CPU; {config['threads']} thread(s) each; "
+             f"{config['date']}. Epochs alternate between the two frameworks.",
              "", "| epoch | " + " | ".join(f"{n} test acc | {n} epoch s" for n in results)
              + " |", "|---|" + "---:|---:|" * len(results)]
-    for i in range(config["epochs"]):
+    for i in range(min(len(h) for h in results.values())):
         cells = [f"{results[n][i]['test_acc']:.4f} | {results[n][i]['epoch_time']:.2f}"
                  for n in results]
         lines.append(f"| {i + 1} | " + " | ".join(cells) + " |")
@@ -169,11 +169,17 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default=None, help="Lamina device (default device if unset)")
-    parser.add_argument("--torch-threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
+                        help="threads for both Lamina's cpu backend and PyTorch")
     parser.add_argument("--skip-torch", action="store_true")
     parser.add_argument("--out", required=True, help="output path without suffix")
     args = parser.parse_args()
-    torch.set_num_threads(args.torch_threads)
+    torch.set_num_threads(args.threads)
+    try:
+        import lamina_backend_cpu
+        lamina_backend_cpu.set_num_threads(args.threads)
+    except ImportError:
+        pass
     autograd.manual_seed(args.seed)
     data = load_mnist_arrays(args.data)
     init = {k: v.numpy() for k, v in build_model(args.model, args.hidden).state_dict().items()}
@@ -181,15 +187,20 @@ def main() -> None:
     config = {"model": args.model, "hidden": args.hidden, "epochs": args.epochs,
               "batch_size": args.batch_size, "lr": args.lr, "optimizer": "Adam + OneCycleLR",
               "seed": args.seed, "device": device, "torch_version": torch.__version__,
-              "torch_threads": args.torch_threads,
+              "threads": args.threads, "date": datetime.date.today().isoformat(),
               "machine": f"{platform.processor() or platform.machine()}, "
                          f"{os.cpu_count()} cores, Python {platform.python_version()}"}
-    results = {"lamina": run_lamina(args, data, init)}
+    runners = {"lamina": run_lamina(args, data, init)}
     if not args.skip_torch:
-        results["pytorch"] = run_torch(args, data, init)
+        runners["pytorch"] = run_torch(args, data, init)
+    results: dict[str, list[dict[str, Any]]] = {name: [] for name in runners}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_results(out, config, results)
+    # Alternate epochs so both frameworks see the same machine load; write after each.
+    for _ in range(args.epochs):
+        for name, runner in runners.items():
+            results[name].append(next(runner))
+        write_results(out, config, results)
     print(out.with_suffix(".md").read_text())
 
 

@@ -2,7 +2,6 @@
 
 from . import transforms
 from ._cifar import CIFAR10, CIFAR10_MEAN, CIFAR10_STD, SafeUnpickler, load_cifar_batch
-from ._cifar import CIFAR10, CIFAR10_MEAN, CIFAR10_STD, SafeUnpickler, load_cifar_batch
 from ._dataset import ConcatDataset, Dataset, Subset, TensorDataset, random_split
 from ._loader import DataLoader, default_collate, to_tensors
 from ._mnist import MNIST, DatasetFileError, bundled_mnist_dir, download_mnist, read_idx
@@ -16,6 +15,6 @@ __all__ = [
     "TensorDataset", "Vocabulary", "WordTokenizer", "bundled_mnist_dir", "default_collate", "download_mnist",
     "random_split", "read_idx", "seed_transforms", "to_tensors", "transform_rng", "transforms",
     "CIFAR10", "CIFAR10_MEAN", "CIFAR10_STD", "SafeUnpickler", "load_cifar_batch",
-    "Shakespeare", "default_shakespeare_dir",
     "PTB", "BPTTBatches", "TextCorpus", "batchify",
+    "Shakespeare", "default_shakespeare_dir",
 ]

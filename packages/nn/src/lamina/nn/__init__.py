@@ -8,7 +8,6 @@ PEP 420 namespace package shared by several distributions, so it has no
 from . import functional, init, utils
 from ._containers import ModuleDict, ModuleList, Sequential
 from ._conv import Conv2d
-from ._conv import Conv2d
 from ._errors import CheckpointError, ShapeError, StateDictError
 from ._layers import (
     GELU,
@@ -31,7 +30,6 @@ from ._norm import BatchNorm1d, BatchNorm2d, LayerNorm
 from ._parameter import Parameter
 from ._rnn import LSTM, RNN, LSTMCell, RNNCell
 from ._pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
-from ._pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from ._positional import PositionalEmbedding, SinusoidalPositionalEncoding
 from ._serialization import load, save
 from ._transformer import TransformerDecoderLayer, TransformerEncoderLayer
@@ -42,9 +40,8 @@ __all__ = [
     "Module", "ModuleDict", "ModuleList", "NLLLoss", "Parameter", "ReLU", "Residual",
     "Sequential", "ShapeError", "Sigmoid", "Softmax", "StateDictError", "Tanh", "functional",
     "init", "load", "save", "utils",
-    "AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm2d", "Conv2d", "MaxPool2d",
-    "AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm2d", "Conv2d", "MaxPool2d",
     "MultiheadAttention", "PositionalEmbedding", "SinusoidalPositionalEncoding",
     "TransformerDecoderLayer", "TransformerEncoderLayer",
     "LSTM", "LSTMCell", "RNN", "RNNCell",
+    "AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm2d", "Conv2d", "MaxPool2d",
 ]

@@ -237,12 +237,12 @@ def embedding(indices: Tensor, weight: Tensor) -> Tensor:
                          f"size {size} (ids must be in [0, {size}))") from None
 
 
-# Last: the attention module imports the layers, which import this module.
-from ._attention import scaled_dot_product_attention  # noqa: E402
-
-
 # Convolution and pooling live beside their layers; these are their functional forms.
 from ._conv import conv2d  # noqa: E402
 from ._pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d  # noqa: E402
 
 __all__ += ["adaptive_avg_pool2d", "avg_pool2d", "conv2d", "max_pool2d"]
+
+
+# Last: the attention module imports the layers, which import this module.
+from ._attention import scaled_dot_product_attention  # noqa: E402
