@@ -19,7 +19,7 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
-MODULES = ("bench_ndarray", "bench_cpu", "bench_autograd", "bench_nn", "bench_cnn", "bench_gpt",
+MODULES = ("bench_ndarray", "bench_cpu", "bench_autograd", "bench_cnn", "bench_gpt",
            "bench_lstm")
 
 
