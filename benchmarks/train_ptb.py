@@ -11,6 +11,11 @@ Results are rewritten after every epoch to ``OUT.json`` and ``OUT.md``.
 
     python benchmarks/train_ptb.py --data ../shared/data/ptb --out benchmarks/results/train_ptb
 
+On a two-core machine ``--framework lamina`` and ``--framework pytorch`` run
+the two halves concurrently, one process per core (half the wall time); each
+keeps its own ``OUT.<framework>.json`` and rewrites the combined table from
+whichever halves exist.
+
 Goal (issue 8): Lamina's test perplexity <= 120 (the paper reports 114.5).
 """
 
@@ -91,6 +96,12 @@ def torch_evaluate(model: TorchLM, data: np.ndarray, bptt: int) -> dict[str, flo
 
 
 def write_results(out: Path, config: dict[str, Any], results: dict[str, list]) -> None:
+    """Save this process's histories, then rewrite OUT.json/.md from every saved half."""
+    for name, history in results.items():
+        out.with_suffix(f".{name}.json").write_text(json.dumps(history, indent=2) + "\n")
+    if config["framework"] != "both":
+        results = {name: json.loads(out.with_suffix(f".{name}.json").read_text())
+                   for name in ("lamina", "pytorch") if out.with_suffix(f".{name}.json").exists()}
     summary = {}
     for name, history in results.items():
         if not history:
@@ -106,8 +117,8 @@ def write_results(out: Path, config: dict[str, Any], results: dict[str, list]) -
     lines = [f"# PTB word-level LSTM language model: {config['recipe']}", "",
              f"Machine: {config['machine']}; Lamina device `{config['device']}` with "
              f"LAMINA_NUM_THREADS={config['lamina_threads']}; PyTorch {config['torch_version']} "
-             f"CPU with {config['torch_threads']} thread(s). Epochs alternate between the two "
-             "frameworks in one process; same initial weights and batches.", "",
+             f"CPU with {config['torch_threads']} thread(s). {config['schedule']} Same initial "
+             "weights and batches.", "",
              "| epoch | lr | " + " | ".join(f"{n} train ppl | {n} valid ppl | {n} epoch s"
                                         for n in names) + " |",
              "|---|---:|" + "---:|---:|---:|" * len(names)]
@@ -117,7 +128,7 @@ def write_results(out: Path, config: dict[str, Any], results: dict[str, list]) -
             r = results[n][i] if i < len(results[n]) else None
             cells.append(f"{r['train_ppl']:.2f} | {r['valid_ppl']:.2f} | {r['epoch_time']:.1f}"
                          if r else " | | ")
-        lr = results[names[0]][i]["lr"]
+        lr = max(results.values(), key=len)[i]["lr"]
         lines.append(f"| {i + 1} | {lr:g} | " + " | ".join(cells) + " |")
     lines.append("")
     for name, s in summary.items():
@@ -150,7 +161,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default=None, help="Lamina device (default device if unset)")
     parser.add_argument("--torch-threads", type=int, default=1)
-    parser.add_argument("--skip-torch", action="store_true")
+    parser.add_argument("--framework", choices=("both", "lamina", "pytorch"), default="both",
+                        help="train both alternately in this process, or one of them only")
     parser.add_argument("--out", required=True, help="output path without suffix")
     args = parser.parse_args()
     torch.set_num_threads(args.torch_threads)
@@ -177,43 +189,47 @@ def main() -> None:
               "device": str(model.decoder.weight.device),
               "lamina_threads": os.environ.get("LAMINA_NUM_THREADS"),
               "torch_version": torch.__version__, "torch_threads": args.torch_threads,
+              "framework": args.framework,
+              "schedule": "Epochs alternate between the two frameworks in one process."
+                          if args.framework == "both" else
+                          "The two frameworks trained concurrently, one process each on its own "
+                          "core.",
               "machine": f"{platform.processor() or platform.machine()}, "
                          f"{os.cpu_count()} cores (shared), Python {platform.python_version()}"}
-    results: dict[str, list] = {"lamina": [], "pytorch": []}
-    if args.skip_torch:
-        del results["pytorch"]
+    names = ("lamina", "pytorch") if args.framework == "both" else (args.framework,)
+    results: dict[str, list] = {name: [] for name in names}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     for epoch in range(1, args.epochs + 1):
         lr = opt.param_groups[0]["lr"]
-        start = time.perf_counter()
-        tr = train_lm_epoch(model, BPTTBatches(train, args.bptt, args.device), opt,
-                            args.batch_size, args.clip)
-        elapsed = time.perf_counter() - start
-        va = evaluate_lm(model, BPTTBatches(valid, args.bptt, args.device), EVAL_BATCH)
+        if "lamina" in results:
+            start = time.perf_counter()
+            tr = train_lm_epoch(model, BPTTBatches(train, args.bptt, args.device), opt,
+                                args.batch_size, args.clip)
+            elapsed = time.perf_counter() - start
+            va = evaluate_lm(model, BPTTBatches(valid, args.bptt, args.device), EVAL_BATCH)
+            rec = {"epoch": epoch, "lr": lr, "train_ppl": tr["ppl"], "valid_ppl": va["ppl"],
+                   "epoch_time": elapsed}
+            if epoch == args.epochs:
+                rec["test_ppl"] = evaluate_lm(model, BPTTBatches(test, args.bptt, args.device),
+                                              EVAL_BATCH)["ppl"]
+            results["lamina"].append(rec)
+            print(f"lamina  epoch {epoch}: {rec}", flush=True)
+            write_results(out, config, results)
         sched.step()
-        rec = {"epoch": epoch, "lr": lr, "train_ppl": tr["ppl"], "valid_ppl": va["ppl"],
-               "epoch_time": elapsed}
-        if epoch == args.epochs:
-            rec["test_ppl"] = evaluate_lm(model, BPTTBatches(test, args.bptt, args.device),
-                                          EVAL_BATCH)["ppl"]
-        results["lamina"].append(rec)
-        print(f"lamina  epoch {epoch}: {rec}", flush=True)
-        write_results(out, config, results)
-        if args.skip_torch:
-            continue
-        start = time.perf_counter()
-        tr = torch_train_epoch(twin, train, args.bptt, topt, args.clip)
-        elapsed = time.perf_counter() - start
-        va = torch_evaluate(twin, valid, args.bptt)
+        if "pytorch" in results:
+            start = time.perf_counter()
+            tr = torch_train_epoch(twin, train, args.bptt, topt, args.clip)
+            elapsed = time.perf_counter() - start
+            va = torch_evaluate(twin, valid, args.bptt)
+            rec = {"epoch": epoch, "lr": lr, "train_ppl": tr["ppl"], "valid_ppl": va["ppl"],
+                   "epoch_time": elapsed}
+            if epoch == args.epochs:
+                rec["test_ppl"] = torch_evaluate(twin, test, args.bptt)["ppl"]
+            results["pytorch"].append(rec)
+            print(f"pytorch epoch {epoch}: {rec}", flush=True)
+            write_results(out, config, results)
         tsched.step()
-        rec = {"epoch": epoch, "lr": lr, "train_ppl": tr["ppl"], "valid_ppl": va["ppl"],
-               "epoch_time": elapsed}
-        if epoch == args.epochs:
-            rec["test_ppl"] = torch_evaluate(twin, test, args.bptt)["ppl"]
-        results["pytorch"].append(rec)
-        print(f"pytorch epoch {epoch}: {rec}", flush=True)
-        write_results(out, config, results)
     print(out.with_suffix(".md").read_text())
 
 

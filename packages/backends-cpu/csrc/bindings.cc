@@ -127,6 +127,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("ewise_tanh", &ewise_tanh, nogil());
   m.def("ewise_sin", &ewise_sin, nogil());
   m.def("ewise_cos", &ewise_cos, nogil());
+  m.def("ewise_erf", &ewise_erf, nogil());
   m.def("ewise_sign", &ewise_sign, nogil());
   // elementwise: others
   m.def("ewise_where", &ewise_where, nogil());
@@ -140,6 +141,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("reduce_sum_axis", &reduce_sum_axis, nogil());
   m.def("softmax_last", &softmax_last, nogil());
   m.def("logsumexp_last", &logsumexp_last, nogil());
+  m.def("layer_norm_last", &layer_norm_last, nogil());
 
   // indexing
   m.def("index_gather", &index_gather, nogil());

@@ -174,6 +174,7 @@ LAMINA_UNARY(Sqrt, sqrt)
 LAMINA_UNARY(Tanh, tanh)
 LAMINA_UNARY(Sin, sin)
 LAMINA_UNARY(Cos, cos)
+LAMINA_UNARY(Erf, erf)
 LAMINA_UNARY(Sign, sign)
 #undef LAMINA_UNARY
 

@@ -23,6 +23,6 @@ template <class Op, class T> UnaryLoop<T> avx2_unary_loop();
   X(Add) X(Sub) X(Mul) X(Div) X(Power) X(Maximum) X(Minimum) X(Eq) X(Ne) X(Lt) X(Le) \
   X(Gt) X(Ge) X(Rsub) X(Rdiv) X(Rpower)
 #define LAMINA_UNARY_OP_LIST(X) \
-  X(Neg) X(Abs) X(Exp) X(Log) X(Sqrt) X(Tanh) X(Sin) X(Cos) X(Sign)
+  X(Neg) X(Abs) X(Exp) X(Log) X(Sqrt) X(Tanh) X(Sin) X(Cos) X(Erf) X(Sign)
 
 }  // namespace lamina_cpu

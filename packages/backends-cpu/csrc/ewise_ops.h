@@ -45,6 +45,7 @@ LAMINA_OP(Sqrt, false, std::sqrt(a))
 LAMINA_OP(Tanh, false, std::tanh(a))
 LAMINA_OP(Sin, false, std::sin(a))
 LAMINA_OP(Cos, false, std::cos(a))
+LAMINA_OP(Erf, false, std::erf(a))
 LAMINA_OP(Sign, true, a > T(0) ? T(1) : (a < T(0) ? T(-1) : a))
 
 #undef LAMINA_OP
@@ -54,7 +55,7 @@ LAMINA_OP(Sign, true, a > T(0) ? T(1) : (a < T(0) ? T(-1) : a))
 template <class Op>
 constexpr bool kTranscendental =
     std::is_same_v<Op, Exp> || std::is_same_v<Op, Log> || std::is_same_v<Op, Tanh> ||
-    std::is_same_v<Op, Sin> || std::is_same_v<Op, Cos> || std::is_same_v<Op, Power> ||
+    std::is_same_v<Op, Sin> || std::is_same_v<Op, Cos> || std::is_same_v<Op, Erf> || std::is_same_v<Op, Power> ||
     std::is_same_v<Op, Rpower>;
 
 }  // namespace lamina_cpu::ops

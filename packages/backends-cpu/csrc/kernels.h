@@ -56,6 +56,7 @@ void ewise_sqrt(const Array& a, Array& out);
 void ewise_tanh(const Array& a, Array& out);
 void ewise_sin(const Array& a, Array& out);
 void ewise_cos(const Array& a, Array& out);
+void ewise_erf(const Array& a, Array& out);
 void ewise_sign(const Array& a, Array& out);
 void ewise_where(const Array& cond, const Array& a, const Array& b, Array& out);
 void ewise_cast(const Array& a, Array& out);
@@ -68,6 +69,10 @@ void reduce_argmax(const Array& a, Array& out, int64_t size);
 void reduce_sum_axis(const Array& a, Array& out, int64_t outer, int64_t size, int64_t inner);
 void softmax_last(const Array& a, Array& out, int64_t size);
 void logsumexp_last(const Array& a, Array& out, int64_t size);
+// LayerNorm over rows of `size` (biased variance); also writes each row's
+// mean and 1/sqrt(var + eps) for the backward.
+void layer_norm_last(const Array& a, const Array& weight, const Array& bias, Array& out,
+                     Array& mean, Array& rstd, int64_t size, double eps);
 
 // index.cc
 void index_gather(const Array& a, const Array& idx, Array& out, int64_t outer,

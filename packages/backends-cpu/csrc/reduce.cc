@@ -1,7 +1,7 @@
 // reduce.cc: reductions of a compact (rows, size) operand over its last axis
 // (reduce_sum/max/min/argmax), the first-axis style reduce_sum_axis over a
-// compact (outer, size, inner) operand, and the fused row-wise softmax_last
-// and logsumexp_last.
+// compact (outer, size, inner) operand, and the fused row-wise softmax_last,
+// logsumexp_last and layer_norm_last.
 //
 // Determinism: a row is always reduced by one thread in a fixed order, and a
 // single long row is cut into fixed 64K-element chunks whose partial sums are
@@ -278,6 +278,47 @@ void logsumexp_last(const Array& a, Array& out, int64_t size) {
         total += lane_sum(buf, n);
       }
       po[r] = static_cast<T>(std::log(static_cast<T>(total))) + peak;
+    });
+  });
+}
+
+void layer_norm_last(const Array& a, const Array& weight, const Array& bias, Array& out,
+                     Array& mean, Array& rstd, int64_t size, double eps) {
+  const char* op = "layer_norm_last";
+  require_same_dtype(op, {&out, &a, &weight, &bias, &mean, &rstd});
+  require_float(op, out.dtype());
+  const int64_t rows = check_rows(op, a, mean, size, true);
+  if (rstd.size() != rows)
+    value_error(op, ": rstd has ", rstd.size(), " elements, mean has ", rows);
+  if (out.size() < checked_mul(rows, size, op))
+    value_error(op, ": out has ", out.size(), " elements, expected ", rows, "x", size);
+  if (rows && (weight.size() < size || bias.size() < size))
+    value_error(op, ": weight and bias have ", weight.size(), " and ", bias.size(),
+                " elements, expected ", size);
+  dispatch_float(op, out.dtype(), [&](auto tag) {
+    using T = elem_t<decltype(tag)>;
+    using Acc = std::conditional_t<std::is_same_v<T, float>, double, T>;
+    const T* pa = a.data<T>();
+    const T* pw = weight.data<T>();
+    const T* pb = bias.data<T>();
+    T* po = out.data<T>();
+    T* pm = mean.data<T>();
+    T* pr = rstd.data<T>();
+    // Two passes over the row (mean, then the centred sum of squares): the
+    // one-pass E[x^2] - E[x]^2 cancels badly when |mean| >> std. Statistics
+    // and centring stay in Acc, so a float32 mean is not rounded before use.
+    for_each_row(rows, size * 4, [&](int64_t r) {
+      const T* x = pa + r * size;
+      T* y = po + r * size;
+      Acc total = 0;
+      for (int64_t i = 0; i < size; ++i) total += x[i];
+      const Acc mu = total / size;
+      Acc sq = 0;
+      for (int64_t i = 0; i < size; ++i) sq += (x[i] - mu) * (x[i] - mu);
+      const Acc inv = 1 / std::sqrt(sq / size + eps);
+      for (int64_t i = 0; i < size; ++i) y[i] = static_cast<T>((x[i] - mu) * inv * pw[i] + pb[i]);
+      pm[r] = static_cast<T>(mu);
+      pr[r] = static_cast<T>(inv);
     });
   });
 }

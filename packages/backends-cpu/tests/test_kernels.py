@@ -3,9 +3,11 @@ the numpy reference backend over dtypes and odd sizes."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
-from conftest import ALL, FLOATS, ODD_SIZES, compare, cpu, rand
+from conftest import ALL, FLOATS, ODD_SIZES, TOL, buffer, compare, cpu, host, rand
 from lamina.ndarray._interface import (
     BINARY_OPS,
     COMPARISON_OPS,
@@ -148,6 +150,26 @@ def test_softmax_logsumexp(dtype: str, rows: int, size: int) -> None:
     a = rand(rows * size, dtype, 11, -20, 20)
     compare("softmax_last", [a], [(rows * size, dtype)], size)
     compare("logsumexp_last", [a], [(rows, dtype)], size)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("rows,size", [(1, 1), (3, 10), (7, 17), (128, 1000), (2, 3001)])
+def test_layer_norm(dtype: str, rows: int, size: int) -> None:
+    a = rand(rows * size, dtype, 13, 9, 11)
+    w, b = rand(size, dtype, 14), rand(size, dtype, 15)
+    compare("layer_norm_last", [a, w, b], [(rows * size, dtype), (rows, dtype), (rows, dtype)],
+            size, 1e-5, tol=dict(rtol=1e-4, atol=1e-4) if dtype == "float32" else None)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("size", ODD_SIZES)
+def test_erf(dtype: str, size: int) -> None:
+    # The numpy reference has no erf kernel: compare with libm through math.erf.
+    a = rand(size, dtype, 16, -5, 5)
+    out = cpu.Array(size, dtype)
+    cpu.ewise_erf(buffer(cpu, a), out)
+    want = np.array([math.erf(v) for v in a.tolist()], dtype=dtype)
+    np.testing.assert_allclose(host(cpu, out), want, **TOL[dtype])
 
 
 @pytest.mark.parametrize("dtype", FLOATS)

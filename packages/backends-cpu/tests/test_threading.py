@@ -37,6 +37,9 @@ res = {
   "sum_axis": run("reduce_sum_axis", (x,), 2000, 1, 500, 2000),
   "softmax": run("softmax_last", (x,), 1_000_000, 1000),
   "lse": run("logsumexp_last", (x,), 1000, 1000),
+  "layer_norm": run("layer_norm_last", (x, A, A), 1_000_000, *(b.Array(1000, "float32")
+                                                               for _ in range(2)), 1000, 1e-5),
+  "erf": run("ewise_erf", (x,), 1_000_003),
   "compact_t": run("compact", (x,), 1_000_000, (1000, 1000), (1, 1000), 0),
   "matmul": run("matmul", (A, B), 517 * 411, 517, 300, 411),
   "matmul64": run("matmul", (D, D), 200 * 200, 200, 200, 200, out_dtype="float64"),

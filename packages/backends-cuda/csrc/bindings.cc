@@ -132,6 +132,7 @@ PYBIND11_MODULE(_core, m) {
   LAMINA_DEF_UNARY(tanh);
   LAMINA_DEF_UNARY(sin);
   LAMINA_DEF_UNARY(cos);
+  LAMINA_DEF_UNARY(erf);
   LAMINA_DEF_UNARY(sign);
   LAMINA_DEF(ewise_where, "cond"_a, "a"_a, "b"_a, "out"_a, "out[i] = a[i] if cond[i] != 0 else b[i]");
   LAMINA_DEF(ewise_cast, "a"_a, "out"_a, "out[i] = a[i] converted to out.dtype");
@@ -145,6 +146,8 @@ PYBIND11_MODULE(_core, m) {
              "out[o, i] = sum_k a[o, k, i]");
   LAMINA_DEF(softmax_last, "a"_a, "out"_a, "size"_a, "row-wise softmax of (rows, size)");
   LAMINA_DEF(logsumexp_last, "a"_a, "out"_a, "size"_a, "row-wise stable log(sum(exp(a)))");
+  LAMINA_DEF(layer_norm_last, "a"_a, "weight"_a, "bias"_a, "out"_a, "mean"_a, "rstd"_a, "size"_a,
+             "eps"_a, "row-wise LayerNorm of (rows, size); mean and rstd (rows,) for the backward");
 
   // indexing
   LAMINA_DEF(index_gather, "a"_a, "idx"_a, "out"_a, "outer"_a, "axis_size"_a, "inner"_a,

@@ -1,5 +1,5 @@
 // ewise_unary.cu: unary elementwise kernels over compact operands:
-// ewise_OP(a, out) for OP in neg, abs, exp, log, sqrt, tanh, sin, cos, sign
+// ewise_OP(a, out) for OP in neg, abs, exp, log, sqrt, tanh, sin, cos, erf, sign
 // (float32/float64), ewise_where(cond, a, b, out) and ewise_cast(a, out).
 //
 // The math is CUDA's full-precision libm (no fast-math): results differ from
@@ -44,6 +44,10 @@ struct Sin {
 struct Cos {
   __device__ float operator()(float x) const { return cosf(x); }
   __device__ double operator()(double x) const { return cos(x); }
+};
+struct Erf {
+  __device__ float operator()(float x) const { return erff(x); }
+  __device__ double operator()(double x) const { return erf(x); }
 };
 struct Sign {  // 0 stays 0 and NaN stays NaN, as in numpy.sign
   template <class T> __device__ T operator()(T x) const {
@@ -94,6 +98,7 @@ LAMINA_UNARY(sqrt, Sqrt)
 LAMINA_UNARY(tanh, Tanh)
 LAMINA_UNARY(sin, Sin)
 LAMINA_UNARY(cos, Cos)
+LAMINA_UNARY(erf, Erf)
 LAMINA_UNARY(sign, Sign)
 
 // out[i] = cond[i] != 0 ? a[i] : b[i]; cond is T or int64. No __restrict__: out may alias.

@@ -1,6 +1,7 @@
 // reduce.cu: reductions over the contiguous last axis (reduce_sum, reduce_max,
 // reduce_min, reduce_argmax), over a middle axis (reduce_sum_axis), and the
-// fused row kernels softmax_last and logsumexp_last. Float32/float64.
+// fused row kernels softmax_last, logsumexp_last and layer_norm_last.
+// Float32/float64.
 //
 // a is compact (rows, size). Rows of up to kWarpRowMax elements are reduced by
 // one warp each (8 rows per 256-thread block); longer rows by a whole block,
@@ -9,7 +10,9 @@
 // separate blocks into a scratch buffer of partial results, which a second
 // launch combines, so one huge row still runs at full bandwidth. float32 sums
 // accumulate in double: cheap for a memory-bound kernel, and the result is
-// at least as accurate as numpy's pairwise summation.
+// at least as accurate as numpy's pairwise summation. The fused row kernels
+// give each row one warp or one block (they read a row more than once, so it
+// stays in cache) and never split it.
 #include <cfloat>
 #include <cmath>
 #include <type_traits>
@@ -341,6 +344,40 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// out[r, k] = (a[r, k] - mean[r]) * rstd[r] * weight[k] + bias[k] with the row's
+// mean and rstd = 1/sqrt(var + eps), var the biased variance taken in a second
+// pass over the centred row (E[x^2] - E[x]^2 cancels when |mean| >> std).
+template <class T, int GROUP>
+__global__ void __launch_bounds__(kThreads)
+    layer_norm_last_kernel(const T* __restrict__ a, const T* __restrict__ weight,
+                           const T* __restrict__ bias, T* __restrict__ out, T* __restrict__ mean,
+                           T* __restrict__ rstd, int64_t rows, int64_t size, double eps) {
+  using Acc = typename AccOf<T>::type;
+  constexpr int kGroups = kThreads / GROUP;
+  const int lane = threadIdx.x % GROUP;
+  for (int64_t r = blockIdx.x * static_cast<int64_t>(kGroups) + threadIdx.x / GROUP; r < rows;
+       r += static_cast<int64_t>(gridDim.x) * kGroups) {
+    const T* p = a + r * size;
+    Acc s = 0;
+    for (int64_t k = lane; k < size; k += GROUP) s += p[k];
+    // Statistics and centring stay in Acc: a float32 mean rounded before use
+    // shifts every centred element of a row whose |mean| >> std.
+    const Acc mu = group_reduce<GROUP, SumOp<T>>(s) / size;
+    Acc sq = 0;
+    for (int64_t k = lane; k < size; k += GROUP) {
+      const Acc d = p[k] - mu;
+      sq += d * d;
+    }
+    const Acc inv = 1 / sqrt(group_reduce<GROUP, SumOp<T>>(sq) / size + eps);
+    for (int64_t k = lane; k < size; k += GROUP)
+      out[r * size + k] = static_cast<T>((p[k] - mu) * inv * weight[k] + bias[k]);
+    if (lane == 0) {
+      mean[r] = static_cast<T>(mu);
+      rstd[r] = static_cast<T>(inv);
+    }
+  }
+}
+
 void softmax_last(const Array& a, Array& out, int64_t size) {
   require_same_dtype("softmax_last", {&a, &out});
   require_nonneg("softmax_last", "size", size);
@@ -378,6 +415,32 @@ void logsumexp_last(const Array& a, Array& out, int64_t size) {
       logsumexp_last_kernel<T, kThreads><<<grid_for(rows, ctx.device, 1), kThreads, 0, ctx.stream>>>(
           a.data<T>(), out.data<T>(), rows, size);
     check_launch("logsumexp_last_kernel", ctx.stream);
+  });
+}
+
+void layer_norm_last(const Array& a, const Array& weight, const Array& bias, Array& out,
+                     Array& mean, Array& rstd, int64_t size, double eps) {
+  const char* op = "layer_norm_last";
+  require_same_dtype(op, {&a, &weight, &bias, &out, &mean, &rstd});
+  require_float(op, a.dtype());
+  const int64_t rows = reduce_rows(op, a, mean, size, true);
+  if (rstd.size() != rows)
+    value_error(op, ": rstd has ", rstd.size(), " elements, mean has ", rows);
+  if (out.size() < rows * size)
+    value_error(op, ": out has ", out.size(), " elements, expected ", rows, "x", size);
+  if (rows > 0 && (weight.size() < size || bias.size() < size))
+    value_error(op, ": weight and bias have ", weight.size(), " and ", bias.size(),
+                " elements, expected ", size);
+  const Launch ctx = launch_on(op, {&a, &weight, &bias, &out, &mean, &rstd});
+  if (rows == 0) return;
+  dispatch_float(op, a.dtype(), [&](auto t) {
+    using T = decltype(t);
+    const bool warp = size <= kWarpRowMax;
+    const auto kernel = warp ? &layer_norm_last_kernel<T, 32> : &layer_norm_last_kernel<T, kThreads>;
+    kernel<<<grid_for(warp ? (rows + 7) / 8 : rows, ctx.device, 1), kThreads, 0, ctx.stream>>>(
+        a.data<T>(), weight.data<T>(), bias.data<T>(), out.data<T>(), mean.data<T>(),
+        rstd.data<T>(), rows, size, eps);
+    check_launch("layer_norm_last_kernel", ctx.stream);
   });
 }
 

@@ -8,6 +8,8 @@ index paths of the strided kernels.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from conftest import FLOATS, SUM_TOL, TOL, check, cuda, get, put, rand, ref, run
@@ -64,6 +66,17 @@ def test_unary(op: str, dtype: str) -> None:
     if op == "sign":
         a[:7] = 0
     check(f"ewise_{op}", [a, "OUT"], (a.size, dtype))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_erf(dtype: str) -> None:
+    # numpy has no erf: compare with math.erf (float64) rounded to the dtype
+    a = np.concatenate([rand(100_003, dtype, 25, -6, 6),
+                        np.array([0, -0.0, 1e-30, 30, -30, np.inf, -np.inf, np.nan], dtype)])
+    out = cuda.Array(a.size, dtype)
+    cuda.ewise_erf(put(cuda, a), out)
+    np.testing.assert_allclose(get(cuda, out), np.vectorize(math.erf)(a).astype(dtype),
+                               **TOL[dtype], err_msg="ewise_erf differs from math.erf")
 
 
 def test_in_place_update() -> None:
@@ -178,6 +191,54 @@ def test_softmax_logsumexp(rows: int, size: int, dtype: str) -> None:
     check("logsumexp_last", [a, "OUT", size], (rows, dtype), SUM_TOL[dtype])
     a[:size] = -np.inf  # an all -inf row: logsumexp -inf, like numpy
     check("logsumexp_last", [a, "OUT", size], (rows, dtype), SUM_TOL[dtype])
+
+
+def _layer_norm_ref(a: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """out, mean and rstd of a (rows, size) in float64, variance in a second pass."""
+    x = a.astype(np.float64)
+    mu = x.mean(axis=1)
+    d = x - mu[:, None]
+    rstd = 1 / np.sqrt((d * d).mean(axis=1) + eps)
+    out = d * rstd[:, None] * w.astype(np.float64) + b.astype(np.float64)
+    return out.reshape(-1), mu, rstd
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("rows,size", [(1, 1), (3, 10), (7, 17), (4, 512), (3, 513),
+                                       (128, 1000), (2, 3001)])
+def test_layer_norm(rows: int, size: int, dtype: str) -> None:
+    # An offset mean (|mean| >> std) catches a one-pass E[x^2] - E[x]^2 variance.
+    a = rand((rows, size), dtype, 26, 99, 101)
+    w, b = rand(size, dtype, 27), rand(size, dtype, 28)
+    bufs = [cuda.Array(n, dtype) for n in (rows * size, rows, rows)]
+    cuda.layer_norm_last(put(cuda, a), put(cuda, w), put(cuda, b), *bufs, size, 1e-5)
+    for name, buf, want in zip(("out", "mean", "rstd"), bufs, _layer_norm_ref(a, w, b, 1e-5)):
+        np.testing.assert_allclose(get(cuda, buf), want.astype(dtype), **SUM_TOL[dtype],
+                                   err_msg=f"layer_norm_last {name} differs from numpy")
+
+
+def test_layer_norm_errors() -> None:
+    def f32(n: int) -> object:
+        return cuda.Array(n, "float32")
+
+    cases = [  # (match, a, weight, bias, out, mean, rstd, size)
+        ("layer_norm_last: rstd has 3", 6, 3, 3, 6, 2, 3, 3),
+        ("layer_norm_last: weight and bias", 6, 2, 3, 6, 2, 2, 3),
+        ("layer_norm_last: out has 5", 6, 3, 3, 5, 2, 2, 3),
+        ("layer_norm_last: input has 5", 5, 3, 3, 6, 2, 2, 3),
+        ("layer_norm_last: cannot reduce over an empty axis", 6, 3, 3, 6, 2, 2, 0),
+        ("layer_norm_last: size must be >= 0", 6, 3, 3, 6, 2, 2, -1),
+    ]
+    for match, *sizes, size in cases:
+        with pytest.raises(ValueError, match=match):
+            cuda.layer_norm_last(*(f32(n) for n in sizes), size, 1e-5)
+    with pytest.raises(TypeError, match="dtypes differ"):
+        cuda.layer_norm_last(f32(6), cuda.Array(3, "float64"), f32(3), f32(6), f32(2), f32(2), 3,
+                             1e-5)
+    with pytest.raises(TypeError, match="int64"):
+        cuda.layer_norm_last(*(cuda.Array(n, "int64") for n in (6, 3, 3, 6, 2, 2)), 3, 1e-5)
+    cuda.layer_norm_last(*(f32(0) for _ in range(6)), 4, 1e-5)  # no rows: nothing to do
 
 
 @pytest.mark.parametrize("dtype", FLOATS)

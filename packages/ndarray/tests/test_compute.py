@@ -149,6 +149,44 @@ def test_softmax_and_logsumexp(device, axis):
     assert np.all(np.isneginf(inf.logsumexp(-1).numpy()))
 
 
+def _without(device: str, kernel: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hide an optional kernel of ``device``'s backend so the composite path runs."""
+    backend = nd.get_device(device).backend
+    if hasattr(backend, kernel):
+        owner = backend if kernel in vars(backend) else type(backend)
+        monkeypatch.delattr(owner, kernel)
+
+
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "composite"])
+@pytest.mark.parametrize("shape", [(1, 1), (3, 7), (2, 3, 128)])
+def test_layer_norm(device, shape, fused, monkeypatch):
+    if not fused:
+        _without(device, "layer_norm_last", monkeypatch)
+    x = (rand(*shape) + 50).astype(np.float32)  # |mean| >> std
+    w, b = rand(shape[-1]), rand(shape[-1])
+    out, mean, rstd = nd.layer_norm(*(nd.array(v, device=device) for v in (x, w, b)), eps=1e-5)
+    wide = x.astype(np.float64)
+    mu = wide.mean(-1, keepdims=True)
+    inv = 1 / np.sqrt(((wide - mu) ** 2).mean(-1, keepdims=True) + 1e-5)
+    close(out, ((wide - mu) * inv * w + b).astype(np.float32), rtol=1e-3, atol=1e-3)
+    close(mean, mu.astype(np.float32))
+    close(rstd, inv.astype(np.float32), rtol=1e-3)
+    with pytest.raises(nd.ShapeError, match=r"layer_norm: weight \(3,\) and bias \(7,\)"):
+        nd.layer_norm(nd.array(rand(2, 7), device=device), nd.array(rand(3), device=device),
+                      nd.array(rand(7), device=device))
+
+
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "composite"])
+def test_erf(device, fused, monkeypatch):
+    import math
+
+    if not fused:
+        _without(device, "ewise_erf", monkeypatch)
+    x = np.concatenate([np.linspace(-6, 6, 97), [0.0, 1e-8, -1e-8]])
+    got = nd.array(x, device=device).erf()
+    close(got, np.array([math.erf(v) for v in x]), rtol=0, atol=1.5e-7)
+
+
 @pytest.mark.parametrize("geom", [(3, 1, 1, 1), (3, 2, 1, 1), (2, 1, 0, 2), (1, 1, 0, 1)])
 def test_im2col_col2im_adjoint(device, geom):
     k, s, p, d = geom

@@ -25,7 +25,7 @@ else:
 
 _BINARY = ("add", "sub", "mul", "div", "power", "maximum", "minimum",
            "eq", "ne", "lt", "le", "gt", "ge")
-_UNARY = ("neg", "abs", "exp", "log", "sqrt", "tanh", "sin", "cos", "sign")
+_UNARY = ("neg", "abs", "exp", "log", "sqrt", "tanh", "sin", "cos", "erf", "sign")
 
 KERNELS: tuple[str, ...] = (
     ("Array", "from_numpy", "to_numpy", "fill",
@@ -36,8 +36,8 @@ KERNELS: tuple[str, ...] = (
     + tuple(f"ewise_{op}" for op in _BINARY + _UNARY)
     + tuple(f"scalar_{op}" for op in _BINARY + ("rsub", "rdiv", "rpower"))
     + ("reduce_sum", "reduce_max", "reduce_min", "reduce_argmax")
-    + ("softmax_last", "logsumexp_last", "reduce_sum_axis", "im2col", "col2im",
-       "synchronize", "empty_cache", "memory_stats")
+    + ("softmax_last", "logsumexp_last", "layer_norm_last", "reduce_sum_axis", "im2col",
+       "col2im", "synchronize", "empty_cache", "memory_stats")
 )
 """Every kernel and device function the backend provides (interface v1 names)."""
 

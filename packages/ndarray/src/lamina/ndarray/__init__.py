@@ -5,7 +5,18 @@ The public surface is the list below; implementation lives in the
 entry-point group (``python -m lamina.ndarray`` lists them).
 """
 
-from ._compute import argmax, logsumexp, matmul, mean, pad, scatter_add, softmax, take
+from ._compute import (
+    argmax,
+    erf,
+    layer_norm,
+    logsumexp,
+    matmul,
+    mean,
+    pad,
+    scatter_add,
+    softmax,
+    take,
+)
 from ._creation import (
     arange,
     array,
@@ -45,9 +56,9 @@ __version__ = "0.1.0"
 __all__ = [
     "API_VERSION", "BackendInfo", "BackendProtocol", "DType", "DTypeError", "Device",
     "DeviceError", "NDArray", "ShapeError", "arange", "argmax", "array", "as_dtype",
-    "broadcast_shapes", "col2im", "concatenate", "default_device", "empty", "float32",
-    "float64", "full", "generator", "get_device", "im2col", "int64", "list_backends",
-    "logsumexp", "manual_seed", "matmul", "maximum", "mean", "minimum", "one_hot", "ones",
-    "pad", "rand", "randn", "scatter_add", "set_default_device", "softmax", "stack", "take",
-    "where", "zeros",
+    "broadcast_shapes", "col2im", "concatenate", "default_device", "empty", "erf", "float32",
+    "float64", "full", "generator", "get_device", "im2col", "int64", "layer_norm",
+    "list_backends", "logsumexp", "manual_seed", "matmul", "maximum", "mean", "minimum",
+    "one_hot", "ones", "pad", "rand", "randn", "scatter_add", "set_default_device", "softmax",
+    "stack", "take", "where", "zeros",
 ]

@@ -252,6 +252,68 @@ def softmax(a: NDArray, axis: int = -1) -> NDArray:
     return binary(e, reduce(e, ax, True, "sum"), "div")
 
 
+def layer_norm(a: NDArray, weight: NDArray, bias: NDArray, eps: float = 1e-5
+               ) -> tuple[NDArray, NDArray, NDArray]:
+    """LayerNorm over the last axis with the biased variance, as PyTorch.
+
+    Shapes: a (*, D), weight (D,), bias (D,) -> out (*, D), mean (*, 1),
+    rstd (*, 1), where ``rstd = 1 / sqrt(var + eps)``; mean and rstd are what
+    the backward needs. Runs the backend's fused ``layer_norm_last`` when it
+    has one (a LayerNorm is otherwise eight elementwise and reduction kernels).
+
+    Raises:
+        ShapeError: a has no last axis or an empty one, or weight or bias is not (D,).
+    """
+    if not a._shape or a._shape[-1] == 0:
+        raise ShapeError(f"layer_norm: input must have a non-empty last axis, got shape "
+                         f"{a._shape}")
+    if weight._shape != a._shape[-1:] or bias._shape != a._shape[-1:]:
+        raise ShapeError(f"layer_norm: weight {weight._shape} and bias {bias._shape} must "
+                         f"both have shape ({a._shape[-1]},) for input {a._shape} "
+                         "(normalised over the last axis)")
+    for other in (weight, bias):
+        _check_pair(a, other, "layer_norm")
+    _check_arithmetic(a._dtype, "layer_norm")
+    size = a._shape[-1]
+    stats = a._shape[:-1] + (1,)
+    backend = a._device.backend
+    if hasattr(backend, "layer_norm_last"):
+        src, w, b = a.compact(), weight.compact(), bias.compact()
+        out = NDArray._empty(a._shape, a._dtype, a._device)
+        mu = NDArray._empty(stats, a._dtype, a._device)
+        rstd = NDArray._empty(stats, a._dtype, a._device)
+        if a.size:
+            backend.layer_norm_last(src._buf, w._buf, b._buf, out._buf, mu._buf, rstd._buf,
+                                    size, float(eps))
+        return out, mu, rstd
+    mu = a.sum(axis=-1, keepdims=True) * (1.0 / size)
+    centred = a - mu
+    rstd = ((centred * centred).sum(axis=-1, keepdims=True) * (1.0 / size) + eps) ** -0.5
+    return centred * rstd * weight + bias, mu, rstd
+
+
+# Abramowitz & Stegun 7.1.26: erf(x) = 1 - t (a1 + t (a2 + ...)) exp(-x^2),
+# t = 1 / (1 + p |x|), odd in x; absolute error below 1.5e-7.
+_ERF_P = 0.3275911
+_ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
+
+
+def erf(a: NDArray) -> NDArray:
+    """The error function, elementwise.
+
+    Exact (libm) where the backend has the optional ``ewise_erf``; otherwise
+    the Abramowitz & Stegun 7.1.26 rational approximation from interface-v1
+    kernels, with absolute error below 1.5e-7 (float32 round-off, not float64
+    precision).
+    """
+    _check_arithmetic(a._dtype, "erf")
+    if hasattr(a._device.backend, "ewise_erf"):
+        return unary(a, "erf")
+    t = 1 / (1 + _ERF_P * a.abs())
+    poly = t * (_ERF_A[0] + t * (_ERF_A[1] + t * (_ERF_A[2] + t * (_ERF_A[3] + t * _ERF_A[4]))))
+    return a.sign() * (1 - poly * (-(a * a)).exp())
+
+
 def logsumexp(a: NDArray, axis: Any = -1, keepdims: bool = False) -> NDArray:
     """log(sum(exp(a))) over ``axis``, stable for large and -inf entries."""
     _check_arithmetic(a._dtype, "logsumexp")

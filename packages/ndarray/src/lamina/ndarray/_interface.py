@@ -35,8 +35,8 @@ REQUIRED = (
     + tuple(f"reduce_{op}" for op in REDUCE_OPS)
 )
 
-OPTIONAL = ("softmax_last", "logsumexp_last", "reduce_sum_axis", "im2col", "col2im",
-            "device_count", "synchronize")
+OPTIONAL = ("softmax_last", "logsumexp_last", "layer_norm_last", "reduce_sum_axis", "im2col",
+            "col2im", "ewise_erf", "device_count", "synchronize")
 
 
 class Buffer(Protocol):

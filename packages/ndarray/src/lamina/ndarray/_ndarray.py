@@ -401,6 +401,9 @@ class NDArray:
     def sign(self) -> NDArray:
         return _compute.unary(self, "sign")
 
+    def erf(self) -> NDArray:
+        return _compute.erf(self)
+
     def sum(self, axis: Axes = None, keepdims: bool = False) -> NDArray:
         return _compute.reduce(self, axis, keepdims, "sum")
 

@@ -185,6 +185,27 @@ class NumpyBackend:
             np.log(np.exp(rows - finite[:, None]).sum(axis=1), out=out.data)
         out.data += finite
 
+    @staticmethod
+    def layer_norm_last(a: Array, weight: Array, bias: Array, out: Array, mean: Array,
+                        rstd: Array, size: int, eps: float) -> None:
+        rows = _rows(a, mean, size, "layer_norm_last", nonempty=True)
+        if rstd.data.size != mean.data.size or out.data.size < rows.size:
+            raise ValueError(f"layer_norm_last: out, mean and rstd have {out.data.size}, "
+                             f"{mean.data.size} and {rstd.data.size} elements for "
+                             f"{len(rows)}x{size}")
+        if len(rows) and (weight.data.size < size or bias.data.size < size):
+            raise ValueError(f"layer_norm_last: weight and bias have {weight.data.size} and "
+                             f"{bias.data.size} elements, expected {size}")
+        # float64 statistics: float32 sums of rows whose |mean| >> std lose digits.
+        wide = rows.astype(np.float64)
+        mu = wide.mean(axis=1, keepdims=True)
+        centred = wide - mu
+        inv = 1 / np.sqrt((centred * centred).mean(axis=1, keepdims=True) + eps)
+        np.copyto(out.data[:rows.size].reshape(rows.shape),
+                  centred * inv * weight.data[:size] + bias.data[:size], casting="unsafe")
+        np.copyto(mean.data, mu[:, 0], casting="unsafe")
+        np.copyto(rstd.data, inv[:, 0], casting="unsafe")
+
     # ----------------------------------------------------------- indexing
     @staticmethod
     def index_gather(a: Array, idx: Array, out: Array, outer: int, axis_size: int,

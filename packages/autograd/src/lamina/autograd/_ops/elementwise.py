@@ -200,24 +200,19 @@ class Relu(Function):
 
 
 class Erf(Function):
-    """The error function; the forward is Abramowitz & Stegun 7.1.26.
+    """The error function: ``NDArray.erf`` forward, the exact derivative backward.
 
-    NDArray has no erf kernel, so the forward evaluates the A&S rational
-    approximation (absolute error below 1.5e-7: float32 round-off, but not
-    float64 precision). The backward is the exact derivative
-    ``2 / sqrt(pi) * exp(-x**2)``.
+    The forward is exact on backends with the optional ``ewise_erf`` kernel
+    and otherwise the Abramowitz & Stegun 7.1.26 approximation (absolute
+    error below 1.5e-7: float32 round-off, but not float64 precision). The
+    backward is ``2 / sqrt(pi) * exp(-x**2)``.
     """
 
     name = "erf"
     save_inputs = True
-    _P = 0.3275911
-    _A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
 
     def forward(self, a: NDArray) -> NDArray:
-        t = 1 / (1 + self._P * a.abs())
-        poly = t * (self._A[0] + t * (self._A[1] + t * (self._A[2] + t * (
-            self._A[3] + t * self._A[4]))))
-        return a.sign() * (1 - poly * (-(a * a)).exp())
+        return a.erf()
 
     def backward(self, g: Tensor) -> tuple[Tensor]:
         (a,) = self.inputs

@@ -4,7 +4,8 @@ Written with composite ops (mean, subtract, square, mean, add, power,
 divide, scale, shift), a LayerNorm is ~10 graph nodes forward and more than
 twice that backward; a Transformer has two per block and its small steps are
 bound by that per-op overhead. ``layer_norm`` runs the forward on NDArrays in
-one node and writes the backward out::
+one node (the backend's fused ``layer_norm_last`` kernel where it has one)
+and writes the backward out::
 
     xhat = (x - mean(x)) * rstd,  rstd = 1 / sqrt(var(x) + eps)   (biased var)
     y    = xhat * weight + bias
@@ -18,6 +19,7 @@ gradients are exact.
 
 from __future__ import annotations
 
+from lamina import ndarray as nd
 from lamina.ndarray import NDArray, ShapeError
 
 from .. import _grad_mode as grad_mode
@@ -34,23 +36,19 @@ class LayerNorm(Function):
     def forward(self, x: NDArray, weight: NDArray, bias: NDArray, eps: float) -> NDArray:
         _check_shapes(x.shape, weight.shape, bias.shape)
         self.eps = eps
-        inv_d = 1.0 / x.shape[-1]
-        centred = x - x.sum(axis=-1, keepdims=True) * inv_d
-        var = (centred * centred).sum(axis=-1, keepdims=True) * inv_d
-        self.rstd = (var + eps) ** -0.5
-        self.xhat = centred * self.rstd
-        return self.xhat * weight + bias
+        out, self.mean, self.rstd = nd.layer_norm(x, weight, bias, eps)
+        return out
 
     def release(self) -> None:
         super().release()
-        self.xhat = self.rstd = None
+        self.mean = self.rstd = None
 
     def backward(self, g: Tensor) -> tuple[Tensor | None, ...]:
         if grad_mode.is_grad_enabled():
             return self._backward_recomputed(g)
-        _, weight, _ = self.inputs
+        x, weight, _ = self.inputs
         need_x, need_w, need_b = self.needs_input_grad
-        xhat = Tensor._make(self.xhat)
+        xhat = Tensor._make((x.data - self.mean) * self.rstd)
         dx = None
         if need_x:
             gw = g * weight.detach()

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from lamina.ndarray._interface import OPTIONAL
-from lamina.ndarray.conformance._harness import LARGE, OUT, call, compare, sample
+from lamina.ndarray.conformance._harness import (
+    LARGE,
+    OUT,
+    assert_close,
+    call,
+    compare,
+    get,
+    put,
+    sample,
+)
 
 
 def _need(backend, kernel):
@@ -38,6 +49,36 @@ def test_logsumexp_handles_infinities(lamina_backend, lamina_float):
     a = np.array([[-np.inf, -np.inf], [0, -np.inf], [1000, 1000]], lamina_float)
     got = call(lamina_backend, "logsumexp_last", [a, OUT, 2], (3, lamina_float))
     np.testing.assert_allclose(got, [-np.inf, 0, 1000 + np.log(2)], rtol=1e-6)
+
+
+def _layer_norm(backend, a, w, b, rows, size, eps):
+    """out, mean and rstd of ``layer_norm_last`` on ``backend``, as numpy arrays."""
+    dtype = a.dtype.name
+    out, mean, rstd = (backend.Array(n, dtype) for n in (rows * size, rows, rows))
+    backend.layer_norm_last(put(backend, a), put(backend, w), put(backend, b), out, mean, rstd,
+                            size, eps)
+    return [get(backend, buf) for buf in (out, mean, rstd)]
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (4, 7), (0, 3), (3, 1000), (2, 3001)], ids=str)
+def test_layer_norm_last(lamina_backend, lamina_reference, lamina_float, shape):
+    _need(lamina_backend, "layer_norm_last")
+    rows, size = shape
+    # An offset mean (|mean| >> std) catches a one-pass E[x^2] - E[x]^2 variance.
+    a = sample(lamina_float, shape, 4, 99, 101)
+    w, b = sample(lamina_float, size, 5), sample(lamina_float, size, 6)
+    got = _layer_norm(lamina_backend, a, w, b, rows, size, 1e-5)
+    want = _layer_norm(lamina_reference, a, w, b, rows, size, 1e-5)
+    for name, g, r in zip(("out", "mean", "rstd"), got, want):
+        assert_close(g, r, "reduce" if name != "rstd" else "large", f"layer_norm_last {name}")
+
+
+def test_ewise_erf(lamina_backend, lamina_float):
+    _need(lamina_backend, "ewise_erf")
+    a = np.concatenate([sample(lamina_float, 1001, 7, -6, 6),
+                        np.array([0, -0.0, 1e-30, 30, -30, np.inf, -np.inf, np.nan], lamina_float)])
+    got = call(lamina_backend, "ewise_erf", [a, OUT], (a.size, lamina_float))
+    assert_close(got, np.vectorize(math.erf)(a).astype(lamina_float), "ewise", "ewise_erf")
 
 
 @pytest.mark.parametrize("layout", [(1, 5, 1), (3, 4, 5), (2, 0, 3), (0, 3, 2),
