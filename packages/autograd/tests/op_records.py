@@ -16,7 +16,12 @@ import lamina.autograd as ag
 import numpy as np
 import torch
 import torch.nn.functional as TF
-from lamina.autograd._ops import im2col, layer_norm_reference, lstm_layer_reference
+from lamina.autograd._ops import (
+    batch_norm_reference,
+    im2col,
+    layer_norm_reference,
+    lstm_layer_reference,
+)
 from lamina.ndarray import ShapeError
 
 _rng = np.random.default_rng(1234)
@@ -208,6 +213,22 @@ def _torch_lstm_layer(xp: torch.Tensor, h: torch.Tensor, c: torch.Tensor,
     return torch.stack(outs)
 
 
+def _batch_norm(x: Any, w: Any, b: Any, rm: Any = None, rv: Any = None,
+                eps: float = 1e-5) -> Any:
+    """Batch statistics without running ones; the given (running) ones otherwise."""
+    return ag.batch_norm(x, w, b, rm, rv, training=rm is None, eps=eps)
+
+
+def _torch_batch_norm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, rm: Any = None,
+                      rv: Any = None, eps: float = 1e-5) -> torch.Tensor:
+    return TF.batch_norm(x, rm, rv, w, b, training=rm is None, eps=eps)
+
+
+def _batch_norm_reference(x: Any, w: Any, b: Any, rm: Any = None, rv: Any = None,
+                          eps: float = 1e-5) -> Any:
+    return batch_norm_reference(x, w, b, None if rm is None else (rm, rv), eps)
+
+
 def _torch_layer_norm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor,
                       eps: float = 1e-5) -> torch.Tensor:
     return TF.layer_norm(x, x.shape[-1:], w, b, eps)
@@ -388,6 +409,16 @@ RECORDS: list[OpRecord] = [
              second_order=True),
     OpRecord("layer_norm_reference", layer_norm_reference, _torch_layer_norm,
              [S(r(3, 4), r(4), r(4))]),
+    OpRecord("batch_norm", _batch_norm, _torch_batch_norm,
+             [S(r(6, 3), r(3), r(3)), S(r(2, 3, 4, 5), r(3), r(3), eps=1e-3),
+              S(r(3, 2, 7), r(2), r(2)), S(r(3, 2, 4, 4), r(2), r(2), r(2), pos(2))],
+             errors=[ErrorSample(S(r(4, 3), r(4), r(3)), ShapeError, "batch_norm"),
+                     ErrorSample(S(r(1, 3), r(3), r(3)), ValueError,
+                                 "more than 1 value per channel")],
+             second_order=True, constant_args=(3, 4)),
+    OpRecord("batch_norm_reference", _batch_norm_reference, _torch_batch_norm,
+             [S(r(5, 2, 3), r(2), r(2)), S(r(3, 2), r(2), r(2), r(2), pos(2))],
+             constant_args=(3, 4)),
 ]
 
 BY_NAME = {rec.name: rec for rec in RECORDS}

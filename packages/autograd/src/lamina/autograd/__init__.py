@@ -34,6 +34,7 @@ from ._ops import (
     amin,
     argmax,
     avg_pool2d,
+    batch_norm,
     broadcast_to,
     cat,
     chunk,
@@ -118,5 +119,5 @@ __all__ = [
     # recurrent layers
     "lstm_layer",
     # normalisation
-    "layer_norm",
+    "batch_norm", "layer_norm",
 ]

@@ -11,10 +11,10 @@ from ._shakespeare import Shakespeare, default_shakespeare_dir
 from ._text import CharTokenizer, Vocabulary, WordTokenizer
 
 __all__ = [
-    "MNIST", "CharTokenizer", "ConcatDataset", "DataLoader", "Dataset", "DatasetFileError", "Subset",
-    "TensorDataset", "Vocabulary", "WordTokenizer", "bundled_mnist_dir", "default_collate", "download_mnist",
-    "random_split", "read_idx", "seed_transforms", "to_tensors", "transform_rng", "transforms",
-    "CIFAR10", "CIFAR10_MEAN", "CIFAR10_STD", "SafeUnpickler", "load_cifar_batch",
-    "PTB", "BPTTBatches", "TextCorpus", "batchify",
+    "MNIST", "CharTokenizer", "ConcatDataset", "DataLoader", "Dataset", "DatasetFileError",
+    "Subset", "TensorDataset", "Vocabulary", "WordTokenizer", "bundled_mnist_dir",
+    "default_collate", "download_mnist", "random_split", "read_idx", "seed_transforms",
+    "to_tensors", "transform_rng", "transforms", "CIFAR10", "CIFAR10_MEAN", "CIFAR10_STD",
+    "SafeUnpickler", "load_cifar_batch", "PTB", "BPTTBatches", "TextCorpus", "batchify",
     "Shakespeare", "default_shakespeare_dir",
 ]

@@ -6,6 +6,7 @@ PEP 420 namespace package shared by several distributions, so it has no
 """
 
 from . import functional, init, utils
+from ._attention import MultiheadAttention
 from ._containers import ModuleDict, ModuleList, Sequential
 from ._conv import Conv2d
 from ._errors import CheckpointError, ShapeError, StateDictError
@@ -23,14 +24,13 @@ from ._layers import (
     Softmax,
     Tanh,
 )
-from ._attention import MultiheadAttention
 from ._loss import CrossEntropyLoss, MSELoss, NLLLoss
 from ._module import IncompatibleKeys, Module
 from ._norm import BatchNorm1d, BatchNorm2d, LayerNorm
 from ._parameter import Parameter
-from ._rnn import LSTM, RNN, LSTMCell, RNNCell
 from ._pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from ._positional import PositionalEmbedding, SinusoidalPositionalEncoding
+from ._rnn import LSTM, RNN, LSTMCell, RNNCell
 from ._serialization import load, save
 from ._transformer import TransformerDecoderLayer, TransformerEncoderLayer
 

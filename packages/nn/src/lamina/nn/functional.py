@@ -6,10 +6,10 @@ further dims.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from lamina import autograd as ag
+from lamina import ndarray as nd
 from lamina.autograd import Tensor
 
 from ._errors import ShapeError
@@ -170,39 +170,21 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
     ``running = (1 - momentum) * running + momentum * batch``, with the
     unbiased batch variance, as in PyTorch; ``momentum=None`` keeps a
     cumulative average over ``num_batches_tracked`` batches (counting this one).
+    One graph node (:func:`lamina.autograd.batch_norm`); missing weight or bias
+    act as ones or zeros.
 
     Args:
         x: (N, C, *).
         running_mean, running_var: (C,) buffers or None.
         weight, bias: (C,) affine parameters or None.
     """
-    axes = (0, *range(2, x.ndim))
-    # Per-channel (C,) vectors broadcast against (N, C, *) as (C, 1, ..., 1).
-    stat_shape = (x.shape[1], *([1] * (x.ndim - 2)))
-    if training:
-        n = math.prod(x.shape) // max(x.shape[1], 1)
-        if n < 2:
-            raise ValueError(f"batch_norm: expected more than 1 value per channel when "
-                             f"training, got input of shape {tuple(x.shape)}")
-        mean = x.mean(axes).reshape(stat_shape)
-        centred = x - mean
-        var = (centred * centred).mean(axes).reshape(stat_shape)
-        if running_mean is not None and running_var is not None:
-            m = 1.0 / num_batches_tracked if momentum is None else momentum
-            with ag.no_grad():
-                unbiased = var.detach().data.reshape(running_var.shape) * (n / (n - 1))
-                running_mean.data = (running_mean.data * (1 - m)
-                                     + mean.detach().data.reshape(running_mean.shape) * m)
-                running_var.data = running_var.data * (1 - m) + unbiased * m
-    else:
-        if running_mean is None or running_var is None:
-            raise ValueError("batch_norm: running statistics are needed in eval mode")
-        mean, var = running_mean.reshape(stat_shape), running_var.reshape(stat_shape)
-        centred = x - mean
-    out = centred / (var + eps) ** 0.5
-    if weight is not None:
-        out = out * weight.reshape(stat_shape)
-    return out + bias.reshape(stat_shape) if bias is not None else out
+    c = x.shape[1] if x.ndim >= 2 else 0
+    if weight is None:
+        weight = ag.Tensor(nd.ones(c, dtype=x.dtype, device=x.device))
+    if bias is None:
+        bias = ag.Tensor(nd.zeros(c, dtype=x.dtype, device=x.device))
+    return ag.batch_norm(x, weight, bias, running_mean, running_var, training=training,
+                         momentum=momentum, eps=eps, num_batches_tracked=num_batches_tracked)
 
 
 def layer_norm(x: Tensor, normalized_shape: tuple[int, ...], weight: Tensor | None = None,

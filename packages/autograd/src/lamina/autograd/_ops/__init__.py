@@ -48,7 +48,7 @@ from .elementwise import (
 )
 from .index import embedding, getitem, one_hot, scatter_add, take
 from .linalg import matmul
-from .normalization import layer_norm, layer_norm_reference
+from .normalization import batch_norm, batch_norm_reference, layer_norm, layer_norm_reference
 from .reduce import amax, amin, argmax, log_softmax, logsumexp, mean, softmax, std, sum, var
 from .rnn import lstm_layer, lstm_layer_reference
 from .shape import (
@@ -81,7 +81,8 @@ COMPOSITES: dict[str, Callable[..., Any]] = {
 
 __all__ = [
     "PRIMITIVES", "COMPOSITES",
-    "abs", "add", "amax", "amin", "argmax", "avg_pool2d", "broadcast_to", "cat", "chunk",
+    "abs", "add", "amax", "amin", "argmax", "avg_pool2d", "batch_norm",
+    "batch_norm_reference", "broadcast_to", "cat", "chunk",
     "clamp", "conv2d", "cos", "dilate", "div", "dropout", "embedding", "eq", "erf", "exp",
     "expand", "flatten", "flip", "ge", "gelu", "getitem", "gt", "im2col", "le", "log",
     "log_softmax", "logsumexp", "lt", "matmul", "max_pool2d", "maximum", "mean", "minimum",

@@ -6,9 +6,7 @@ arguments and returns the per-epoch history. Add one with
 :func:`register_recipe` in a module imported below.
 """
 
-from . import cifar10, mnist  # noqa: E402,F401  (registers the recipes)
-from . import shakespeare  # noqa: E402,F401  (registers the recipe)
-from . import ptb  # noqa: E402,F401  (registers the recipe)
+from . import cifar10, mnist, ptb, shakespeare  # noqa: E402,F401  (registers the recipes)
 from ._registry import RECIPES, Recipe, register_recipe
 
 __all__ = ["RECIPES", "Recipe", "register_recipe"]
