@@ -150,6 +150,7 @@ PYBIND11_MODULE(_core, m) {
   // matrix multiplication and convolution
   m.def("matmul", &matmul, nogil());
   m.def("matmul_batched", &matmul_batched, nogil());
+  m.def("matmul_strided", &matmul_strided, nogil());
   m.def("im2col", &im2col, nogil());
   m.def("col2im", &col2im, nogil());
 }

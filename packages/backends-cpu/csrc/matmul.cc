@@ -1,5 +1,8 @@
-// matmul.cc: matmul (out (m, p) = a (m, n) @ b (n, p), all compact row-major)
-// and matmul_batched, on a cache-blocked, packed GEMM:
+// matmul.cc: matmul (out (m, p) = a (m, n) @ b (n, p), all compact row-major),
+// matmul_batched, and matmul_strided (either operand any 2-D view given by
+// offset and row/column strides, such as a transpose: packing reads operands
+// through their strides anyway, so a view costs no copy), on a cache-blocked,
+// packed GEMM:
 //
 //   for jc in N by NC:            B block  KC x NC, packed into NR-wide panels (L3)
 //     for pc in K by KC:
@@ -92,36 +95,61 @@ template <> struct Gemm<double> {
   }
 };
 
-// Packs B[0:kc, 0:nc] (row stride ldb) into NR-wide panels, zero-padded.
+// An operand as a 2-D view: element (r, c) is p[r * rs + c * cs]. A compact
+// row-major matrix has cs == 1, its transpose rs == 1.
+template <class T>
+struct Mat {
+  const T* p;
+  int64_t rs, cs;
+  Mat at(int64_t r, int64_t c) const { return {p + r * rs + c * cs, rs, cs}; }
+};
+
+// Packs B[0:kc, 0:nc] into NR-wide panels, zero-padded.
 template <class T, int NR>
-void pack_b_panel(const T* B, int64_t ldb, int64_t kc, int64_t nc, int64_t panel, T* dst) {
+void pack_b_panel(Mat<T> B, int64_t kc, int64_t nc, int64_t panel, T* dst) {
   const int64_t j0 = panel * NR, w = std::min<int64_t>(NR, nc - j0);
   T* d = dst + panel * kc * NR;
+  if (B.cs != 1 && B.rs == 1) {
+    // Transposed B: column j is contiguous in k; NR columns, read along k.
+    for (int64_t j = 0; j < NR; ++j) {
+      if (j >= w) {
+        for (int64_t k = 0; k < kc; ++k) d[k * NR + j] = T(0);
+        continue;
+      }
+      const T* col = B.p + (j0 + j) * B.cs;
+      for (int64_t k = 0; k < kc; ++k) d[k * NR + j] = col[k];
+    }
+    return;
+  }
   for (int64_t k = 0; k < kc; ++k, d += NR) {
-    const T* s = B + k * ldb + j0;
-    if (w == NR) {
+    const T* s = B.p + k * B.rs + j0 * B.cs;
+    if (B.cs == 1 && w == NR) {
       for (int j = 0; j < NR; ++j) d[j] = s[j];
     } else {
-      for (int64_t j = 0; j < w; ++j) d[j] = s[j];
+      for (int64_t j = 0; j < w; ++j) d[j] = s[j * B.cs];
       for (int64_t j = w; j < NR; ++j) d[j] = T(0);
     }
   }
 }
 
-// Packs A[0:mc, 0:kc] (row stride lda) into MR-tall panels, zero-padded.
+// Packs A[0:mc, 0:kc] into MR-tall panels, zero-padded.
 template <class T>
-void pack_a(const T* A, int64_t lda, int64_t mc, int64_t kc, T* dst) {
+void pack_a(Mat<T> A, int64_t mc, int64_t kc, T* dst) {
   for (int64_t i0 = 0; i0 < mc; i0 += kMR) {
     const int64_t h = std::min<int64_t>(kMR, mc - i0);
     T* d = dst + i0 * kc;
-    if (h == kMR) {
+    if (h == kMR && A.cs == 1) {
       const T* r[kMR];
-      for (int i = 0; i < kMR; ++i) r[i] = A + (i0 + i) * lda;
+      for (int i = 0; i < kMR; ++i) r[i] = A.p + (i0 + i) * A.rs;
       for (int64_t k = 0; k < kc; ++k, d += kMR)
         for (int i = 0; i < kMR; ++i) d[i] = r[i][k];
+    } else if (h == kMR && A.rs == 1) {
+      // Transposed A: the MR values of one k are contiguous.
+      for (int64_t k = 0; k < kc; ++k, d += kMR)
+        for (int i = 0; i < kMR; ++i) d[i] = A.p[k * A.cs + i0 + i];
     } else {
       for (int64_t k = 0; k < kc; ++k, d += kMR)
-        for (int i = 0; i < kMR; ++i) d[i] = i < h ? A[(i0 + i) * lda + k] : T(0);
+        for (int i = 0; i < kMR; ++i) d[i] = i < h ? A.p[(i0 + i) * A.rs + k * A.cs] : T(0);
     }
   }
 }
@@ -171,11 +199,10 @@ void macro_kernel(UKernel<T> uk, const T* Ap, const T* Bp, int64_t mc, int64_t n
   }
 }
 
-// C[0:M, 0:N] = A[0:M, 0:K] @ B[0:K, 0:N] on the calling thread; lda, ldb and
-// ldc are row strides, so a thread can own any block of the full product.
+// C[0:M, 0:N] = A[0:M, 0:K] @ B[0:K, 0:N] on the calling thread; ldc is C's
+// row stride, so a thread can own any block of the full product.
 template <class T>
-void gemm_serial(const T* A, const T* B, T* C, int64_t M, int64_t K, int64_t N, int64_t lda,
-                 int64_t ldb, int64_t ldc) {
+void gemm_serial(Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N, int64_t ldc) {
   using G = Gemm<T>;
   constexpr int NR = G::NR;
   const UKernel<T> uk = G::kernel();
@@ -192,10 +219,10 @@ void gemm_serial(const T* A, const T* B, T* C, int64_t M, int64_t K, int64_t N, 
     for (int64_t pc = 0; pc < K; pc += kc_max) {
       const int64_t kc = std::min(kc_max, K - pc);
       for (int64_t p = 0; p * NR < nc; ++p)
-        pack_b_panel<T, NR>(B + pc * ldb + jc, ldb, kc, nc, p, bpack);
+        pack_b_panel<T, NR>(B.at(pc, jc), kc, nc, p, bpack);
       for (int64_t ic = 0; ic < M; ic += mc_max) {
         const int64_t mc = std::min(mc_max, M - ic);
-        pack_a<T>(A + ic * lda + pc, lda, mc, kc, apack);
+        pack_a<T>(A.at(ic, pc), mc, kc, apack);
         macro_kernel<T, NR>(uk, apack, bpack, mc, nc, kc, C + ic * ldc + jc, ldc, pc > 0);
       }
     }
@@ -207,7 +234,7 @@ void gemm_serial(const T* A, const T* B, T* C, int64_t M, int64_t K, int64_t N, 
 // thread packs the A rows and B columns it needs; the grid minimises the
 // largest block plus that packing.
 template <class T>
-void gemm_packed(const T* A, const T* B, T* C, int64_t M, int64_t K, int64_t N, int nt) {
+void gemm_packed(Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N, int nt) {
   constexpr int NR = Gemm<T>::NR;
   const int64_t mt = (M + kMR - 1) / kMR, nt_panels = (N + NR - 1) / NR;
   int tr = 1, tc = 1;
@@ -225,7 +252,7 @@ void gemm_packed(const T* A, const T* B, T* C, int64_t M, int64_t K, int64_t N, 
     }
   }
   if (best < 0 || tr * tc == 1) {
-    gemm_serial(A, B, C, M, K, N, K, N, N);
+    gemm_serial(A, B, C, M, K, N, N);
     return;
   }
   auto block = [&](int t) {
@@ -233,7 +260,7 @@ void gemm_packed(const T* A, const T* B, T* C, int64_t M, int64_t K, int64_t N, 
     const int64_t i0 = mt * ti / tr * kMR, i1 = std::min(M, mt * (ti + 1) / tr * kMR);
     const int64_t j0 = nt_panels * tj / tc * NR, j1 = std::min(N, nt_panels * (tj + 1) / tc * NR);
     if (i0 < i1 && j0 < j1)
-      gemm_serial(A + i0 * K, B + j0, C + i0 * N + j0, i1 - i0, K, j1 - j0, K, N, N);
+      gemm_serial(A.at(i0, 0), B.at(0, j0), C + i0 * N + j0, i1 - i0, K, j1 - j0, N);
   };
   run_threads(tr * tc, [&](int t, int tn) {
     for (int i = t; i < tr * tc; i += tn) block(i);
@@ -243,14 +270,17 @@ void gemm_packed(const T* A, const T* B, T* C, int64_t M, int64_t K, int64_t N, 
 constexpr int64_t kSmallFlops = 8 * 8 * 8;
 
 template <class T>
-void gemm(const T* A, const T* B, T* C, int64_t M, int64_t K, int64_t N, int nt) {
+void gemm(Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N, int nt) {
   if (M == 0 || N == 0) return;
   if (K == 0) {
     std::fill(C, C + M * N, T(0));
     return;
   }
   if (M * K * N <= kSmallFlops || M < 2) {
-    small_gemm_fn<T>()(A, B, C, M, K, N);
+    if (A.cs == 1 && A.rs == K && B.cs == 1 && B.rs == N)
+      small_gemm_fn<T>()(A.p, B.p, C, M, K, N);
+    else
+      gemm_serial(A, B, C, M, K, N, N);
     return;
   }
   // Waking a sleeping worker costs tens of microseconds: only products of
@@ -280,7 +310,7 @@ void matmul(const Array& a, const Array& b, Array& out, int64_t m, int64_t n, in
   check_matmul("matmul", a, b, out, 1, m, n, p);
   dispatch_float("matmul", out.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
-    gemm<T>(a.data<T>(), b.data<T>(), out.data<T>(), m, n, p, num_threads());
+    gemm<T>({a.data<T>(), n, 1}, {b.data<T>(), p, 1}, out.data<T>(), m, n, p, num_threads());
   });
 }
 
@@ -298,12 +328,44 @@ void matmul_batched(const Array& a, const Array& b, Array& out, int64_t batch, i
       parallel_for(batch, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, work)),
                    [&](int64_t s, int64_t e) {
         for (int64_t i = s; i < e; ++i)
-          gemm<T>(pa + i * m * n, pb + i * n * p, po + i * m * p, m, n, p, 1);
+          gemm<T>({pa + i * m * n, n, 1}, {pb + i * n * p, p, 1}, po + i * m * p, m, n, p, 1);
       }, 1);
     } else {
       for (int64_t i = 0; i < batch; ++i)
-        gemm<T>(pa + i * m * n, pb + i * n * p, po + i * m * p, m, n, p, num_threads());
+        gemm<T>({pa + i * m * n, n, 1}, {pb + i * n * p, p, 1}, po + i * m * p, m, n, p,
+                num_threads());
     }
+  });
+}
+
+void matmul_strided(const Array& a, const Array& b, Array& out, int64_t m, int64_t n, int64_t p,
+                    int64_t a_offset, int64_t a_rs, int64_t a_cs, int64_t b_offset, int64_t b_rs,
+                    int64_t b_cs) {
+  const char* op = "matmul_strided";
+  require_same_dtype(op, {&out, &a, &b});
+  require_float(op, out.dtype());
+  for (int64_t x : {m, n, p, a_offset, a_rs, a_cs, b_offset, b_rs, b_cs})
+    if (x < 0)
+      value_error(op, ": sizes, offsets and strides must be >= 0, got m=", m, ", n=", n, ", p=", p,
+                  ", a=(", a_offset, "; ", a_rs, ", ", a_cs, "), b=(", b_offset, "; ", b_rs, ", ",
+                  b_cs, ")");
+  if (out.size() < checked_mul(m, p, op))
+    value_error(op, ": out has ", out.size(), " elements, expected ", m, "x", p);
+  checked_mul(checked_mul(m, n, op), p, op);
+  // The last element each view reaches must lie in its buffer.
+  auto reach = [&](int64_t off, int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+    return off + checked_mul(rows - 1, rs, op) + checked_mul(cols - 1, cs, op);
+  };
+  if (m && n && reach(a_offset, m, n, a_rs, a_cs) >= a.size())
+    value_error(op, ": a view (offset ", a_offset, ", strides ", a_rs, ", ", a_cs, ") of ", m, "x",
+                n, " does not fit a buffer of ", a.size());
+  if (n && p && reach(b_offset, n, p, b_rs, b_cs) >= b.size())
+    value_error(op, ": b view (offset ", b_offset, ", strides ", b_rs, ", ", b_cs, ") of ", n, "x",
+                p, " does not fit a buffer of ", b.size());
+  dispatch_float(op, out.dtype(), [&](auto tag) {
+    using T = elem_t<decltype(tag)>;
+    gemm<T>({a.data<T>() + a_offset, a_rs, a_cs}, {b.data<T>() + b_offset, b_rs, b_cs},
+            out.data<T>(), m, n, p, num_threads());
   });
 }
 

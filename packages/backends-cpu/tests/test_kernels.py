@@ -214,6 +214,35 @@ def test_matmul_batched(dtype: str, batch: int, m: int, n: int, p: int) -> None:
             [(batch * m * p, dtype)], batch, m, n, p, tol=_tol(dtype, n))
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("m,n,p", [(1, 1, 1), (2, 3, 4), (7, 17, 19), (64, 65, 66),
+                                   (200, 100, 150), (3, 0, 5)])
+@pytest.mark.parametrize("trans", ["a", "b", "ab"])
+def test_matmul_strided_transposes(dtype: str, m: int, n: int, p: int, trans: str) -> None:
+    a, b = rand(m * n, dtype, 20), rand(n * p, dtype, 21)
+    a_layout = (0, 1, m) if "a" in trans else (0, n, 1)  # a holds A or A^T compactly
+    b_layout = (0, 1, n) if "b" in trans else (0, p, 1)
+    got = compare("matmul_strided", [a, b], [(m * p, dtype)], m, n, p, *a_layout, *b_layout,
+                  tol=_tol(dtype, n))[0]
+    want_a = a.reshape(n, m).T if "a" in trans else a.reshape(m, n)
+    want_b = b.reshape(p, n).T if "b" in trans else b.reshape(n, p)
+    np.testing.assert_allclose(got.reshape(m, p), want_a @ want_b, **(_tol(dtype, n) or TOL[dtype]))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_matmul_strided_same_for_any_thread_count(threads: int) -> None:
+    a, b = rand(300 * 200, "float32", 22), rand(200 * 250, "float32", 23)
+    old = cpu.num_threads()
+    cpu.set_num_threads(threads)
+    try:
+        got = compare("matmul_strided", [a, b], [(300 * 250, "float32")], 300, 200, 250,
+                      0, 1, 300, 0, 1, 200, tol=_tol("float32", 200))[0]
+    finally:
+        cpu.set_num_threads(old)
+    ref = np.asarray(a.reshape(200, 300).T, np.float64) @ b.reshape(250, 200).T
+    np.testing.assert_allclose(got.reshape(300, 250), ref, rtol=1e-4, atol=1e-3)
+
+
 CONV = [  # n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw
     (1, 1, 5, 5, 3, 3, 1, 1, 0, 0, 1, 1),
     (2, 3, 7, 6, 3, 2, 2, 1, 1, 0, 1, 1),

@@ -150,7 +150,6 @@ def matmul(a: NDArray, b: NDArray) -> NDArray:
     batch = L.broadcast_shapes(a2._shape[:-2], b2._shape[:-2], op="matmul")
     backend = a._device.backend
     if not batch:
-        a2, b2 = a2.compact(), b2.compact()
         out = NDArray._empty((m, p), a._dtype, a._device)
         if out.size:
             _gemm(backend, a2, b2, out, m, n, p)
@@ -158,7 +157,7 @@ def matmul(a: NDArray, b: NDArray) -> NDArray:
         # (..., m, n) @ (n, p): one GEMM over all rows, no copy of b
         flat = NDArray._empty((prod(batch) * m, p), a._dtype, a._device)
         if flat.size:
-            _gemm(backend, a2, b2.compact(), flat, prod(batch) * m, n, p)
+            _gemm(backend, a2.reshape(prod(batch) * m, n), b2, flat, prod(batch) * m, n, p)
         out = flat.reshape(batch + (m, p))
     else:
         a3 = a2.broadcast_to(batch + (m, n)).compact()
@@ -177,10 +176,17 @@ def matmul(a: NDArray, b: NDArray) -> NDArray:
 
 
 def _gemm(backend: Any, a: NDArray, b: NDArray, out: NDArray, m: int, n: int, p: int) -> None:
+    """out (m, p) = a (m, n) @ b (n, p) for 2-D views: a view with non-negative
+    strides (a transpose, a slice) goes to the backend's ``matmul_strided`` as
+    it is, where the backend has that kernel; otherwise it is compacted."""
     if n == 0:
         backend.fill(out._buf, 0)
+    elif (a.is_compact() and b.is_compact()) or not hasattr(backend, "matmul_strided") \
+            or min(a._strides + b._strides) < 0:
+        backend.matmul(a.compact()._buf, b.compact()._buf, out._buf, m, n, p)
     else:
-        backend.matmul(a._buf, b._buf, out._buf, m, n, p)
+        backend.matmul_strided(a._buf, b._buf, out._buf, m, n, p, a._offset, *a._strides,
+                               b._offset, *b._strides)
 
 
 # ---------------------------------------------------------------------- indexing

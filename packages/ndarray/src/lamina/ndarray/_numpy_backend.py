@@ -236,6 +236,16 @@ class NumpyBackend:
                   out=out.data[:m * p].reshape(m, p))
 
     @staticmethod
+    def matmul_strided(a: Array, b: Array, out: Array, m: int, n: int, p: int, a_offset: int,
+                       a_rs: int, a_cs: int, b_offset: int, b_rs: int, b_cs: int) -> None:
+        if out.data.size < m * p:
+            raise ValueError(f"matmul_strided: out has {out.data.size} elements, expected "
+                             f"{m}x{p}")
+        av = _matrix_view(a, m, n, a_offset, a_rs, a_cs, "a")
+        bv = _matrix_view(b, n, p, b_offset, b_rs, b_cs, "b")
+        np.matmul(av, bv, out=out.data[:m * p].reshape(m, p))
+
+    @staticmethod
     def matmul_batched(a: Array, b: Array, out: Array, batch: int, m: int, n: int,
                        p: int) -> None:
         _check_matmul(a, b, out, batch, m, n, p, "matmul_batched")
@@ -292,6 +302,22 @@ def _rows(a: Array, out: Array, size: int, op: str, nonempty: bool = False,
     if a.data.size < rows * size:
         raise ValueError(f"{op}: input has {a.data.size} elements, expected {rows}x{size}")
     return a.data[:rows * size].reshape(rows, size)
+
+
+def _matrix_view(buf: Array, rows: int, cols: int, offset: int, rs: int, cs: int,
+                 name: str) -> np.ndarray:
+    """The (rows, cols) view of ``buf`` that matmul_strided reads, bounds-checked."""
+    if min(rows, cols, offset, rs, cs) < 0:
+        raise ValueError(f"matmul_strided: sizes, offsets and strides must be >= 0, got {name} "
+                         f"= ({rows}x{cols}, offset {offset}, strides {rs}, {cs})")
+    if rows and cols and offset + (rows - 1) * rs + (cols - 1) * cs >= buf.data.size:
+        raise ValueError(f"matmul_strided: {name} view (offset {offset}, strides {rs}, {cs}) of "
+                         f"{rows}x{cols} does not fit a buffer of {buf.data.size}")
+    item = buf.data.itemsize
+    if not rows or not cols:
+        return np.zeros((rows, cols), buf.data.dtype)
+    return np.lib.stride_tricks.as_strided(buf.data[offset:], (rows, cols),
+                                           (rs * item, cs * item), writeable=False)
 
 
 def _index_operand(buf: Array, idx: Array, outer: int, axis_size: int, inner: int,

@@ -14,6 +14,7 @@ from lamina.ndarray.conformance._harness import (
     call,
     compare,
     get,
+    layout_of,
     put,
     sample,
 )
@@ -141,3 +142,52 @@ def test_synchronize(lamina_backend, lamina_float):
     buf = lamina_backend.Array(1000, lamina_float)
     lamina_backend.fill(buf, 2)
     assert lamina_backend.synchronize() is None
+
+
+# name -> (m, n, p, a view maker, b view maker); a view maker turns a base array
+# into an (m, n) numpy view whose layout the kernel receives as offset/strides.
+def _t(rows, cols):
+    return lambda base: base[:rows * cols].reshape(cols, rows).T
+
+
+def _c(rows, cols):
+    return lambda base: base[:rows * cols].reshape(rows, cols)
+
+
+STRIDED = {
+    "a transposed": (7, 5, 3, _t(7, 5), _c(5, 3)),
+    "b transposed": (33, 17, 130, _c(33, 17), _t(17, 130)),
+    "both transposed": (130, 33, 7, _t(130, 33), _t(33, 7)),
+    "sliced with steps": (4, 6, 5, lambda base: base[3:3 + 8 * 12].reshape(8, 12)[::2, 1::2],
+                          lambda base: base[:30].reshape(6, 5)),
+    "broadcast b": (5, 9, 4, _c(5, 9), lambda base: np.broadcast_to(base[2:6], (9, 4))),
+    "small": (2, 3, 2, _t(2, 3), _t(3, 2)),
+    "one row": (1, 40, 20, _c(1, 40), _t(40, 20)),
+    "empty inner": (3, 0, 4, lambda base: base[:0].reshape(3, 0),
+                    lambda base: base[:0].reshape(0, 4)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(STRIDED))
+def test_matmul_strided(lamina_backend, lamina_reference, lamina_float, case):
+    _need(lamina_backend, "matmul_strided")
+    m, n, p, make_a, make_b = STRIDED[case]
+    base_a, base_b = sample(lamina_float, 5000, 8, -1, 1), sample(lamina_float, 5000, 9, -1, 1)
+    va, vb = make_a(base_a), make_b(base_b)
+    layout = []
+    for base, view in ((base_a, va), (base_b, vb)):
+        shape, strides, offset = layout_of(base, view) if view.size else ((0, 0), (0, 0), 0)
+        layout += [offset, strides[0], strides[1]]
+    args = [base_a, base_b, OUT, m, n, p, *layout]
+    got = compare(lamina_backend, lamina_reference, "matmul_strided", args,
+                  (m * p, lamina_float), kind="matmul")
+    assert_close(got.reshape(m, p), (va @ vb).astype(lamina_float), "matmul", case)
+
+
+@pytest.mark.parametrize("layout", [(0, 5, 1, 0, 3, 1), (0, 1, 7, 0, 1, 50), (-1, 5, 1, 0, 3, 1),
+                                    (0, -5, 1, 0, 3, 1)], ids=str)
+def test_matmul_strided_views_outside_the_buffer_raise(lamina_backend, layout):
+    _need(lamina_backend, "matmul_strided")
+    a, b = sample("float32", 30, 1), sample("float32", 15, 2)  # a: 6x5 fits, 7 rows do not
+    with pytest.raises(ValueError, match="matmul_strided"):
+        call(lamina_backend, "matmul_strided", [a, b, OUT, 7, 5, 3, *layout], (21, "float32"))
