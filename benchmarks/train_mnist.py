@@ -20,8 +20,8 @@ import os
 import platform
 import statistics
 import time
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np

@@ -1,7 +1,6 @@
 """Shared fixtures: every test that takes ``device`` runs on each available backend."""
 
 import pytest
-
 from lamina.ndarray import list_backends
 
 

@@ -1,9 +1,8 @@
 """Every compute op against numpy, on every available device."""
 
+import lamina.ndarray as nd
 import numpy as np
 import pytest
-
-import lamina.ndarray as nd
 
 RNG = np.random.default_rng(0)
 

@@ -1,8 +1,7 @@
 """Bad input raises the documented class with a message naming the op and values."""
 
-import pytest
-
 import lamina.ndarray as nd
+import pytest
 
 
 def test_matmul_shapes():

@@ -1,12 +1,11 @@
 """Views never copy and match numpy's layouts (hypothesis properties)."""
 
+import lamina.ndarray as nd
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-
-import lamina.ndarray as nd
 
 shapes = hnp.array_shapes(min_dims=1, max_dims=4, min_side=1, max_side=5)
 
