@@ -136,6 +136,16 @@ void sum_rows(const T* a, T* out, int64_t rows, int64_t size) {
     }
     return;
   }
+  if (size < kLanes) {
+    // Short rows (a 1x1 or 4x4 image plane): the 16-lane setup and fold of
+    // row_sum would cost more than the row. Same order as row_sum's tail.
+    for_each_row(rows, size, [&](int64_t r) {
+      T total = T(0);
+      for (int64_t i = 0; i < size; ++i) total += a[r * size + i];
+      out[r] = total;
+    });
+    return;
+  }
   for_each_row(rows, size, [&](int64_t r) { out[r] = row_sum(a + r * size, size); });
 }
 
