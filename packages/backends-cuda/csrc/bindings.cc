@@ -159,6 +159,10 @@ PYBIND11_MODULE(_core, m) {
   LAMINA_DEF(matmul, "a"_a, "b"_a, "out"_a, "m"_a, "n"_a, "p"_a, "out (m, p) = a (m, n) @ b (n, p)");
   LAMINA_DEF(matmul_batched, "a"_a, "b"_a, "out"_a, "batch"_a, "m"_a, "n"_a, "p"_a,
              "out[k] = a[k] @ b[k] for k < batch");
+  LAMINA_DEF(matmul_strided, "a"_a, "b"_a, "out"_a, "m"_a, "n"_a, "p"_a, "a_offset"_a, "a_rs"_a,
+             "a_cs"_a, "b_offset"_a, "b_rs"_a, "b_cs"_a,
+             "out (m, p) = A @ B, A[i, k] = a[a_offset + i*a_rs + k*a_cs], "
+             "B[k, j] = b[b_offset + k*b_rs + j*b_cs]");
 
   // convolution helpers
   LAMINA_DEF(im2col, "a"_a, "out"_a, "n"_a, "c"_a, "h"_a, "w"_a, "kh"_a, "kw"_a, "sh"_a, "sw"_a,

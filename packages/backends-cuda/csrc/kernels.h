@@ -79,6 +79,11 @@ void index_scatter_add(const Array& a, const Array& idx, Array& out, int64_t out
 void matmul(const Array& a, const Array& b, Array& out, int64_t m, int64_t n, int64_t p);
 void matmul_batched(const Array& a, const Array& b, Array& out, int64_t batch, int64_t m,
                     int64_t n, int64_t p);
+// out (m, p) = A @ B with A[i, k] = a[a_offset + i*a_rs + k*a_cs] and
+// B[k, j] = b[b_offset + k*b_rs + j*b_cs]: strided views (transposes) without copies.
+void matmul_strided(const Array& a, const Array& b, Array& out, int64_t m, int64_t n, int64_t p,
+                    int64_t a_offset, int64_t a_rs, int64_t a_cs, int64_t b_offset, int64_t b_rs,
+                    int64_t b_cs);
 
 // convolution helpers (conv.cu)
 void im2col(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t w, int64_t kh,

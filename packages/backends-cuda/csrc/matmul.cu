@@ -1,5 +1,8 @@
 // matmul.cu: matmul(a, b, out, m, n, p) and matmul_batched(a, b, out, batch,
-// m, n, p): out (m, p) = a (m, n) @ b (n, p), all compact, float32/float64.
+// m, n, p): out (m, p) = a (m, n) @ b (n, p), all compact, float32/float64;
+// matmul_strided(a, b, out, m, n, p, a_offset, a_rs, a_cs, b_offset, b_rs,
+// b_cs): the same product of two strided views (a transpose, a slice with
+// steps, a stride-0 broadcast) into a compact out, read in place.
 //
 // A shared-memory, register-blocked tiled GEMM. A block computes a BM x BN tile
 // of out with (BM/TM) x (BN/TN) threads, each owning a TM x TN register tile
@@ -8,12 +11,21 @@
 // BK through two shared buffers: while one is multiplied, the next tile is
 // loaded from global memory into registers and then stored into the other,
 // one __syncthreads per step. The a tile is stored transposed (k-major) so
-// both operands are read along a row of shared memory. When n and p are
-// multiples of 4, global loads and stores are 16-byte vectors (VEC); otherwise
-// scalar with bounds checks. Tiles are numbered along x in groups of 8 tile
-// rows so blocks running together share a tiles in L2. batch is grid z.
+// both operands are read along a row of shared memory. When rows are 16-byte
+// aligned runs whose length is a multiple of 4 (compact: n and p multiples of
+// 4), global loads and stores are 16-byte vectors (VEC); otherwise scalar with
+// bounds checks. Tiles are numbered along x in groups of 8 tile rows so
+// blocks running together share a tiles in L2. batch is grid z.
 // float32 uses 128x128 tiles (8x8 per thread) when there are enough of them to
 // fill the GPU, else 64x64 (4x4); float64 always 64x64. Accumulation is in T.
+//
+// Global loads go through each operand's (row stride, column stride) and its
+// Lay, a template parameter: Row (column stride 1: what matmul and
+// matmul_batched pass, as (n, 1) and (p, 1): their loads compute what they did),
+// Col (row stride 1: a transpose; consecutive threads then load down a column
+// so loads stay coalesced, and b's shared tile is padded against bank
+// conflicts) or Any (both strides used: steps, broadcasts; scalar loads; when
+// either operand is Any both are, which bounds the instantiations).
 #include <algorithm>
 #include <type_traits>
 
@@ -21,21 +33,54 @@
 
 namespace lamina_cuda {
 
-template <class T, int BM, int BN, int BK, int TM, int TN, bool VEC>
+// Element (r, c) of a strided operand is at r * rs + c * cs.
+struct MatStrides {
+  int64_t rs, cs;
+};
+
+// Which stride of an operand is 1: Row (cs), Col (rs) or neither (Any).
+enum class Lay : int { Row, Col, Any };
+
+template <Lay LAY>
+__device__ __forceinline__ int64_t element_at(int64_t r, int64_t c, MatStrides s) {
+  if constexpr (LAY == Lay::Row) return r * s.rs + c;
+  else if constexpr (LAY == Lay::Col) return r + c * s.cs;
+  else return r * s.rs + c * s.cs;
+}
+
+// Position (r, c) in an R x C operand tile of load unit `unit` (L elements):
+// consecutive units run along the operand's unit-stride direction, along a
+// row unless the operand is Col.
+template <Lay LAY, int R, int C, int L>
+__device__ __forceinline__ void unit_position(int unit, int& r, int& c) {
+  if constexpr (LAY == Lay::Col) {
+    r = unit % (R / L) * L;
+    c = unit / (R / L);
+  } else {
+    r = unit / (C / L);
+    c = unit % (C / L) * L;
+  }
+}
+
+template <class T, int BM, int BN, int BK, int TM, int TN, bool VEC, Lay LA, Lay LB>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN))
     matmul_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
-                  int64_t m, int64_t n, int64_t p, int64_t batch0) {
+                  int64_t m, int64_t n, int64_t p, MatStrides sa, MatStrides sb, int64_t batch0) {
   constexpr int NTX = BN / TN, NTY = BM / TM, THREADS = NTX * NTY;
   constexpr int L = VEC ? 4 : 1;                       // elements per global load
   constexpr int A_UNITS = BM * BK / (L * THREADS);     // loads per thread per tile
   constexpr int B_UNITS = BK * BN / (L * THREADS);
   constexpr int APAD = 4;                              // keeps transposed stores 2-way at most
+  constexpr int BPAD = LB == Lay::Col ? 4 : 0;         // the same for b's column-wise stores
   static_assert(TM % 4 == 0 && TN % 4 == 0, "register tiles are 4-wide strips");
   static_assert(A_UNITS * L * THREADS == BM * BK && B_UNITS * L * THREADS == BK * BN,
                 "tile loads must divide evenly among threads");
+  static_assert(!VEC || (std::is_same_v<T, float> && LA != Lay::Any && LB != Lay::Any),
+                "16-byte loads are float4 along a unit stride");
   __shared__ __align__(16) T as[2][BK][BM + APAD];
-  __shared__ __align__(16) T bs[2][BK][BN];
+  __shared__ __align__(16) T bs[2][BK][BN + BPAD];
 
+  // Batches are compact; matmul_strided runs one (batch0 = 0, one grid z).
   const int64_t batch = batch0 + blockIdx.z;
   a += batch * m * n;
   b += batch * n * p;
@@ -55,43 +100,53 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN))
   auto load_global = [&](int64_t k0) {
 #pragma unroll
     for (int u = 0; u < A_UNITS; ++u) {
-      const int unit = tid + u * THREADS;
-      const int64_t r = row0 + unit / (BK / L), c = k0 + unit % (BK / L) * L;
+      int tr, tc;
+      unit_position<LA, BM, BK, L>(tid + u * THREADS, tr, tc);
+      const int64_t r = row0 + tr, c = k0 + tc;
       if constexpr (VEC) {
         float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (r < m && c < n) v = *reinterpret_cast<const float4*>(a + r * n + c);
+        if (r < m && c < n) v = *reinterpret_cast<const float4*>(a + element_at<LA>(r, c, sa));
         ra[u][0] = v.x; ra[u][1] = v.y; ra[u][2] = v.z; ra[u][3] = v.w;
       } else {
-        ra[u][0] = (r < m && c < n) ? a[r * n + c] : T(0);
+        ra[u][0] = (r < m && c < n) ? a[element_at<LA>(r, c, sa)] : T(0);
       }
     }
 #pragma unroll
     for (int u = 0; u < B_UNITS; ++u) {
-      const int unit = tid + u * THREADS;
-      const int64_t r = k0 + unit / (BN / L), c = col0 + unit % (BN / L) * L;
+      int tr, tc;
+      unit_position<LB, BK, BN, L>(tid + u * THREADS, tr, tc);
+      const int64_t r = k0 + tr, c = col0 + tc;
       if constexpr (VEC) {
         float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (r < n && c < p) v = *reinterpret_cast<const float4*>(b + r * p + c);
+        if (r < n && c < p) v = *reinterpret_cast<const float4*>(b + element_at<LB>(r, c, sb));
         rb[u][0] = v.x; rb[u][1] = v.y; rb[u][2] = v.z; rb[u][3] = v.w;
       } else {
-        rb[u][0] = (r < n && c < p) ? b[r * p + c] : T(0);
+        rb[u][0] = (r < n && c < p) ? b[element_at<LB>(r, c, sb)] : T(0);
       }
     }
   };
   auto store_shared = [&](int buf) {
 #pragma unroll
     for (int u = 0; u < A_UNITS; ++u) {
-      const int unit = tid + u * THREADS;
-      const int r = unit / (BK / L), c = unit % (BK / L) * L;
+      int r, c;
+      unit_position<LA, BM, BK, L>(tid + u * THREADS, r, c);
+      if constexpr (VEC && LA == Lay::Col) {  // 4 rows of one k: one 16-byte store
+        *reinterpret_cast<float4*>(&as[buf][c][r]) =
+            make_float4(ra[u][0], ra[u][1], ra[u][2], ra[u][3]);
+      } else {
 #pragma unroll
-      for (int l = 0; l < L; ++l) as[buf][c + l][r] = ra[u][l];
+        for (int l = 0; l < L; ++l) as[buf][c + l][r] = ra[u][l];
+      }
     }
 #pragma unroll
     for (int u = 0; u < B_UNITS; ++u) {
-      const int unit = tid + u * THREADS;
-      const int r = unit / (BN / L), c = unit % (BN / L) * L;
+      int r, c;
+      unit_position<LB, BK, BN, L>(tid + u * THREADS, r, c);
 #pragma unroll
-      for (int l = 0; l < L; ++l) bs[buf][r][c + l] = rb[u][l];
+      for (int l = 0; l < L; ++l) {
+        if constexpr (LB == Lay::Col) bs[buf][r + l][c] = rb[u][l];
+        else bs[buf][r][c + l] = rb[u][l];
+      }
     }
   };
 
@@ -169,20 +224,100 @@ namespace {
 
 constexpr int64_t kMaxGridZ = 65535;
 
-template <class T, int BM, int BN, int TM, int TN, bool VEC>
-void launch_gemm(const T* a, const T* b, T* out, int64_t batch, int64_t m, int64_t n, int64_t p,
-                 const Launch& ctx) {
+// An operand as the kernels read it: its strides, its Lay, and whether its
+// rows allow float4 loads (unit stride, length and start multiples of 4).
+struct Operand {
+  MatStrides s;
+  Lay lay;
+  bool vec;
+};
+
+// The Operand of a rows x cols view at `offset` with strides (rs, cs). The
+// stride of a size-1 dimension is never used, so it need not be 1 for the
+// other dimension to count as the unit-stride one.
+Operand operand(int64_t rows, int64_t cols, int64_t offset, int64_t rs, int64_t cs) {
+  const bool aligned = offset % 4 == 0;
+  if (cs == 1 || (rs != 1 && cols == 1))
+    return {{rs, cs}, Lay::Row, aligned && cols % 4 == 0 && (rows == 1 || rs % 4 == 0)};
+  if (rs == 1 || rows == 1)
+    return {{rs, cs}, Lay::Col, aligned && rows % 4 == 0 && (cols == 1 || cs % 4 == 0)};
+  return {{rs, cs}, Lay::Any, false};
+}
+
+// One GEMM call, validated: `batch` products out (m, p) = a (m, n) @ b (n, p)
+// (a and b already advanced to their views' offsets).
+template <class T>
+struct GemmCall {
+  const char* op;
+  const T* a;
+  const T* b;
+  T* out;
+  int64_t batch, m, n, p;
+  Operand oa, ob;
+};
+
+template <Lay L>
+using LayC = std::integral_constant<Lay, L>;
+
+// Calls fn(LayC<LA>{}, LayC<LB>{}) with the layouts of a and b: any pair of
+// Row and Col, or Any for both when either is Any.
+template <class Fn>
+void dispatch_lays(Lay la, Lay lb, Fn&& fn) {
+  if (la == Lay::Any || lb == Lay::Any) return fn(LayC<Lay::Any>{}, LayC<Lay::Any>{});
+  auto with_a = [&](auto ca) {
+    if (lb == Lay::Row) fn(ca, LayC<Lay::Row>{});
+    else fn(ca, LayC<Lay::Col>{});
+  };
+  if (la == Lay::Row) with_a(LayC<Lay::Row>{});
+  else with_a(LayC<Lay::Col>{});
+}
+
+template <class T, int BM, int BN, int TM, int TN, bool VEC, Lay LA, Lay LB>
+void launch_gemm(const GemmCall<T>& g, const Launch& ctx) {
   constexpr int BK = 16;
   constexpr int THREADS = (BM / TM) * (BN / TN);
-  const int64_t tiles = ((m + BM - 1) / BM) * ((p + BN - 1) / BN);
+  const int64_t tiles = ((g.m + BM - 1) / BM) * ((g.p + BN - 1) / BN);
   if (tiles > 0x7fffffff)
-    value_error("matmul: ", m, "x", p, " output needs ", tiles, " tiles, more than one launch holds");
-  for (int64_t b0 = 0; b0 < batch; b0 += kMaxGridZ) {
+    value_error(g.op, ": ", g.m, "x", g.p, " output needs ", tiles,
+                " tiles, more than one launch holds");
+  for (int64_t b0 = 0; b0 < g.batch; b0 += kMaxGridZ) {
     const dim3 grid(static_cast<unsigned>(tiles), 1,
-                    static_cast<unsigned>(std::min(kMaxGridZ, batch - b0)));
-    matmul_kernel<T, BM, BN, BK, TM, TN, VEC><<<grid, THREADS, 0, ctx.stream>>>(a, b, out, m, n, p, b0);
+                    static_cast<unsigned>(std::min(kMaxGridZ, g.batch - b0)));
+    matmul_kernel<T, BM, BN, BK, TM, TN, VEC, LA, LB><<<grid, THREADS, 0, ctx.stream>>>(
+        g.a, g.b, g.out, g.m, g.n, g.p, g.oa.s, g.ob.s, b0);
     check_launch("matmul_kernel", ctx.stream);
   }
+}
+
+// Queues g on ctx: zeros when n == 0, else the kernel for its dtype, size
+// (float32: 128x128 tiles when they fill the GPU), VEC and layouts.
+template <class T>
+void run_gemm(const GemmCall<T>& g, const Launch& ctx) {
+  const int64_t no = g.batch * g.m * g.p;
+  if (no == 0) return;
+  if (g.n == 0) {
+    LAMINA_CUDA_CHECK(
+        cudaMemsetAsync(g.out, 0, static_cast<std::size_t>(no) * sizeof(T), ctx.stream), g.op);
+    return;
+  }
+  dispatch_lays(g.oa.lay, g.ob.lay, [&](auto ca, auto cb) {
+    constexpr Lay LA = decltype(ca)::value, LB = decltype(cb)::value;
+    if constexpr (std::is_same_v<T, float>) {
+      const int64_t big_tiles = g.batch * ((g.m + 127) / 128) * ((g.p + 127) / 128);
+      const bool big = big_tiles >= 2 * sm_count(ctx.device);
+      if constexpr (LA != Lay::Any) {
+        if (g.oa.vec && g.ob.vec && g.p % 4 == 0) {
+          if (big) launch_gemm<float, 128, 128, 8, 8, true, LA, LB>(g, ctx);
+          else launch_gemm<float, 64, 64, 4, 4, true, LA, LB>(g, ctx);
+          return;
+        }
+      }
+      if (big) launch_gemm<float, 128, 128, 8, 8, false, LA, LB>(g, ctx);
+      else launch_gemm<float, 64, 64, 4, 4, false, LA, LB>(g, ctx);
+    } else {
+      launch_gemm<double, 64, 64, 4, 4, false, LA, LB>(g, ctx);
+    }
+  });
 }
 
 void gemm(const char* op, const Array& a, const Array& b, Array& out, int64_t batch, int64_t m,
@@ -202,27 +337,23 @@ void gemm(const char* op, const Array& a, const Array& b, Array& out, int64_t ba
   if (no == 0) return;
   dispatch_float(op, a.dtype(), [&](auto t) {
     using T = decltype(t);
-    if (n == 0) {
-      LAMINA_CUDA_CHECK(cudaMemsetAsync(out.raw(), 0, static_cast<std::size_t>(no) * sizeof(T),
-                                        ctx.stream),
-                        op);
-      return;
-    }
-    const T* pa = a.data<T>();
-    const T* pb = b.data<T>();
-    T* po = out.data<T>();
-    if constexpr (std::is_same_v<T, float>) {
-      const bool vec = n % 4 == 0 && p % 4 == 0;
-      const int64_t big_tiles = batch * ((m + 127) / 128) * ((p + 127) / 128);
-      const bool big = big_tiles >= 2 * sm_count(ctx.device);
-      if (big && vec) launch_gemm<float, 128, 128, 8, 8, true>(pa, pb, po, batch, m, n, p, ctx);
-      else if (big) launch_gemm<float, 128, 128, 8, 8, false>(pa, pb, po, batch, m, n, p, ctx);
-      else if (vec) launch_gemm<float, 64, 64, 4, 4, true>(pa, pb, po, batch, m, n, p, ctx);
-      else launch_gemm<float, 64, 64, 4, 4, false>(pa, pb, po, batch, m, n, p, ctx);
-    } else {
-      launch_gemm<double, 64, 64, 4, 4, false>(pa, pb, po, batch, m, n, p, ctx);
-    }
+    run_gemm<T>({op, a.data<T>(), b.data<T>(), out.data<T>(), batch, m, n, p,
+                 operand(m, n, 0, n, 1), operand(n, p, 0, p, 1)},
+                ctx);
   });
+}
+
+// ValueError unless the rows x cols view (offset; rs, cs) of buf, rows and
+// cols > 0, lies inside buf; its last element is the farthest it reaches.
+void require_view_fits(const char* op, const char* name, const Array& buf, int64_t offset,
+                       int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  int64_t last = 0;
+  const bool overflow =
+      __builtin_add_overflow(offset, checked_mul(rows - 1, rs, op), &last) ||
+      __builtin_add_overflow(last, checked_mul(cols - 1, cs, op), &last);
+  if (overflow || last >= buf.size())
+    value_error(op, ": ", name, " view (offset ", offset, ", strides ", rs, ", ", cs, ") of ",
+                rows, "x", cols, " does not fit a buffer of ", buf.size(), " elements");
 }
 
 }  // namespace
@@ -234,6 +365,36 @@ void matmul(const Array& a, const Array& b, Array& out, int64_t m, int64_t n, in
 void matmul_batched(const Array& a, const Array& b, Array& out, int64_t batch, int64_t m,
                     int64_t n, int64_t p) {
   gemm("matmul_batched", a, b, out, batch, m, n, p);
+}
+
+void matmul_strided(const Array& a, const Array& b, Array& out, int64_t m, int64_t n, int64_t p,
+                    int64_t a_offset, int64_t a_rs, int64_t a_cs, int64_t b_offset, int64_t b_rs,
+                    int64_t b_cs) {
+  const char* op = "matmul_strided";
+  require_same_dtype(op, {&a, &b, &out});
+  require_float(op, a.dtype());
+  require_nonneg(op, "m", m);
+  require_nonneg(op, "n", n);
+  require_nonneg(op, "p", p);
+  require_nonneg(op, "a_offset", a_offset);
+  require_nonneg(op, "a_rs", a_rs);
+  require_nonneg(op, "a_cs", a_cs);
+  require_nonneg(op, "b_offset", b_offset);
+  require_nonneg(op, "b_rs", b_rs);
+  require_nonneg(op, "b_cs", b_cs);
+  if (out.size() < checked_mul(m, p, op))
+    value_error(op, ": out has ", out.size(), " elements, fewer than m*p = ", m, "*", p);
+  const bool a_read = m > 0 && n > 0, b_read = n > 0 && p > 0;
+  if (a_read) require_view_fits(op, "a", a, a_offset, m, n, a_rs, a_cs);
+  if (b_read) require_view_fits(op, "b", b, b_offset, n, p, b_rs, b_cs);
+  const Launch ctx = launch_on(op, {&a, &b, &out});
+  dispatch_float(op, a.dtype(), [&](auto t) {
+    using T = decltype(t);
+    run_gemm<T>({op, a.data<T>() + (a_read ? a_offset : 0), b.data<T>() + (b_read ? b_offset : 0),
+                 out.data<T>(), 1, m, n, p, operand(m, n, a_offset, a_rs, a_cs),
+                 operand(n, p, b_offset, b_rs, b_cs)},
+                ctx);
+  });
 }
 
 }  // namespace lamina_cuda

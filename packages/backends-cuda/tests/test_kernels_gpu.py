@@ -303,6 +303,105 @@ def test_matmul_errors() -> None:
                     2, 2, 2)
 
 
+def _strided_operand(kind: str, rows: int, cols: int, dtype: str, seed: int
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """A 1-D base buffer and a (rows, cols) numpy view of it of the given kind."""
+    if kind == "compact":
+        base = rand(rows * cols, dtype, seed)
+        return base, base.reshape(rows, cols)
+    if kind == "transposed":  # row stride 1, column stride rows
+        base = rand(rows * cols, dtype, seed)
+        return base, base.reshape(cols, rows).T
+    if kind == "window":  # unit column stride, longer rows, an offset (aligned if cols % 4 == 0)
+        base = rand((rows + 4) * (cols + 8), dtype, seed)
+        return base, base.reshape(rows + 4, cols + 8)[4:, 4:4 + cols]
+    if kind == "sliced":  # an offset and steps in both directions
+        base = rand((3 * rows + 2) * (2 * cols + 3), dtype, seed)
+        return base, base.reshape(3 * rows + 2, 2 * cols + 3)[2::3, 1::2][:, :cols]
+    if kind == "broadcast_rows":  # row stride 0: every row is the same
+        base = rand(cols + 3, dtype, seed)
+        return base, np.broadcast_to(base[3:], (rows, cols))
+    assert kind == "broadcast_cols"  # column stride 0
+    base = rand(rows + 1, dtype, seed)
+    return base, np.broadcast_to(base[1:, None], (rows, cols))
+
+
+def _layout(base: np.ndarray, view: np.ndarray) -> tuple[int, int, int]:
+    """(offset, row stride, column stride) in elements of a 2-D view of the 1-D base."""
+    start = view.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    item = base.itemsize
+    return start // item, view.strides[0] // item, view.strides[1] // item
+
+
+STRIDED_CASES = [("compact", "compact"), ("transposed", "compact"), ("compact", "transposed"),
+                 ("transposed", "transposed"), ("window", "transposed"), ("sliced", "sliced"),
+                 ("compact", "broadcast_rows"), ("transposed", "broadcast_cols")]
+# 1, 7, 33, 130 cross the tile edges; (128, 64, 256) takes the 16-byte loads where the
+# views allow them and (2304, 64, 2048) the 128x128 float32 tiles.
+STRIDED_SHAPES = [(1, 1, 1), (7, 7, 7), (7, 33, 130), (130, 7, 33), (33, 130, 7),
+                  (130, 130, 130), (128, 64, 256), (2304, 64, 2048)]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("m,n,p", STRIDED_SHAPES)
+@pytest.mark.parametrize("a_kind,b_kind", STRIDED_CASES)
+def test_matmul_strided(a_kind: str, b_kind: str, m: int, n: int, p: int, dtype: str) -> None:
+    a_base, a_view = _strided_operand(a_kind, m, n, dtype, 30)
+    b_base, b_view = _strided_operand(b_kind, n, p, dtype, 31)
+    out = put(cuda, np.full(m * p, np.nan, dtype))  # every element must be written
+    cuda.matmul_strided(put(cuda, a_base), put(cuda, b_base), out, m, n, p,
+                        *_layout(a_base, a_view), *_layout(b_base, b_view))
+    want = (a_view.astype(np.float64) @ b_view.astype(np.float64)).reshape(-1).astype(dtype)
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == "float32" else TOL[dtype]
+    np.testing.assert_allclose(get(cuda, out), want, **tol,
+                               err_msg=f"matmul_strided differs from numpy ({a_kind}, {b_kind})")
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_matmul_strided_empty(dtype: str) -> None:
+    # n == 0: out is m*p zeros and the views are not read (nor checked)
+    out = put(cuda, np.full(16, np.nan, dtype))
+    tiny = cuda.Array(1, dtype)
+    cuda.matmul_strided(tiny, tiny, out, 5, 0, 3, 10**15, 1, 5, 10**15, 3, 1)
+    np.testing.assert_array_equal(get(cuda, out)[:15], np.zeros(15, dtype))
+    assert np.isnan(get(cuda, out)[15])
+    # m == 0 or p == 0: nothing to write
+    a, b = put(cuda, rand(20, dtype, 32)), put(cuda, rand(12, dtype, 33))
+    for m, p in ((0, 3), (5, 0)):
+        keep = put(cuda, np.full(15, 7, dtype))
+        cuda.matmul_strided(a, b, keep, m, 4, p, 0, 4, 1, 0, 3, 1)
+        np.testing.assert_array_equal(get(cuda, keep), np.full(15, 7, dtype))
+
+
+def test_matmul_strided_errors() -> None:
+    a, b = put(cuda, rand(12, "float32", 34)), put(cuda, rand(12, "float32", 35))
+    out = put(cuda, np.full(9, 5, np.float32))
+    good = [3, 4, 3, 0, 4, 1, 0, 3, 1]  # m, n, p; a (3, 4) and b (4, 3), compact
+    names = ("m", "n", "p", "a_offset", "a_rs", "a_cs", "b_offset", "b_rs", "b_cs")
+    for i, name in enumerate(names):
+        bad = list(good)
+        bad[i] = -1
+        with pytest.raises(ValueError, match=f"matmul_strided: {name} must be >= 0, got -1"):
+            cuda.matmul_strided(a, b, out, *bad)
+    with pytest.raises(ValueError, match="matmul_strided: out has 8 elements"):
+        cuda.matmul_strided(a, b, cuda.Array(8, "float32"), *good)
+    with pytest.raises(ValueError, match=r"matmul_strided: a view .* does not fit a buffer of 12"):
+        cuda.matmul_strided(a, b, out, 3, 4, 3, 1, 4, 1, 0, 3, 1)  # last element at 12
+    with pytest.raises(ValueError, match=r"matmul_strided: b view .* does not fit a buffer of 12"):
+        cuda.matmul_strided(a, b, out, 3, 4, 3, 0, 4, 1, 0, 1, 5)  # transposed b, cs too big
+    with pytest.raises(ValueError, match="matmul_strided: a view"):
+        cuda.matmul_strided(a, b, out, 3, 4, 3, 2**63 - 1, 1, 1, 0, 3, 1)  # the reach overflows
+    with pytest.raises(ValueError, match="matmul_strided: .*overflows"):
+        cuda.matmul_strided(a, b, out, 3, 4, 3, 0, 2**62, 1, 0, 3, 1)  # (m-1)*a_rs overflows
+    with pytest.raises(TypeError, match="matmul_strided"):
+        cuda.matmul_strided(a, cuda.Array(12, "float64"), out, *good)
+    i64 = cuda.Array(12, "int64")
+    with pytest.raises(TypeError, match="matmul_strided"):
+        cuda.matmul_strided(i64, i64, cuda.Array(9, "int64"), *good)
+    # validation happens before anything is queued: out is untouched
+    np.testing.assert_array_equal(get(cuda, out), np.full(9, 5, np.float32))
+
+
 CONVS = [  # n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw
     (1, 1, 5, 5, 3, 3, 1, 1, 0, 0, 1, 1),
     (2, 3, 8, 7, 3, 2, 2, 1, 1, 0, 1, 1),
