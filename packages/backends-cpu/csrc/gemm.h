@@ -35,6 +35,9 @@ template <class T> SmallGemm<T> avx2_gemm_small();
 double fma_probe_avx2(double seconds);
 // out[i] = exp(a[i]) for float32, 8 lanes at a time; a and out may alias.
 void exp_f32_avx2(const float* a, float* out, int64_t n);
+// The AVX2 copy of reduce_columns.h's sum_columns (float and double).
+template <class T>
+void sum_columns_avx2(const T* src, T* dst, int64_t rows, int64_t ld, int64_t w);
 #endif
 
 }  // namespace lamina_cpu

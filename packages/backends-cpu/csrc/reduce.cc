@@ -15,6 +15,11 @@
 #include "threading.h"
 
 namespace lamina_cpu {
+
+namespace base {
+#include "reduce_columns.h"
+}  // namespace base
+
 namespace {
 
 constexpr int kLanes = 16;
@@ -98,22 +103,14 @@ void for_each_row(int64_t rows, int64_t size, F&& f) {
   }, 1);
 }
 
-// dst[i] = sum over k of src[k * ld + i], i < w, rows added in order k = 0, 1, ...
+// The column sums of reduce_sum_axis: the AVX2 copy where the CPU has it
+// (memory-bound, but 256-bit loads still keep more of them in flight).
 template <class T>
-void sum_columns(const T* src, T* __restrict__ dst, int64_t rows, int64_t ld, int64_t w) {
-  for (int64_t i = 0; i < w; ++i) dst[i] = T(0);
-  int64_t k = 0;
-  for (; k + 4 <= rows; k += 4) {
-    const T* __restrict__ r0 = src + k * ld;
-    const T* __restrict__ r1 = r0 + ld;
-    const T* __restrict__ r2 = r1 + ld;
-    const T* __restrict__ r3 = r2 + ld;
-    for (int64_t i = 0; i < w; ++i) dst[i] = (((dst[i] + r0[i]) + r1[i]) + r2[i]) + r3[i];
-  }
-  for (; k < rows; ++k) {
-    const T* __restrict__ r = src + k * ld;
-    for (int64_t i = 0; i < w; ++i) dst[i] += r[i];
-  }
+void sum_columns(const T* src, T* dst, int64_t rows, int64_t ld, int64_t w) {
+#if defined(LAMINA_HAVE_AVX2_TU)
+  if (cpu_has_avx2_fma()) return sum_columns_avx2<T>(src, dst, rows, ld, w);
+#endif
+  base::sum_columns<T>(src, dst, rows, ld, w);
 }
 
 template <class T>
