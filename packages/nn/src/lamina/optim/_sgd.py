@@ -61,8 +61,10 @@ class SGD(Optimizer):
             buf = state.get("momentum_buffer")
             if buf is None:
                 buf = grad.copy()
-            else:
+            elif group["dampening"]:
                 buf = buf * momentum + grad * (1.0 - group["dampening"])
+            else:
+                buf = buf * momentum + grad
             state["momentum_buffer"] = buf
             grad = grad + buf * momentum if group["nesterov"] else buf
         param.data = p - grad * group["lr"]
