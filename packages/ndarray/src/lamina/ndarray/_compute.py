@@ -59,7 +59,7 @@ def binary(a: NDArray, b: Any, op: str) -> NDArray:
         if out._buf.size:
             getattr(a._device.backend, "scalar_" + op)(a._buf, b, out._buf)
         return out
-    return NotImplemented  # type: ignore[no-any-return]
+    return NotImplemented
 
 
 def reversed_scalar(a: NDArray, value: Any, op: str) -> NDArray:
@@ -91,7 +91,7 @@ def reduce(a: NDArray, axis: Any, keepdims: bool, op: str) -> NDArray:
     axes = L.normalize_axes(axis, a.ndim, op)
     kept = tuple(n for i, n in enumerate(a._shape) if i not in axes)
     size = prod(a._shape[i] for i in axes)
-    if size == 0 and op != "sum" and prod(kept):
+    if size == 0 and op != "sum" and all(kept):
         raise ShapeError(f"{op}: cannot reduce an empty axis (shape {a._shape}, axis {axis})")
     out_dtype = int64 if op == "argmax" else a._dtype
     out = NDArray._empty(kept, out_dtype, a._device)

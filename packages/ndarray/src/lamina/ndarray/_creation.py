@@ -235,7 +235,9 @@ def _conv_geometry(shape: tuple[int, ...], kernel: Any, stride: Any, padding: An
 
 
 def _pair(x: Any) -> tuple[int, int]:
-    return (int(x), int(x)) if isinstance(x, (int, Number)) else (int(x[0]), int(x[1]))
+    if isinstance(x, (int, Number)):
+        return int(x), int(x)  # type: ignore[arg-type]
+    return int(x[0]), int(x[1])
 
 
 def im2col(x: NDArray, kernel: Any, stride: Any = 1, padding: Any = 0,

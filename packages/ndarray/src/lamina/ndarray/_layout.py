@@ -7,6 +7,7 @@ elements) to shapes and strides, and raises ShapeError naming the op.
 from __future__ import annotations
 
 from math import prod
+from typing import Any
 
 from ._errors import ShapeError
 
@@ -35,14 +36,14 @@ def is_compact(shape: Shape, strides: Shape, offset: int) -> bool:
     return True
 
 
-def normalize_shape(shape: object, op: str) -> Shape:
+def normalize_shape(shape: Any, op: str) -> Shape:
     """Accept ``(2, 3)``, ``[2, 3]`` or ``((2, 3),)`` and return a tuple of ints."""
     if isinstance(shape, int):
         shape = (shape,)
-    if len(shape) == 1 and not isinstance(shape[0], int):  # type: ignore[arg-type]
-        shape = shape[0]  # type: ignore[index]
+    if len(shape) == 1 and not isinstance(shape[0], int):
+        shape = shape[0]
     try:
-        out = tuple(int(n) for n in shape)  # type: ignore[union-attr]
+        out = tuple(int(n) for n in shape)
     except TypeError:
         raise ShapeError(f"{op}: shape must be a sequence of ints, got {shape!r}") from None
     return out

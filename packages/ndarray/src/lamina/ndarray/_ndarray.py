@@ -138,7 +138,7 @@ class NDArray:
         if self.size != 1:
             raise ShapeError(f"item: only one-element arrays can be converted to a Python "
                              f"scalar, got shape {self._shape}")
-        return self.numpy().reshape(()).item()  # type: ignore[no-any-return]
+        return self.numpy().reshape(()).item()
 
     def tolist(self) -> Any:
         return self.numpy().tolist()

@@ -20,7 +20,7 @@ Shape = tuple[int, ...]
 _DTYPES = ("float32", "float64", "int64")
 
 
-class Array:
+class NumpyArray:
     """A flat buffer: ``data`` is a 1-D numpy array that owns its memory."""
 
     __slots__ = ("data",)
@@ -44,7 +44,7 @@ class Array:
         return f"numpy.Array(size={self.size}, dtype={self.dtype})"
 
 
-def _view(a: Array, shape: Shape, strides: Shape, offset: int, op: str) -> np.ndarray:
+def _view(a: NumpyArray, shape: Shape, strides: Shape, offset: int, op: str) -> np.ndarray:
     """The strided numpy view of ``a``, after checking it stays inside the buffer."""
     if len(shape) != len(strides):
         raise ValueError(f"{op}: shape {shape} and strides {strides} differ in length")
@@ -63,7 +63,7 @@ def _view(a: Array, shape: Shape, strides: Shape, offset: int, op: str) -> np.nd
                       writeable=True)
 
 
-def _check_size(op: str, out: Array, *arrays: Array) -> int:
+def _check_size(op: str, out: NumpyArray, *arrays: NumpyArray) -> int:
     size = out.data.size
     for i, x in enumerate(arrays):
         if x.data.size < size:
@@ -77,7 +77,7 @@ class NumpyBackend:
     name = "numpy"
     api_version = API_VERSION
     dtypes = _DTYPES
-    Array = Array
+    Array = NumpyArray
 
     @staticmethod
     def is_available() -> bool:
@@ -89,23 +89,23 @@ class NumpyBackend:
 
     # ----------------------------------------------------------- buffers
     @staticmethod
-    def from_numpy(src: np.ndarray, out: Array) -> None:
+    def from_numpy(src: np.ndarray, out: NumpyArray) -> None:
         if src.size != out.data.size:
             raise ValueError(f"from_numpy: source has {src.size} elements, out has "
                              f"{out.data.size}")
         np.copyto(out.data, src.reshape(-1), casting="same_kind")
 
     @staticmethod
-    def to_numpy(a: Array, shape: Shape, strides: Shape, offset: int) -> np.ndarray:
+    def to_numpy(a: NumpyArray, shape: Shape, strides: Shape, offset: int) -> np.ndarray:
         return np.array(_view(a, shape, strides, offset, "to_numpy"), copy=True, order="C")
 
     @staticmethod
-    def fill(out: Array, value: float) -> None:
+    def fill(out: NumpyArray, value: float) -> None:
         out.data.fill(value)
 
     # ----------------------------------------------------------- strided access
     @staticmethod
-    def compact(a: Array, out: Array, shape: Shape, strides: Shape, offset: int) -> None:
+    def compact(a: NumpyArray, out: NumpyArray, shape: Shape, strides: Shape, offset: int) -> None:
         view = _view(a, shape, strides, offset, "compact")
         size = view.size
         if out.data.size < size:
@@ -113,7 +113,7 @@ class NumpyBackend:
         np.copyto(out.data[:size].reshape(shape), view)
 
     @staticmethod
-    def ewise_setitem(a: Array, out: Array, shape: Shape, strides: Shape,
+    def ewise_setitem(a: NumpyArray, out: NumpyArray, shape: Shape, strides: Shape,
                       offset: int) -> None:
         view = _view(out, shape, strides, offset, "ewise_setitem")
         if a.data.size < view.size:
@@ -122,7 +122,7 @@ class NumpyBackend:
         np.copyto(view, a.data[:view.size].reshape(shape))
 
     @staticmethod
-    def scalar_setitem(size: int, value: float, out: Array, shape: Shape, strides: Shape,
+    def scalar_setitem(size: int, value: float, out: NumpyArray, shape: Shape, strides: Shape,
                        offset: int) -> None:
         view = _view(out, shape, strides, offset, "scalar_setitem")
         if view.size != size:
@@ -131,36 +131,36 @@ class NumpyBackend:
 
     # ----------------------------------------------------------- elementwise
     @staticmethod
-    def ewise_where(cond: Array, a: Array, b: Array, out: Array) -> None:
+    def ewise_where(cond: NumpyArray, a: NumpyArray, b: NumpyArray, out: NumpyArray) -> None:
         n = _check_size("ewise_where", out, cond, a, b)
         np.copyto(out.data, np.where(cond.data[:n] != 0, a.data[:n], b.data[:n]))
 
     @staticmethod
-    def ewise_cast(a: Array, out: Array) -> None:
+    def ewise_cast(a: NumpyArray, out: NumpyArray) -> None:
         n = _check_size("ewise_cast", out, a)
         np.copyto(out.data, a.data[:n], casting="unsafe")
 
     # ----------------------------------------------------------- reductions
     @staticmethod
-    def reduce_sum(a: Array, out: Array, size: int) -> None:
+    def reduce_sum(a: NumpyArray, out: NumpyArray, size: int) -> None:
         rows = _rows(a, out, size, "reduce_sum")
         np.sum(rows, axis=1, out=out.data)
 
     @staticmethod
-    def reduce_max(a: Array, out: Array, size: int) -> None:
+    def reduce_max(a: NumpyArray, out: NumpyArray, size: int) -> None:
         np.max(_rows(a, out, size, "reduce_max", nonempty=True), axis=1, out=out.data)
 
     @staticmethod
-    def reduce_min(a: Array, out: Array, size: int) -> None:
+    def reduce_min(a: NumpyArray, out: NumpyArray, size: int) -> None:
         np.min(_rows(a, out, size, "reduce_min", nonempty=True), axis=1, out=out.data)
 
     @staticmethod
-    def reduce_argmax(a: Array, out: Array, size: int) -> None:
+    def reduce_argmax(a: NumpyArray, out: NumpyArray, size: int) -> None:
         rows = _rows(a, out, size, "reduce_argmax", nonempty=True)
         np.copyto(out.data, np.argmax(rows, axis=1))
 
     @staticmethod
-    def reduce_sum_axis(a: Array, out: Array, outer: int, size: int, inner: int) -> None:
+    def reduce_sum_axis(a: NumpyArray, out: NumpyArray, outer: int, size: int, inner: int) -> None:
         if a.data.size < outer * size * inner or out.data.size != outer * inner:
             raise ValueError(f"reduce_sum_axis: buffers of {a.data.size} and "
                              f"{out.data.size} do not fit ({outer}, {size}, {inner})")
@@ -169,7 +169,7 @@ class NumpyBackend:
 
     # ----------------------------------------------------------- fused
     @staticmethod
-    def softmax_last(a: Array, out: Array, size: int) -> None:
+    def softmax_last(a: NumpyArray, out: NumpyArray, size: int) -> None:
         rows = _rows(a, out, size, "softmax_last", per_row=False)
         shifted = rows - rows.max(axis=1, keepdims=True)
         np.exp(shifted, out=shifted)
@@ -177,7 +177,7 @@ class NumpyBackend:
         np.copyto(out.data.reshape(rows.shape), shifted)
 
     @staticmethod
-    def logsumexp_last(a: Array, out: Array, size: int) -> None:
+    def logsumexp_last(a: NumpyArray, out: NumpyArray, size: int) -> None:
         rows = _rows(a, out, size, "logsumexp_last", nonempty=True)
         peak = rows.max(axis=1)
         finite = np.where(np.isfinite(peak), peak, 0)
@@ -186,8 +186,8 @@ class NumpyBackend:
         out.data += finite
 
     @staticmethod
-    def layer_norm_last(a: Array, weight: Array, bias: Array, out: Array, mean: Array,
-                        rstd: Array, size: int, eps: float) -> None:
+    def layer_norm_last(a: NumpyArray, weight: NumpyArray, bias: NumpyArray, out: NumpyArray,
+                        mean: NumpyArray, rstd: NumpyArray, size: int, eps: float) -> None:
         rows = _rows(a, mean, size, "layer_norm_last", nonempty=True)
         if rstd.data.size != mean.data.size or out.data.size < rows.size:
             raise ValueError(f"layer_norm_last: out, mean and rstd have {out.data.size}, "
@@ -208,7 +208,7 @@ class NumpyBackend:
 
     # ----------------------------------------------------------- indexing
     @staticmethod
-    def index_gather(a: Array, idx: Array, out: Array, outer: int, axis_size: int,
+    def index_gather(a: NumpyArray, idx: NumpyArray, out: NumpyArray, outer: int, axis_size: int,
                      inner: int) -> None:
         src = _index_operand(a, idx, outer, axis_size, inner, "index_gather")
         n = idx.data.size
@@ -218,26 +218,27 @@ class NumpyBackend:
         np.take(src, idx.data, axis=1, out=out.data.reshape(outer, n, inner))
 
     @staticmethod
-    def index_scatter_add(a: Array, idx: Array, out: Array, outer: int, axis_size: int,
-                          inner: int) -> None:
+    def index_scatter_add(a: NumpyArray, idx: NumpyArray, out: NumpyArray, outer: int,
+                          axis_size: int, inner: int) -> None:
         dst = _index_operand(out, idx, outer, axis_size, inner, "index_scatter_add")
         n = idx.data.size
         if a.data.size < outer * n * inner:
             raise ValueError(f"index_scatter_add: source has {a.data.size} elements, "
                              f"expected {outer * n * inner}")
         src = a.data[:outer * n * inner].reshape(outer, n, inner)
-        np.add.at(dst, (slice(None), idx.data), src)
+        np.add.at(dst, (slice(None), idx.data), src)  # type: ignore[arg-type]
 
     # ----------------------------------------------------------- matmul
     @staticmethod
-    def matmul(a: Array, b: Array, out: Array, m: int, n: int, p: int) -> None:
+    def matmul(a: NumpyArray, b: NumpyArray, out: NumpyArray, m: int, n: int, p: int) -> None:
         _check_matmul(a, b, out, 1, m, n, p, "matmul")
         np.matmul(a.data[:m * n].reshape(m, n), b.data[:n * p].reshape(n, p),
                   out=out.data[:m * p].reshape(m, p))
 
     @staticmethod
-    def matmul_strided(a: Array, b: Array, out: Array, m: int, n: int, p: int, a_offset: int,
-                       a_rs: int, a_cs: int, b_offset: int, b_rs: int, b_cs: int) -> None:
+    def matmul_strided(a: NumpyArray, b: NumpyArray, out: NumpyArray, m: int, n: int, p: int,
+                       a_offset: int, a_rs: int, a_cs: int, b_offset: int, b_rs: int,
+                       b_cs: int) -> None:
         if out.data.size < m * p:
             raise ValueError(f"matmul_strided: out has {out.data.size} elements, expected "
                              f"{m}x{p}")
@@ -246,7 +247,7 @@ class NumpyBackend:
         np.matmul(av, bv, out=out.data[:m * p].reshape(m, p))
 
     @staticmethod
-    def matmul_batched(a: Array, b: Array, out: Array, batch: int, m: int, n: int,
+    def matmul_batched(a: NumpyArray, b: NumpyArray, out: NumpyArray, batch: int, m: int, n: int,
                        p: int) -> None:
         _check_matmul(a, b, out, batch, m, n, p, "matmul_batched")
         np.matmul(a.data[:batch * m * n].reshape(batch, m, n),
@@ -254,7 +255,7 @@ class NumpyBackend:
                   out=out.data[:batch * m * p].reshape(batch, m, p))
 
     @staticmethod
-    def im2col(a: Array, out: Array, n: int, c: int, h: int, w: int, kh: int, kw: int,
+    def im2col(a: NumpyArray, out: NumpyArray, n: int, c: int, h: int, w: int, kh: int, kw: int,
                sh: int, sw: int, ph: int, pw: int, dh: int, dw: int) -> None:
         oh, ow = _conv_out(h, w, kh, kw, sh, sw, ph, pw, dh, dw, "im2col")
         if a.data.size < n * c * h * w or out.data.size < n * oh * ow * c * kh * kw:
@@ -268,7 +269,7 @@ class NumpyBackend:
         np.copyto(out.data[:patches.size].reshape(patches.shape), patches)
 
     @staticmethod
-    def col2im(a: Array, out: Array, n: int, c: int, h: int, w: int, kh: int, kw: int,
+    def col2im(a: NumpyArray, out: NumpyArray, n: int, c: int, h: int, w: int, kh: int, kw: int,
                sh: int, sw: int, ph: int, pw: int, dh: int, dw: int) -> None:
         oh, ow = _conv_out(h, w, kh, kw, sh, sw, ph, pw, dh, dw, "col2im")
         if a.data.size < n * oh * ow * c * kh * kw or out.data.size < n * c * h * w:
@@ -294,7 +295,7 @@ def _conv_out(h: int, w: int, kh: int, kw: int, sh: int, sw: int, ph: int, pw: i
     return oh, ow
 
 
-def _rows(a: Array, out: Array, size: int, op: str, nonempty: bool = False,
+def _rows(a: NumpyArray, out: NumpyArray, size: int, op: str, nonempty: bool = False,
           per_row: bool = True) -> np.ndarray:
     rows = out.data.size if per_row else (out.data.size // size if size else 0)
     if nonempty and size < 1 and rows:
@@ -304,7 +305,7 @@ def _rows(a: Array, out: Array, size: int, op: str, nonempty: bool = False,
     return a.data[:rows * size].reshape(rows, size)
 
 
-def _matrix_view(buf: Array, rows: int, cols: int, offset: int, rs: int, cs: int,
+def _matrix_view(buf: NumpyArray, rows: int, cols: int, offset: int, rs: int, cs: int,
                  name: str) -> np.ndarray:
     """The (rows, cols) view of ``buf`` that matmul_strided reads, bounds-checked."""
     if min(rows, cols, offset, rs, cs) < 0:
@@ -320,7 +321,7 @@ def _matrix_view(buf: Array, rows: int, cols: int, offset: int, rs: int, cs: int
                                            (rs * item, cs * item), writeable=False)
 
 
-def _index_operand(buf: Array, idx: Array, outer: int, axis_size: int, inner: int,
+def _index_operand(buf: NumpyArray, idx: NumpyArray, outer: int, axis_size: int, inner: int,
                    op: str) -> np.ndarray:
     if idx.data.dtype != np.int64:
         raise TypeError(f"{op}: indices must be int64, got {idx.data.dtype}")
@@ -336,7 +337,7 @@ def _index_operand(buf: Array, idx: Array, outer: int, axis_size: int, inner: in
     return buf.data[:outer * axis_size * inner].reshape(outer, axis_size, inner)
 
 
-def _check_matmul(a: Array, b: Array, out: Array, batch: int, m: int, n: int, p: int,
+def _check_matmul(a: NumpyArray, b: NumpyArray, out: NumpyArray, batch: int, m: int, n: int, p: int,
                   op: str) -> None:
     if (a.data.size < batch * m * n or b.data.size < batch * n * p
             or out.data.size < batch * m * p):
@@ -379,13 +380,13 @@ def _install_elementwise() -> None:
     def make_binary(name: str, ufunc: Any) -> tuple[Any, Any]:
         quiet = _quiet if name in _MAY_WARN else _plain
 
-        def ewise(a: Array, b: Array, out: Array) -> None:
+        def ewise(a: NumpyArray, b: NumpyArray, out: NumpyArray) -> None:
             n = out.data.size
             if a.data.size < n or b.data.size < n:
                 _check_size(f"ewise_{name}", out, a, b)
             quiet(ufunc, a.data[:n], b.data[:n], out.data)
 
-        def scalar(a: Array, value: float, out: Array) -> None:
+        def scalar(a: NumpyArray, value: float, out: NumpyArray) -> None:
             n = out.data.size
             if a.data.size < n:
                 _check_size(f"scalar_{name}", out, a)
@@ -394,13 +395,13 @@ def _install_elementwise() -> None:
         return ewise, scalar
 
     def make_reversed(name: str, ufunc: Any) -> Any:
-        def scalar(a: Array, value: float, out: Array) -> None:
+        def scalar(a: NumpyArray, value: float, out: NumpyArray) -> None:
             n = _check_size(f"scalar_{name}", out, a)
             _quiet(ufunc, out.data.dtype.type(value), a.data[:n], out.data)
         return scalar
 
     def make_unary(name: str, ufunc: Any) -> Any:
-        def ewise(a: Array, out: Array) -> None:
+        def ewise(a: NumpyArray, out: NumpyArray) -> None:
             n = out.data.size
             if a.data.size < n:
                 _check_size(f"ewise_{name}", out, a)
