@@ -93,7 +93,8 @@ class WordTokenizer:
 
     def decode(self, ids: Sequence[int] | np.ndarray) -> str:
         """Words joined by spaces, ``eos`` turned back into a newline."""
-        lines, line = [], []
+        lines: list[str] = []
+        line: list[str] = []
         for word in self.vocab.decode(ids):
             if word == self.eos:
                 lines.append(" ".join(line) + "\n")
