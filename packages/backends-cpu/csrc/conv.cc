@@ -6,6 +6,8 @@
 //   overwrites. oh = (h + 2 ph - dh (kh - 1) - 1) / sh + 1, likewise ow.
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
+#include <vector>
 
 #include "kernels.h"
 #include "threading.h"
@@ -46,6 +48,26 @@ int64_t cols_size(const ConvGeom& g, const char* op) {
   return checked_mul(checked_mul(checked_mul(s, g.c, op), g.kh, op), g.kw, op);
 }
 
+// A thread's scratch: one zero-padded image (c, h + 2 ph, w + 2 pw).
+template <class T>
+T* padded_scratch(std::size_t n) {
+  thread_local std::vector<T> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+
+// Calls body(std::integral_constant<int, KW>) with KW = kw when the kernel is
+// 1, 3, 5 or 7 wide without dilation (the inner row loops then unroll), else
+// KW = 0 (kw and dw read at run time).
+template <class F>
+void with_kernel_width(const ConvGeom& g, F&& body) {
+  if (g.dw == 1 && g.kw == 3) return body(std::integral_constant<int, 3>{});
+  if (g.dw == 1 && g.kw == 1) return body(std::integral_constant<int, 1>{});
+  if (g.dw == 1 && g.kw == 5) return body(std::integral_constant<int, 5>{});
+  if (g.dw == 1 && g.kw == 7) return body(std::integral_constant<int, 7>{});
+  body(std::integral_constant<int, 0>{});
+}
+
 }  // namespace
 
 void im2col(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t w, int64_t kh,
@@ -56,11 +78,44 @@ void im2col(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t
   if (a.size() < image_size(g, op) || out.size() < cols_size(g, op))
     value_error(op, ": buffers of ", a.size(), " and ", out.size(),
                 " elements are smaller than the layout");
-  dispatch(a.dtype(), [&](auto tag) {
+  dispatch(a.dtype(), [&](auto tag) { with_kernel_width(g, [&](auto kw_tag) {
     using T = elem_t<decltype(tag)>;
+    constexpr int KW = decltype(kw_tag)::value;
     const T* src = a.data<T>();
     T* dst = out.data<T>();
     const int64_t patch = g.c * g.kh * g.kw;
+    if (g.n >= num_threads() && KW > 0) {
+      // Whole images per thread, each staged into a zero-padded copy (9x
+      // smaller than its columns for 3x3), so every patch row lies inside
+      // it: no bounds checks, KW-wide copies.
+      const int64_t H = g.h + 2 * g.ph, W = g.w + 2 * g.pw, HW = H * W;
+      const int64_t work = g.oh * g.ow * patch;
+      parallel_for(g.n, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, work)),
+                   [&](int64_t b, int64_t e) {
+        const bool pad = g.ph || g.pw;
+        T* staged = pad ? padded_scratch<T>(static_cast<std::size_t>(g.c * HW)) : nullptr;
+        for (int64_t ni = b; ni < e; ++ni) {
+          const T* image = src + ni * g.c * g.h * g.w;
+          if (pad) {
+            std::fill(staged, staged + g.c * HW, T(0));
+            for (int64_t ci = 0; ci < g.c; ++ci)
+              for (int64_t y = 0; y < g.h; ++y)
+                std::memcpy(staged + ci * HW + (y + g.ph) * W + g.pw,
+                            image + (ci * g.h + y) * g.w, sizeof(T) * g.w);
+            image = staged;
+          }
+          T* d = dst + ni * g.oh * g.ow * patch;
+          for (int64_t oy = 0; oy < g.oh; ++oy)
+            for (int64_t ox = 0; ox < g.ow; ++ox)
+              for (int64_t ci = 0; ci < g.c; ++ci) {
+                const T* row = image + ci * HW + oy * g.sh * W + ox * g.sw;
+                for (int64_t ky = 0; ky < g.kh; ++ky, row += g.dh * W, d += KW)
+                  for (int kx = 0; kx < KW; ++kx) d[kx] = row[kx];
+              }
+        }
+      }, 1);
+      return;
+    }
     parallel_for(g.n * g.oh, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, g.ow * patch)),
                  [&](int64_t b, int64_t e) {
       for (int64_t t = b; t < e; ++t) {
@@ -78,7 +133,9 @@ void im2col(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t
                 continue;
               }
               const int64_t at = y * g.w + x0;  // may be < 0 when x0 is; used only inside
-              if (x_inside) {
+              if (KW > 0 && x_inside) {
+                for (int kx = 0; kx < KW; ++kx) d[kx] = plane[at + kx];
+              } else if (x_inside) {
                 for (int64_t kx = 0; kx < g.kw; ++kx) d[kx] = plane[at + kx * g.dw];
               } else {
                 for (int64_t kx = 0; kx < g.kw; ++kx) {
@@ -91,7 +148,7 @@ void im2col(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t
         }
       }
     }, 1);
-  });
+  }); });
 }
 
 void col2im(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t w, int64_t kh,
@@ -102,8 +159,9 @@ void col2im(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t
   if (a.size() < cols_size(g, op) || out.size() < image_size(g, op))
     value_error(op, ": buffers of ", a.size(), " and ", out.size(),
                 " elements are smaller than the layout");
-  dispatch(a.dtype(), [&](auto tag) {
+  dispatch(a.dtype(), [&](auto tag) { with_kernel_width(g, [&](auto kw_tag) {
     using T = elem_t<decltype(tag)>;
+    constexpr int KW = decltype(kw_tag)::value;
     const T* src = a.data<T>();
     T* dst = out.data<T>();
     const int64_t patch = g.c * g.kh * g.kw;
@@ -118,7 +176,9 @@ void col2im(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t
         const int64_t y = oy * g.sh - g.ph + ky * g.dh;
         if (y < 0 || y >= g.h) continue;
         const int64_t at = y * g.w + x0;  // may be < 0 when x0 is; used only inside
-        if (x_inside) {
+        if (KW > 0 && x_inside) {
+          for (int kx = 0; kx < KW; ++kx) plane[at + kx] += s[kx];
+        } else if (x_inside) {
           for (int64_t kx = 0; kx < g.kw; ++kx) plane[at + kx * g.dw] += s[kx];
         } else {
           for (int64_t kx = 0; kx < g.kw; ++kx) {
@@ -129,6 +189,35 @@ void col2im(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t
       }
     };
     const int64_t hw = g.h * g.w, khw = g.kh * g.kw;
+    if (g.n >= num_threads() && KW > 0) {
+      // im2col's staging in reverse: patches are summed into a zero-padded
+      // image, in the same (oy, ox, ky, kx) order, and its interior copied out.
+      const int64_t H = g.h + 2 * g.ph, W = g.w + 2 * g.pw, HW = H * W;
+      const int64_t work = g.oh * g.ow * patch;
+      parallel_for(g.n, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, work)),
+                   [&](int64_t b, int64_t e) {
+        const bool pad = g.ph || g.pw;
+        T* staged = pad ? padded_scratch<T>(static_cast<std::size_t>(g.c * HW)) : nullptr;
+        for (int64_t ni = b; ni < e; ++ni) {
+          T* image = pad ? staged : dst + ni * g.c * hw;
+          std::fill(image, image + g.c * HW, T(0));
+          const T* s = src + ni * g.oh * g.ow * patch;
+          for (int64_t oy = 0; oy < g.oh; ++oy)
+            for (int64_t ox = 0; ox < g.ow; ++ox)
+              for (int64_t ci = 0; ci < g.c; ++ci) {
+                T* row = image + ci * HW + oy * g.sh * W + ox * g.sw;
+                for (int64_t ky = 0; ky < g.kh; ++ky, row += g.dh * W, s += KW)
+                  for (int kx = 0; kx < KW; ++kx) row[kx] += s[kx];
+              }
+          if (pad)
+            for (int64_t ci = 0; ci < g.c; ++ci)
+              for (int64_t y = 0; y < g.h; ++y)
+                std::memcpy(dst + (ni * g.c + ci) * hw + y * g.w,
+                            staged + ci * HW + (y + g.ph) * W + g.pw, sizeof(T) * g.w);
+        }
+      }, 1);
+      return;
+    }
     if (g.n >= num_threads()) {
       const int64_t work = g.oh * g.ow * patch;
       parallel_for(g.n, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, work)),
@@ -156,7 +245,7 @@ void col2im(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t
             add_patch(plane, src + ((ni * g.oh + oy) * g.ow + ox) * patch + ci * khw, oy, ox);
       }
     }, 1);
-  });
+  }); });
 }
 
 }  // namespace lamina_cpu

@@ -249,6 +249,9 @@ CONV = [  # n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw
     (2, 2, 9, 9, 3, 3, 2, 2, 2, 1, 2, 1),
     (1, 4, 4, 4, 1, 1, 1, 1, 0, 0, 1, 1),
     (3, 2, 8, 8, 2, 2, 2, 2, 0, 0, 1, 1),
+    (4, 3, 6, 5, 3, 3, 2, 1, 1, 1, 1, 1),   # whole images staged with padding
+    (5, 3, 32, 32, 7, 7, 4, 4, 3, 3, 1, 1),  # the dlsys ResNet9 stem
+    (4, 8, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1),   # 4x4 planes: most patches touch the padding
 ]
 
 
