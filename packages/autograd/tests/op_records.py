@@ -383,6 +383,9 @@ RECORDS: list[OpRecord] = [
         S(r(2, 3, 6, 5), r(4, 3, 3, 3)),
         S(r(1, 2, 7, 7), r(3, 2, 3, 2), r(3), stride=2, padding=1),
         S(r(2, 2, 8, 8), r(2, 2, 3, 3), None, stride=(1, 2), padding=(2, 1), dilation=2),
+        # kernels cropped to the taps that reach the input (1x1 and 2x1 images)
+        S(r(2, 3, 1, 1), r(4, 3, 3, 3), r(4), padding=1),
+        S(r(1, 2, 2, 1), r(3, 2, 5, 3), None, padding=2, stride=2),
     ], errors=[ErrorSample(S(r(1, 3, 5, 5), r(4, 2, 3, 3)), ShapeError, "conv2d"),
                ErrorSample(S(r(1, 1, 2, 2), r(1, 1, 3, 3)), ShapeError, "too small")],
         second_order=True),

@@ -75,6 +75,44 @@ def _out_size(op: str, shape: tuple[int, ...], kernel: Pair, stride: Pair, paddi
     return out  # type: ignore[return-value]
 
 
+def _taps_inside(size: int, k: int, s: int, p: int, d: int, out: int) -> tuple[int, int]:
+    """The range [t0, t1) of kernel taps that read the input (not only padding)
+    at some output position: for each tap t, the first output position o with
+    ``o*s - p + t*d >= 0`` must exist and read an index below ``size``."""
+    used = []
+    for t in range(k):
+        first = max(0, -(-(p - t * d) // s))  # ceil((p - t*d) / s), at least 0
+        if first < out and first * s - p + t * d < size:
+            used.append(t)
+    return (used[0], used[-1] + 1) if used else (0, k)
+
+
+def _crop_to_input(weight: Tensor, shape: tuple[int, ...], params: tuple[Pair, ...],
+                   out: Pair) -> tuple[Tensor, tuple[Pair, ...]]:
+    """Drops kernel rows and columns that only ever multiply padding.
+
+    A 3x3 convolution with padding 1 over a 1x1 image reads only its centre
+    tap: its im2col would be 9x wider than needed, eight ninths zeros. The
+    cropped kernel with the padding reduced by the dropped leading taps gives
+    the same output positions reading the same inputs (and zero gradient to
+    the dropped taps, which only saw zeros). Kept only when the output size is
+    unchanged and the padding stays >= 0.
+    """
+    (kh, kw), stride, (ph, pw), dilation = params
+    (t0, t1), (u0, u1) = (_taps_inside(shape[2 + i], (kh, kw)[i], stride[i], (ph, pw)[i],
+                                       dilation[i], out[i]) for i in range(2))
+    if (t0, t1, u0, u1) == (0, kh, 0, kw):
+        return weight, params
+    cropped = ((t1 - t0, u1 - u0), stride, (ph - t0 * dilation[0], pw - u0 * dilation[1]),
+               dilation)
+    try:
+        if min(cropped[2]) < 0 or _out_size("conv2d", shape, *cropped) != out:
+            return weight, params
+    except ShapeError:
+        return weight, params
+    return weight[:, :, t0:t1, u0:u1], cropped
+
+
 def im2col(x: Tensor, kernel: Pair, stride: Pair = (1, 1), padding: Pair = (0, 0),
            dilation: Pair = (1, 1)) -> Tensor:
     """Receptive fields of an image. Shapes: ``(N, C, H, W)`` -> ``(N, OH, OW, C, KH, KW)``."""
@@ -104,6 +142,7 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 
     params = (_pair(weight.shape[2:], "kernel", "conv2d", 1), _pair(stride, "stride", "conv2d", 1),
               _pair(padding, "padding", "conv2d", 0), _pair(dilation, "dilation", "conv2d", 1))
     oh, ow = _out_size("conv2d", x.shape, *params)
+    weight, params = _crop_to_input(weight, tuple(x.shape), params, (oh, ow))
     n, o = x.shape[0], weight.shape[0]
     cols = Im2Col.apply(x, kernel=params[0], stride=params[1], padding=params[2],
                         dilation=params[3])
