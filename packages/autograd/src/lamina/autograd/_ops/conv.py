@@ -139,8 +139,9 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 
     if weight.ndim != 4 or x.ndim != 4 or x.shape[1] != weight.shape[1]:
         raise ShapeError(f"conv2d: input {x.shape} (N, C, H, W) and weight {weight.shape} "
                          "(O, C, KH, KW) must be 4-D with the same C")
-    params = (_pair(weight.shape[2:], "kernel", "conv2d", 1), _pair(stride, "stride", "conv2d", 1),
-              _pair(padding, "padding", "conv2d", 0), _pair(dilation, "dilation", "conv2d", 1))
+    params: tuple[Pair, ...] = (
+        _pair(weight.shape[2:], "kernel", "conv2d", 1), _pair(stride, "stride", "conv2d", 1),
+        _pair(padding, "padding", "conv2d", 0), _pair(dilation, "dilation", "conv2d", 1))
     oh, ow = _out_size("conv2d", x.shape, *params)
     weight, params = _crop_to_input(weight, tuple(x.shape), params, (oh, ow))
     n, o = x.shape[0], weight.shape[0]
