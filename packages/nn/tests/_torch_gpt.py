@@ -14,6 +14,22 @@ from torch import nn
 from torch.nn import functional as F
 
 
+class KVCache:
+    """Per-layer keys and values (N, H, T, D), grown by concatenation as in Lamina's."""
+
+    def __init__(self, n_layer: int) -> None:
+        self.keys: list = [None] * n_layer
+        self.values: list = [None] * n_layer
+        self.length = 0
+
+    def append(self, layer: int, k: torch.Tensor, v: torch.Tensor):
+        if self.keys[layer] is not None:
+            k = torch.cat([self.keys[layer], k], dim=2)
+            v = torch.cat([self.values[layer], v], dim=2)
+        self.keys[layer], self.values[layer] = k, v
+        return k, v
+
+
 class CausalSelfAttention(nn.Module):
     def __init__(self, cfg) -> None:
         super().__init__()
@@ -22,11 +38,18 @@ class CausalSelfAttention(nn.Module):
         self.c_proj = nn.Linear(cfg.n_embd, cfg.n_embd, bias=cfg.bias)
         self.resid_dropout = nn.Dropout(cfg.dropout)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cache: KVCache | None = None,
+                layer: int = 0) -> torch.Tensor:
         n, t, c = x.shape
         q, k, v = self.c_attn(x).split(c, dim=2)
         q, k, v = (z.view(n, t, self.n_head, c // self.n_head).transpose(1, 2) for z in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True,
+        mask, causal = None, True
+        if cache is not None:
+            k, v = cache.append(layer, k, v)
+            # t new queries after s - t cached keys: query i sees keys 0 .. s - t + i.
+            s, causal = k.shape[2], False
+            mask = None if t == 1 else torch.ones(t, s, dtype=torch.bool).tril(s - t)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal,
                                            dropout_p=self.dropout if self.training else 0.0)
         return self.resid_dropout(self.c_proj(y.transpose(1, 2).reshape(n, t, c)))
 
@@ -51,8 +74,9 @@ class Block(nn.Module):
         self.ln_2 = nn.LayerNorm(cfg.n_embd, bias=cfg.bias)
         self.mlp = MLP(cfg)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + self.attn(self.ln_1(x))
+    def forward(self, x: torch.Tensor, cache: KVCache | None = None,
+                layer: int = 0) -> torch.Tensor:
+        x = x + self.attn(self.ln_1(x), cache, layer)
         return x + self.mlp(self.ln_2(x))
 
 
@@ -61,8 +85,8 @@ class PositionalEmbedding(nn.Module):
         super().__init__()
         self.weight = nn.Parameter(torch.randn(max_len, dim) * 0.02)
 
-    def forward(self, t: int) -> torch.Tensor:
-        return self.weight[:t]
+    def forward(self, t: int, offset: int = 0) -> torch.Tensor:
+        return self.weight[offset:offset + t]
 
 
 class TorchGPT(nn.Module):
@@ -82,14 +106,21 @@ class TorchGPT(nn.Module):
             if name.endswith("c_proj.weight"):
                 nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * cfg.n_layer))
 
-    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None):
-        x = self.drop(self.wte(idx) + self.wpe(idx.shape[1]))
-        for block in self.h:
-            x = block(x)
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None,
+                cache: KVCache | None = None):
+        offset = cache.length if cache is not None else 0
+        x = self.drop(self.wte(idx) + self.wpe(idx.shape[1], offset))
+        for i, block in enumerate(self.h):
+            x = block(x, cache, i)
+        if cache is not None:
+            cache.length += idx.shape[1]
         logits = self.lm_head(self.ln_f(x))
         if targets is None:
             return logits
         return logits, F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+    def new_cache(self) -> KVCache:
+        return KVCache(len(self.h))
 
     def load_lamina_state(self, state: dict) -> None:
         """Copy a Lamina GPT state dict (numpy-convertible values) into this model."""

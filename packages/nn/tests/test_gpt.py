@@ -65,6 +65,24 @@ def test_gpt_matches_torch_with_tied_head():
     assert ours.num_parameters(non_embedding=True) == ours.num_parameters() - 16 * 32
 
 
+def test_cached_decoding_matches_torch_twin():
+    # The PyTorch twin's cache (used by bench_gpt) and ours: prefill 5, then 1, then 3.
+    ag.manual_seed(0)
+    ours = GPT(SMALL).eval()
+    ref = TorchGPT(SMALL).eval()
+    ref.load_lamina_state(_state(ours))
+    idx = np.random.default_rng(3).integers(0, 11, (2, 9))
+    cache, tcache = ours.new_cache(), ref.new_cache()
+    with ag.no_grad(), torch.no_grad():
+        full = ref(torch.from_numpy(idx))
+        for lo, hi in ((0, 5), (5, 6), (6, 9)):
+            logits = ours(ag.tensor(idx[:, lo:hi]), cache=cache)
+            tlogits = ref(torch.from_numpy(idx[:, lo:hi]), cache=tcache)
+            assert_close(logits, tlogits, **TOL)
+            assert_close(logits, full[:, lo:hi], **TOL)
+    assert cache.length == tcache.length == 9
+
+
 def test_gpt2_initialisation_and_weight_decay_groups():
     ag.manual_seed(0)
     model = GPT(GPTConfig(vocab_size=65, n_layer=4, n_embd=128))
