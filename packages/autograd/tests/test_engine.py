@@ -177,7 +177,8 @@ def test_mixed_devices_and_dtypes_raise() -> None:
 def test_repr_matches_pytorch_style() -> None:
     x = ag.tensor([1.0, 2.0], requires_grad=True)
     assert repr(x) == "tensor([1., 2.], requires_grad=True)"
-    assert repr(x * 2) == "tensor([2., 4.], grad_fn=<MulBackward>)"
+    assert repr(x * x) == "tensor([1., 4.], grad_fn=<MulBackward>)"
+    assert repr(x * 2) == "tensor([2., 4.], grad_fn=<MulScalarBackward>)"
     assert repr(ag.tensor([1, 2])) == "tensor([1, 2])"
     assert repr(ag.tensor(1.5, dtype="float64")) == "tensor(1.5000, dtype=lamina.float64)"
 
@@ -198,3 +199,28 @@ def test_tensor_properties_and_conversions() -> None:
     ag.manual_seed(3)
     assert ag.randn(4).tolist() == a.tolist()
     assert 0 <= ag.rand(100).numpy().min() and ag.rand(100).numpy().max() < 1
+
+
+@pytest.mark.parametrize("expr, node", [
+    (lambda x: x + 2, "AddScalar"), (lambda x: 2 + x, "AddScalar"),
+    (lambda x: x - 2, "AddScalar"), (lambda x: 2 - x, "RSubScalar"),
+    (lambda x: x * 3, "MulScalar"), (lambda x: 3 * x, "MulScalar"),
+    (lambda x: x / 4, "DivScalar"), (lambda x: 4 / x, "RDivScalar"),
+])
+def test_python_numbers_take_the_scalar_ops(expr, node) -> None:
+    # Same values and gradients as the 0-d tensor operand they replace.
+    data = np.array([0.5, -1.5, 2.0], dtype=np.float32)
+    x = ag.tensor(data, requires_grad=True)
+    out = expr(x)
+    assert type(out.grad_fn).__name__ == node
+    out.sum().backward()
+    t = torch.tensor(data, requires_grad=True)
+    ref = expr(t)
+    ref.sum().backward()
+    np.testing.assert_array_equal(out.detach().numpy(), ref.detach().numpy())
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-6)
+
+
+def test_scalar_arithmetic_on_index_tensors_is_refused() -> None:
+    with pytest.raises(TypeError, match="int64"):
+        ag.tensor([1, 2]) * 2

@@ -100,6 +100,71 @@ class PowScalar(Function):
         return (g * self.exponent * a ** (self.exponent - 1),)
 
 
+class AddScalar(Function):
+    """``a + value`` for a Python number (``a - value`` is ``a + (-value)``, exactly)."""
+
+    name = "add_scalar"
+
+    def forward(self, a: NDArray, value: float) -> NDArray:
+        return a + value
+
+    def backward(self, g: Tensor) -> tuple[Tensor]:
+        return (g,)
+
+
+class MulScalar(Function):
+    """``a * value`` for a Python number: no broadcast operand, no gradient to reduce."""
+
+    name = "mul_scalar"
+
+    def forward(self, a: NDArray, value: float) -> NDArray:
+        self.value = value
+        return a * value
+
+    def backward(self, g: Tensor) -> tuple[Tensor]:
+        return (g * self.value,)
+
+
+class DivScalar(Function):
+    """``a / value`` for a Python number (a division, not a multiply by 1/value)."""
+
+    name = "div_scalar"
+
+    def forward(self, a: NDArray, value: float) -> NDArray:
+        self.value = value
+        return a / value
+
+    def backward(self, g: Tensor) -> tuple[Tensor]:
+        return (g / self.value,)
+
+
+class RSubScalar(Function):
+    """``value - a`` for a Python number."""
+
+    name = "rsub_scalar"
+
+    def forward(self, a: NDArray, value: float) -> NDArray:
+        return value - a
+
+    def backward(self, g: Tensor) -> tuple[Tensor]:
+        return (-g,)
+
+
+class RDivScalar(Function):
+    """``value / a`` for a Python number."""
+
+    name = "rdiv_scalar"
+    save_inputs = True
+    save_output = True
+
+    def forward(self, a: NDArray, value: float) -> NDArray:
+        return value / a
+
+    def backward(self, g: Tensor) -> tuple[Tensor]:
+        (a,) = self.inputs
+        return (-(g * self.output) / a,)
+
+
 class Neg(Function):
     name = "neg"
 
@@ -288,23 +353,45 @@ Ge = _non_differentiable("ge", NDArray.__ge__)
 
 # Public functions of the primitives. Each takes Tensors or Python numbers.
 
+# A Tensor with a Python number takes the *_scalar ops: the number goes to the
+# backend's scalar kernel instead of becoming a 0-d tensor that is broadcast
+# (allocated, filled and expanded to the full shape) for every use.
+_NUMBER = (int, float)
+
+
 def add(a: Any, b: Any) -> Tensor:
     """``a + b``, broadcast. Shapes: ``(*A)``, ``(*B)`` -> ``broadcast(A, B)``."""
+    if isinstance(a, Tensor) and isinstance(b, _NUMBER):
+        return AddScalar.apply(a, value=b)
+    if isinstance(b, Tensor) and isinstance(a, _NUMBER):
+        return AddScalar.apply(b, value=a)
     return Add.apply(*operands(a, b, "add"))
 
 
 def sub(a: Any, b: Any) -> Tensor:
     """``a - b``, broadcast."""
+    if isinstance(a, Tensor) and isinstance(b, _NUMBER):
+        return AddScalar.apply(a, value=-b)
+    if isinstance(b, Tensor) and isinstance(a, _NUMBER):
+        return RSubScalar.apply(b, value=a)
     return Sub.apply(*operands(a, b, "sub"))
 
 
 def mul(a: Any, b: Any) -> Tensor:
     """``a * b``, broadcast."""
+    if isinstance(a, Tensor) and isinstance(b, _NUMBER):
+        return MulScalar.apply(a, value=b)
+    if isinstance(b, Tensor) and isinstance(a, _NUMBER):
+        return MulScalar.apply(b, value=a)
     return Mul.apply(*operands(a, b, "mul"))
 
 
 def div(a: Any, b: Any) -> Tensor:
     """``a / b``, broadcast."""
+    if isinstance(a, Tensor) and isinstance(b, _NUMBER):
+        return DivScalar.apply(a, value=b)
+    if isinstance(b, Tensor) and isinstance(a, _NUMBER):
+        return RDivScalar.apply(b, value=a)
     return Div.apply(*operands(a, b, "div"))
 
 
@@ -480,6 +567,7 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
     return x * Tensor._make(keep * (1 / (1 - p)))
 
 
-PRIMITIVES = (Add, Sub, Mul, Div, Pow, PowScalar, Neg, Exp, Log, Sqrt, Tanh, Sin, Cos, Abs,
+PRIMITIVES = (Add, Sub, Mul, Div, AddScalar, MulScalar, DivScalar, RSubScalar, RDivScalar,
+              Pow, PowScalar, Neg, Exp, Log, Sqrt, Tanh, Sin, Cos, Abs,
               Relu, Erf, Maximum, Minimum, Where, Sign, Eq, Ne, Lt, Le, Gt, Ge)
 COMPOSITES = (sigmoid, gelu, clamp, dropout)
