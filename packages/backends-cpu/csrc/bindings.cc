@@ -128,6 +128,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("ewise_sin", &ewise_sin, nogil());
   m.def("ewise_cos", &ewise_cos, nogil());
   m.def("ewise_erf", &ewise_erf, nogil());
+  m.def("ewise_strided", &ewise_strided, nogil());
   m.def("ewise_sign", &ewise_sign, nogil());
   // elementwise: others
   m.def("ewise_where", &ewise_where, nogil());

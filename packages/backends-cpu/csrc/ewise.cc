@@ -1,13 +1,17 @@
 // ewise.cc: elementwise kernels over compact operands (size = out.size):
 // ewise_OP(a, b, out), scalar_OP(a, value, out), unary ewise_OP(a, out),
-// ewise_where and ewise_cast. The loops (ewise_loops.h) exist in a baseline
+// ewise_where and ewise_cast; and ewise_strided, a binary op over two strided
+// views (broadcast, permuted) into a compact out. The loops (ewise_loops.h) exist in a baseline
 // copy and an AVX2 copy picked at run time; float32 exp uses the AVX2
 // polynomial. Memory-bound ops use threads from 2 x kCopyGrain elements,
 // transcendentals from 2 x 32K: below that a woken thread costs more than it
 // saves, above all on a shared, busy machine.
 #include "ewise_ops.h"
 
+#include <algorithm>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "ewise_dispatch.h"
 #include "gemm.h"
@@ -131,7 +135,113 @@ To convert(From x) {
   return static_cast<To>(x);
 }
 
+// One dim of both views after coalescing: extent and each operand's stride.
+struct Dim {
+  int64_t n, sa, sb;
+};
+
+// Drops size-1 dims and merges neighbours that both views walk as one dim:
+// BatchNorm's (C,) broadcast over NCHW, strides (0, 1, 0, 0), becomes
+// (N, C, H*W). Returns at least one dim (a scalar is one element).
+std::vector<Dim> coalesce(const Shape& shape, const Shape& sa, const Shape& sb) {
+  std::vector<Dim> dims;
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    if (shape[k] == 1) continue;
+    if (!dims.empty() && dims.back().sa == sa[k] * shape[k] && dims.back().sb == sb[k] * shape[k]) {
+      dims.back() = {dims.back().n * shape[k], sa[k], sb[k]};
+    } else {
+      dims.push_back({shape[k], sa[k], sb[k]});
+    }
+  }
+  if (dims.empty()) dims.push_back({1, 0, 0});
+  return dims;
+}
+
+// Rows are the outer dims, each a run of the innermost dim. The run takes the
+// vectorised contiguous loop, the scalar loop (b broadcast along it) or a
+// strided loop.
+template <class Op, class T>
+void strided_rows(const T* pa, const T* pb, T* po, const std::vector<Dim>& dims,
+                  int64_t a_offset, int64_t b_offset) {
+  const Dim inner = dims.back();
+  const int lead = static_cast<int>(dims.size()) - 1;
+  int64_t rows = 1;
+  for (int k = 0; k < lead; ++k) rows *= dims[k].n;
+  const BinaryLoop<T> contiguous = binary_fn<Op, T>();
+  const ScalarLoop<T> broadcast_b = scalar_fn<Op, T>();
+  const int64_t grain_rows = std::max<int64_t>(1, grain<Op>() / inner.n);
+  parallel_for(rows, grain_rows, [&](int64_t rb, int64_t re) {
+    std::vector<int64_t> idx(lead, 0);
+    int64_t ia = a_offset, ib = b_offset, rem = rb;
+    for (int k = lead - 1; k >= 0; --k) {
+      idx[k] = rem % dims[k].n;
+      rem /= dims[k].n;
+      ia += idx[k] * dims[k].sa;
+      ib += idx[k] * dims[k].sb;
+    }
+    for (int64_t r = rb; r < re; ++r) {
+      T* o = po + r * inner.n;
+      if (inner.sa == 1 && inner.sb == 1) {
+        contiguous(pa + ia, pb + ib, o, inner.n);
+      } else if (inner.sa == 1 && inner.sb == 0) {
+        broadcast_b(pa + ia, pb[ib], o, inner.n);
+      } else {
+        for (int64_t i = 0; i < inner.n; ++i) o[i] = Op::f(pa[ia + i * inner.sa], pb[ib + i * inner.sb]);
+      }
+      for (int k = lead - 1; k >= 0; --k) {  // odometer step to the next row
+        ia += dims[k].sa;
+        ib += dims[k].sb;
+        if (++idx[k] < dims[k].n) break;
+        ia -= dims[k].sa * dims[k].n;
+        ib -= dims[k].sb * dims[k].n;
+        idx[k] = 0;
+      }
+    }
+  });
+}
+
+template <class Op>
+void binary_strided(const char* name, const Array& a, const Array& b, Array& out,
+                    const Shape& shape, const Shape& a_strides, int64_t a_offset,
+                    const Shape& b_strides, int64_t b_offset) {
+  require_same_dtype(name, {&out, &a, &b});
+  require_dtype<Op>(name, out.dtype());
+  const int64_t size = check_view_bounds(name, a.size(), shape, a_strides, a_offset);
+  check_view_bounds(name, b.size(), shape, b_strides, b_offset);
+  if (out.size() < size) value_error(name, ": out has ", out.size(), " elements, shape ", shape_str(shape), " needs ", size);
+  if (size == 0) return;
+  const std::vector<Dim> dims = coalesce(shape, a_strides, b_strides);
+  dispatch(out.dtype(), [&](auto tag) {
+    using T = elem_t<decltype(tag)>;
+    strided_rows<Op, T>(a.data<T>(), b.data<T>(), out.data<T>(), dims, a_offset, b_offset);
+  });
+}
+
 }  // namespace
+
+void ewise_strided(const std::string& op, const Array& a, const Array& b, Array& out,
+                   const Shape& shape, const Shape& a_strides, int64_t a_offset,
+                   const Shape& b_strides, int64_t b_offset) {
+  const char* name = "ewise_strided";
+  // (check_view_bounds checks each stride list against shape's length.)
+#define LAMINA_STRIDED(OP, NAME) \
+  if (op == #NAME) return binary_strided<ops::OP>(name, a, b, out, shape, a_strides, a_offset, b_strides, b_offset);
+  LAMINA_STRIDED(Add, add)
+  LAMINA_STRIDED(Sub, sub)
+  LAMINA_STRIDED(Mul, mul)
+  LAMINA_STRIDED(Div, div)
+  LAMINA_STRIDED(Power, power)
+  LAMINA_STRIDED(Maximum, maximum)
+  LAMINA_STRIDED(Minimum, minimum)
+  LAMINA_STRIDED(Eq, eq)
+  LAMINA_STRIDED(Ne, ne)
+  LAMINA_STRIDED(Lt, lt)
+  LAMINA_STRIDED(Le, le)
+  LAMINA_STRIDED(Gt, gt)
+  LAMINA_STRIDED(Ge, ge)
+#undef LAMINA_STRIDED
+  value_error(name, ": unknown op '", op, "'; expected add, sub, mul, div, power, maximum, minimum, eq, ne, lt, le, gt or ge");
+}
 
 #define LAMINA_BINARY(OP, NAME)                                                     \
   void ewise_##NAME(const Array& a, const Array& b, Array& out) {                   \

@@ -23,6 +23,10 @@ void ewise_setitem(const Array& a, Array& out, const Shape& shape, const Shape& 
                    int64_t offset);
 void scalar_setitem(int64_t size, py::handle value, Array& out, const Shape& shape,
                     const Shape& strides, int64_t offset);
+// prod(shape), after checking the view lies inside a buffer of buffer_size
+// elements (ValueError naming op otherwise).
+int64_t check_view_bounds(const char* op, int64_t buffer_size, const Shape& shape,
+                          const Shape& strides, int64_t offset);
 // The strided view of a copied into dst (prod(shape) elements of a's dtype), validated.
 void gather_view(const Array& a, void* dst, const Shape& shape, const Shape& strides,
                  int64_t offset, const char* op);
@@ -59,6 +63,9 @@ void ewise_cos(const Array& a, Array& out);
 void ewise_erf(const Array& a, Array& out);
 void ewise_sign(const Array& a, Array& out);
 void ewise_where(const Array& cond, const Array& a, const Array& b, Array& out);
+void ewise_strided(const std::string& op, const Array& a, const Array& b, Array& out,
+                   const Shape& shape, const Shape& a_strides, int64_t a_offset,
+                   const Shape& b_strides, int64_t b_offset);
 void ewise_cast(const Array& a, Array& out);
 
 // reduce.cc

@@ -201,6 +201,12 @@ void check_rank(const char* op, const Shape& shape) {
 
 }  // namespace
 
+int64_t check_view_bounds(const char* op, int64_t buffer_size, const Shape& shape,
+                          const Shape& strides, int64_t offset) {
+  check_rank(op, shape);
+  return check_view(op, buffer_size, shape, strides, offset).size;
+}
+
 void gather_view(const Array& a, void* dst, const Shape& shape, const Shape& strides,
                  int64_t offset, const char* op) {
   check_rank(op, shape);

@@ -264,3 +264,47 @@ def test_im2col_col2im(dtype: str, geom: tuple[int, ...]) -> None:
     cols = n * oh * ow * c * kh * kw
     compare("im2col", [rand(n * c * h * w, dtype, 20)], [(cols, dtype)], *geom)
     compare("col2im", [rand(cols, dtype, 21)], [(n * c * h * w, dtype)], *geom)
+
+
+# (shape, a strides, b strides) over compact bases of `rows * 3` elements: a
+# transposed a (strided loop), b broadcast along rows (contiguous loop) and
+# along columns (scalar loop), and a scalar a broadcast everywhere.
+STRIDED_LAYOUTS = {
+    "a transposed": lambda rows: ((rows, 3), (1, rows), (3, 1)),
+    "b row broadcast": lambda rows: ((rows, 3), (3, 1), (0, 1)),
+    "b column broadcast": lambda rows: ((rows, 3), (3, 1), (1, 0)),
+    "a scalar": lambda rows: ((rows, 3), (0, 0), (3, 1)),
+}
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("rows", ODD_SIZES)
+@pytest.mark.parametrize("layout", sorted(STRIDED_LAYOUTS))
+@pytest.mark.parametrize("op", ["sub", "div", "maximum", "lt"])
+def test_ewise_strided_odd_sizes(dtype: str, rows: int, layout: str, op: str) -> None:
+    shape, sa, sb = STRIDED_LAYOUTS[layout](rows)
+    a, b = rand(rows * 3, dtype, 30), rand(rows * 3, dtype, 31) + 4  # b > 0 for div
+    a_offset = 1 if layout == "a scalar" and rows else 0
+    got = compare("ewise_strided", [op, a, b], [(rows * 3, dtype)], shape, sa, a_offset, sb,
+                  0)[0]
+    a_view = np.lib.stride_tricks.as_strided(a[a_offset:], shape,
+                                             tuple(s * a.itemsize for s in sa))
+    b_view = np.lib.stride_tricks.as_strided(b, shape, tuple(s * b.itemsize for s in sb))
+    want = {"sub": np.subtract, "div": np.divide, "maximum": np.maximum, "lt": np.less}[op](
+        a_view, b_view).astype(dtype).reshape(-1)
+    np.testing.assert_allclose(got, want, **TOL[dtype])
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_ewise_strided_same_for_any_thread_count(threads: int) -> None:
+    # BatchNorm's layout: a per-channel vector against NCHW activations.
+    x, scale = rand(64 * 32 * 16 * 16, "float32", 32), rand(32, "float32", 33)
+    old = cpu.num_threads()
+    cpu.set_num_threads(threads)
+    try:
+        got = compare("ewise_strided", ["mul", x, scale], [(x.size, "float32")],
+                      (64, 32, 16, 16), (8192, 256, 16, 1), 0, (0, 1, 0, 0), 0)[0]
+    finally:
+        cpu.set_num_threads(old)
+    want = x.reshape(64, 32, 16, 16) * scale[:, None, None]
+    np.testing.assert_array_equal(got, want.reshape(-1))

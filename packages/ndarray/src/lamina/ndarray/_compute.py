@@ -46,10 +46,16 @@ def binary(a: NDArray, b: Any, op: str) -> NDArray:
         if a._shape != b._shape:
             shape = L.broadcast_shapes(a._shape, b._shape, op=op)
             a, b = a.broadcast_to(shape), b.broadcast_to(shape)
-        a, b = a.compact(), b.compact()
+        backend = a._device.backend
         out = NDArray._empty(a._shape, a._dtype, a._device)
-        if out._buf.size:
-            getattr(a._device.backend, "ewise_" + op)(a._buf, b._buf, out._buf)
+        if not out._buf.size:
+            return out
+        if not (a.is_compact() and b.is_compact()) and hasattr(backend, "ewise_strided"):
+            # A broadcast or permuted operand is read where it lies, not copied first.
+            backend.ewise_strided(op, a._buf, b._buf, out._buf, a._shape, a._strides,
+                                  a._offset, b._strides, b._offset)
+        else:
+            getattr(backend, "ewise_" + op)(a.compact()._buf, b.compact()._buf, out._buf)
         return out
     if isinstance(b, (Number, np.number)) and not isinstance(b, complex):
         if op in _ARITHMETIC:

@@ -36,7 +36,8 @@ REQUIRED = (
 )
 
 OPTIONAL = ("softmax_last", "logsumexp_last", "layer_norm_last", "reduce_sum_axis", "im2col",
-            "col2im", "ewise_erf", "matmul_strided", "device_count", "synchronize")
+            "col2im", "ewise_erf", "matmul_strided", "ewise_strided", "device_count",
+            "synchronize")
 
 
 class Buffer(Protocol):

@@ -412,6 +412,25 @@ def _install_elementwise() -> None:
                 ufunc(a.data[:n], out=out.data)
         return ewise
 
+    def ewise_strided(op: str, a: NumpyArray, b: NumpyArray, out: NumpyArray, shape: Shape,
+                      a_strides: Shape, a_offset: int, b_strides: Shape, b_offset: int) -> None:
+        ufunc = binary.get(op)
+        if ufunc is None:
+            raise ValueError(f"ewise_strided: unknown op {op!r}; expected one of "
+                             f"{', '.join(binary)}")
+        if a.data.dtype != out.data.dtype or b.data.dtype != out.data.dtype:
+            raise TypeError(f"ewise_strided: dtypes differ: {a.data.dtype}, {b.data.dtype} "
+                            f"-> {out.data.dtype}")
+        shape = tuple(shape)
+        av = _view(a, shape, tuple(a_strides), a_offset, "ewise_strided")
+        bv = _view(b, shape, tuple(b_strides), b_offset, "ewise_strided")
+        n = int(np.prod(shape))
+        if out.data.size < n:
+            raise ValueError(f"ewise_strided: out has {out.data.size} elements, shape {shape} "
+                             f"needs {n}")
+        (_quiet if op in _MAY_WARN else _plain)(ufunc, av, bv, out.data[:n].reshape(shape))
+
+    NumpyBackend.ewise_strided = staticmethod(ewise_strided)  # type: ignore[attr-defined]
     for name, ufunc in binary.items():
         ewise, scalar = make_binary(name, ufunc)
         setattr(NumpyBackend, f"ewise_{name}", staticmethod(ewise))

@@ -191,3 +191,89 @@ def test_matmul_strided_views_outside_the_buffer_raise(lamina_backend, layout):
     a, b = sample("float32", 30, 1), sample("float32", 15, 2)  # a: 6x5 fits, 7 rows do not
     with pytest.raises(ValueError, match="matmul_strided"):
         call(lamina_backend, "matmul_strided", [a, b, OUT, 7, 5, 3, *layout], (21, "float32"))
+
+
+# (base size of a, view of a, base size of b, view of b): numpy makes the views, so
+# the layouts (broadcast, permuted, negative, offset) and the expected values are its own.
+EWISE_STRIDED = {
+    "channel broadcast": (4, lambda a: np.broadcast_to(a[:, None, None], (3, 4, 5, 6)),
+                          360, lambda b: b.reshape(3, 4, 5, 6)),
+    "permuted": (60, lambda a: a.reshape(4, 3, 5).transpose(1, 0, 2),
+                 60, lambda b: b.reshape(3, 4, 5)),
+    "outer product": (5, lambda a: np.broadcast_to(a[:, None], (5, 7)),
+                      7, lambda b: np.broadcast_to(b, (5, 7))),
+    "negative and offset": (60, lambda a: a.reshape(6, 10)[::-1, ::-2],
+                            60, lambda b: b.reshape(6, 10)[:, 2:7]),
+    "scalar": (3, lambda a: a[1:2].reshape(()), 3, lambda b: b[2:3].reshape(())),
+    "zero-size": (6, lambda a: a.reshape(2, 3)[:, :0], 6, lambda b: b.reshape(2, 3)[:, :0]),
+    "large": (64, lambda a: np.broadcast_to(a, (LARGE // 64, 64)),
+              LARGE // 64 * 64 + 64, lambda b: b[64:].reshape(LARGE // 64, 64)),
+    "rank 9": (512, lambda a: a.reshape((2,) * 9).transpose(8, 0, 7, 1, 6, 2, 5, 3, 4),
+               512, lambda b: b.reshape((2,) * 9)),
+}
+
+
+def _strided_case(op, dtype, case):
+    """Bases, views and the kernel's arguments for one EWISE_STRIDED case."""
+    size_a, view_a, size_b, view_b = EWISE_STRIDED[case]
+    lo, hi = (0.5, 2) if op == "power" else (-3, 4) if op in _COMPARE or dtype == "int64" \
+        else (-3, 3)
+    base_a = sample(dtype, size_a, 11, lo, hi)
+    base_b = sample(dtype, size_b, 12, lo, hi)
+    if op in ("div", "power"):
+        base_b = sample(dtype, size_b, 12, 0.5, 2) * (-1 if op == "div" else 1)
+        base_b = base_b.astype(dtype)
+    va, vb = view_a(base_a), view_b(base_b)
+    shape, sa, oa = layout_of(base_a, va)
+    _, sb, ob = layout_of(base_b, vb)
+    return base_a, base_b, va, vb, ["op", base_a, base_b, OUT, shape, sa, oa, sb, ob]
+
+
+_COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
+_NUMPY_OPS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
+              "power": np.power, "maximum": np.maximum, "minimum": np.minimum,
+              "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+              "gt": np.greater, "ge": np.greater_equal}
+
+
+@pytest.mark.parametrize("case", sorted(EWISE_STRIDED))
+@pytest.mark.parametrize("op", sorted(_NUMPY_OPS))
+def test_ewise_strided(lamina_backend, lamina_reference, lamina_float, op, case):
+    _need(lamina_backend, "ewise_strided")
+    base_a, base_b, va, vb, args = _strided_case(op, lamina_float, case)
+    args[0] = op
+    got = compare(lamina_backend, lamina_reference, "ewise_strided", args,
+                  (va.size, lamina_float))
+    with np.errstate(all="ignore"):
+        want = _NUMPY_OPS[op](va, vb).astype(lamina_float).reshape(-1)
+    assert_close(got, want, "ewise", f"ewise_strided {op} {case}")
+
+
+@pytest.mark.parametrize("op", _COMPARE)
+def test_ewise_strided_compares_int64(lamina_backend, op):
+    _need(lamina_backend, "ewise_strided")
+    _, _, va, vb, args = _strided_case(op, "int64", "channel broadcast")
+    args[0] = op
+    got = call(lamina_backend, "ewise_strided", args, (va.size, "int64"))
+    np.testing.assert_array_equal(got, _NUMPY_OPS[op](va, vb).astype(np.int64).reshape(-1))
+
+
+@pytest.mark.parametrize("bad", ["unknown op", "a past the end", "b before the start",
+                                 "rank mismatch", "small out"])
+def test_ewise_strided_rejects_bad_layouts(lamina_backend, bad):
+    _need(lamina_backend, "ewise_strided")
+    a, b = sample("float32", 12, 1), sample("float32", 12, 2)
+    args: list = ["add", a, b, OUT, (3, 4), (4, 1), 0, (4, 1), 0]
+    out = (12, "float32")
+    if bad == "unknown op":
+        args[0] = "hypot"
+    elif bad == "a past the end":
+        args[6] = 1
+    elif bad == "b before the start":
+        args[7], args[8] = (-4, 1), 3
+    elif bad == "rank mismatch":
+        args[5] = (4, 1, 1)
+    else:
+        out = (11, "float32")
+    with pytest.raises(ValueError, match="ewise_strided"):
+        call(lamina_backend, "ewise_strided", args, out)
