@@ -136,6 +136,10 @@ PYBIND11_MODULE(_core, m) {
   LAMINA_DEF_UNARY(sign);
   LAMINA_DEF(ewise_where, "cond"_a, "a"_a, "b"_a, "out"_a, "out[i] = a[i] if cond[i] != 0 else b[i]");
   LAMINA_DEF(ewise_cast, "a"_a, "out"_a, "out[i] = a[i] converted to out.dtype");
+  LAMINA_DEF(ewise_strided, "op"_a, "a"_a, "b"_a, "out"_a, "shape"_a, "a_strides"_a, "a_offset"_a,
+             "b_strides"_a, "b_offset"_a,
+             "out[i] = OP(a[a_offset + i . a_strides], b[b_offset + i . b_strides]) for every "
+             "index tuple i of shape, out compact; op names a binary ewise_OP");
 
   // reductions over the last axis, and fused row kernels
   LAMINA_DEF(reduce_sum, "a"_a, "out"_a, "size"_a, "out[j] = sum(a[j*size:(j+1)*size])");

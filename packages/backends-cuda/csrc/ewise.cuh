@@ -1,5 +1,6 @@
 // ewise.cuh: the grid-stride, vectorised loops shared by the elementwise
-// kernels of ewise_binary.cu and ewise_unary.cu.
+// kernels of ewise_binary.cu, ewise_unary.cu and ewise_strided.cu, and the
+// binary op functors of ewise_binary.cu and ewise_strided.cu.
 //
 // Buffers come from the caching allocator 256-byte aligned and compact
 // operands start at element 0, so every operand is read and written in packs
@@ -8,6 +9,8 @@
 // buffer as an input (in-place updates), which is safe because each element
 // is read and then written by the same thread.
 #pragma once
+
+#include <cmath>
 
 #include "common.cuh"
 
@@ -94,6 +97,60 @@ inline int64_t ewise_size(const char* op, const Array& out,
     ++i;
   }
   return out.size();
+}
+
+// The binary ops of ewise_binary.cu and ewise_strided.cu: one functor each, so
+// both kernel families compute exactly the same values.
+struct Add {
+  template <class T> __device__ T operator()(T a, T b) const { return a + b; }
+};
+struct Sub {
+  template <class T> __device__ T operator()(T a, T b) const { return a - b; }
+};
+struct Mul {
+  template <class T> __device__ T operator()(T a, T b) const { return a * b; }
+};
+struct Div {
+  template <class T> __device__ T operator()(T a, T b) const { return a / b; }
+};
+struct Power {
+  __device__ float operator()(float a, float b) const { return powf(a, b); }
+  __device__ double operator()(double a, double b) const { return pow(a, b); }
+};
+struct Maximum {  // the first NaN wins, as in numpy.maximum
+  template <class T> __device__ T operator()(T a, T b) const {
+    return (a != a || a > b) ? a : b;
+  }
+};
+struct Minimum {
+  template <class T> __device__ T operator()(T a, T b) const {
+    return (a != a || a < b) ? a : b;
+  }
+};
+struct Eq {
+  template <class T> __device__ T operator()(T a, T b) const { return a == b ? T(1) : T(0); }
+};
+struct Ne {
+  template <class T> __device__ T operator()(T a, T b) const { return a != b ? T(1) : T(0); }
+};
+struct Lt {
+  template <class T> __device__ T operator()(T a, T b) const { return a < b ? T(1) : T(0); }
+};
+struct Le {
+  template <class T> __device__ T operator()(T a, T b) const { return a <= b ? T(1) : T(0); }
+};
+struct Gt {
+  template <class T> __device__ T operator()(T a, T b) const { return a > b ? T(1) : T(0); }
+};
+struct Ge {
+  template <class T> __device__ T operator()(T a, T b) const { return a >= b ? T(1) : T(0); }
+};
+
+// Comparisons run on every dtype, arithmetic on the float ones only.
+template <bool Comparison, class Fn>
+void dispatch_kind(const char* op, DType dt, Fn&& fn) {
+  if constexpr (Comparison) dispatch_all(dt, fn);
+  else dispatch_float(op, dt, fn);
 }
 
 }  // namespace lamina_cuda

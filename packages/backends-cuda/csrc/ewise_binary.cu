@@ -13,62 +13,6 @@
 
 namespace lamina_cuda {
 
-namespace {
-
-struct Add {
-  template <class T> __device__ T operator()(T a, T b) const { return a + b; }
-};
-struct Sub {
-  template <class T> __device__ T operator()(T a, T b) const { return a - b; }
-};
-struct Mul {
-  template <class T> __device__ T operator()(T a, T b) const { return a * b; }
-};
-struct Div {
-  template <class T> __device__ T operator()(T a, T b) const { return a / b; }
-};
-struct Power {
-  __device__ float operator()(float a, float b) const { return powf(a, b); }
-  __device__ double operator()(double a, double b) const { return pow(a, b); }
-};
-struct Maximum {  // the first NaN wins, as in numpy.maximum
-  template <class T> __device__ T operator()(T a, T b) const {
-    return (a != a || a > b) ? a : b;
-  }
-};
-struct Minimum {
-  template <class T> __device__ T operator()(T a, T b) const {
-    return (a != a || a < b) ? a : b;
-  }
-};
-struct Eq {
-  template <class T> __device__ T operator()(T a, T b) const { return a == b ? T(1) : T(0); }
-};
-struct Ne {
-  template <class T> __device__ T operator()(T a, T b) const { return a != b ? T(1) : T(0); }
-};
-struct Lt {
-  template <class T> __device__ T operator()(T a, T b) const { return a < b ? T(1) : T(0); }
-};
-struct Le {
-  template <class T> __device__ T operator()(T a, T b) const { return a <= b ? T(1) : T(0); }
-};
-struct Gt {
-  template <class T> __device__ T operator()(T a, T b) const { return a > b ? T(1) : T(0); }
-};
-struct Ge {
-  template <class T> __device__ T operator()(T a, T b) const { return a >= b ? T(1) : T(0); }
-};
-
-// Comparisons run on every dtype, arithmetic on the float ones only.
-template <bool Comparison, class Fn>
-void dispatch_kind(const char* op, DType dt, Fn&& fn) {
-  if constexpr (Comparison) dispatch_all(dt, fn);
-  else dispatch_float(op, dt, fn);
-}
-
-}  // namespace
-
 // Defines ewise_NAME_kernel, scalar_NAME_kernel and their launchers.
 #define LAMINA_BINARY(NAME, OP, CMP)                                                        \
   template <class T>                                                                       \

@@ -22,7 +22,7 @@ void ewise_setitem(const Array& a, Array& out, const Shape& shape, const Shape& 
 void scalar_setitem(int64_t size, const Scalar& value, Array& out, const Shape& shape,
                     const Shape& strides, int64_t offset);
 
-// elementwise (ewise_binary.cu, ewise_unary.cu)
+// elementwise (ewise_binary.cu, ewise_unary.cu, ewise_strided.cu)
 #define LAMINA_DECLARE_BINARY(NAME)                                  \
   void ewise_##NAME(const Array& a, const Array& b, Array& out);    \
   void scalar_##NAME(const Array& a, const Scalar& value, Array& out);
@@ -56,6 +56,11 @@ void ewise_erf(const Array& a, Array& out);
 void ewise_sign(const Array& a, Array& out);
 void ewise_where(const Array& cond, const Array& a, const Array& b, Array& out);
 void ewise_cast(const Array& a, Array& out);
+// out[i] = OP(a at view position i, b at view position i) for the binary ewise_OP
+// named by op, over two strided views of shape into compact out (ewise_strided.cu).
+void ewise_strided(const std::string& op, const Array& a, const Array& b, Array& out,
+                   const Shape& shape, const Shape& a_strides, int64_t a_offset,
+                   const Shape& b_strides, int64_t b_offset);
 
 // reductions and fused row kernels (reduce.cu)
 void reduce_sum(const Array& a, Array& out, int64_t size);

@@ -32,7 +32,7 @@ KERNELS: tuple[str, ...] = (
      "compact", "ewise_setitem", "scalar_setitem",
      "ewise_where", "ewise_cast",
      "index_gather", "index_scatter_add",
-     "matmul", "matmul_batched", "matmul_strided")
+     "matmul", "matmul_batched", "matmul_strided", "ewise_strided")
     + tuple(f"ewise_{op}" for op in _BINARY + _UNARY)
     + tuple(f"scalar_{op}" for op in _BINARY + ("rsub", "rdiv", "rpower"))
     + ("reduce_sum", "reduce_max", "reduce_min", "reduce_argmax")

@@ -1,0 +1,233 @@
+// ewise_strided.cu: ewise_strided(op, a, b, out, shape, a_strides, a_offset,
+// b_strides, b_offset): the binary ewise_OP of two strided views (broadcast,
+// permuted, flipped, sliced) into a compact out, reading the operands where
+// they lie instead of compacting them first.
+//
+// The host drops size-1 dims and merges neighbours that both views step over
+// contiguously, so e.g. a (N, C, H, W) sum with a per-channel operand becomes
+// 3 dims and a permuted operand keeps only the dims it really permutes. Thread
+// i then turns out index i into both positions with one division per dim, in
+// 32 bits when out is small enough (several times cheaper than 64). When both
+// views reduce to compact runs from element 0, the vectorised binary_loop of
+// ewise_binary.cu runs instead. Views with more than kMaxDims dims left are
+// compacted into scratch buffers (compact_into, split into several calls when
+// one view alone keeps more than kMaxDims dims) and run through binary_loop.
+// Ops, dtypes and values are those of ewise_OP: the functors of ewise.cuh.
+#include <limits>
+#include <string>
+
+#include "ewise.cuh"
+
+namespace lamina_cuda {
+
+namespace {
+
+constexpr const char* kName = "ewise_strided";
+
+// Both views after coalescing: out element i, at index (i_0 .. i_{ndim-1}) of
+// shape, reads a[a_offset + sum_k i_k * a_strides[k]] and likewise b.
+struct PairLayout {
+  int ndim;
+  int64_t a_offset, b_offset;
+  int64_t shape[kMaxDims], a_strides[kMaxDims], b_strides[kMaxDims];
+};
+
+// True when both views are compact runs starting at element 0 (binary_loop's packs need that).
+bool is_compact_pair(const PairLayout& l) {
+  return l.ndim == 1 && l.a_strides[0] == 1 && l.b_strides[0] == 1 && l.a_offset == 0 &&
+         l.b_offset == 0;
+}
+
+// The loop runs in 64 bits; I is the type of the divisions (int32_t when n fits).
+template <class T, class Op, class I>
+__global__ void ewise_strided_kernel(const T* a, const T* b, T* out, int64_t n, PairLayout l) {
+  const Op op{};
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    int64_t pa = l.a_offset, pb = l.b_offset;
+    I rest = static_cast<I>(i);
+    for (int k = l.ndim - 1; k >= 0; --k) {  // innermost dim first: row-major out
+      const I dim = static_cast<I>(l.shape[k]);
+      const I q = rest / dim;
+      const int64_t idx = rest - q * dim;
+      pa += idx * l.a_strides[k];
+      pb += idx * l.b_strides[k];
+      rest = q;
+    }
+    out[i] = op(a[pa], b[pb]);
+  }
+}
+
+template <class T, class Op>
+__global__ void ewise_strided_compact_kernel(const T* a, const T* b, T* out, int64_t n) {
+  binary_loop<T, Op, kEwise>(a, b, T(0), out, n);
+}
+
+// Queues out[i] = Op(a at i, b at i) for i < n on ctx's stream.
+template <class Op, bool Comparison>
+void launch_op(DType dt, const void* a, const void* b, void* out, int64_t n, const PairLayout& l,
+               const Launch& ctx) {
+  dispatch_kind<Comparison>(kName, dt, [&](auto t) {
+    using T = decltype(t);
+    const T* pa = static_cast<const T*>(a);
+    const T* pb = static_cast<const T*>(b);
+    T* po = static_cast<T*>(out);
+    if (is_compact_pair(l)) {
+      ewise_strided_compact_kernel<T, Op>
+          <<<ewise_grid(n, pack_width<T>(), ctx.device), kThreads, 0, ctx.stream>>>(pa, pb, po, n);
+      check_launch("ewise_strided_compact_kernel", ctx.stream);
+      return;
+    }
+    const unsigned grid = grid_for(n, ctx.device);
+    if (n <= std::numeric_limits<int32_t>::max())
+      ewise_strided_kernel<T, Op, int32_t><<<grid, kThreads, 0, ctx.stream>>>(pa, pb, po, n, l);
+    else
+      ewise_strided_kernel<T, Op, int64_t><<<grid, kThreads, 0, ctx.stream>>>(pa, pb, po, n, l);
+    check_launch("ewise_strided_kernel", ctx.stream);
+  });
+}
+
+using Launcher = void (*)(DType, const void*, const void*, void*, int64_t, const PairLayout&,
+                          const Launch&);
+struct OpEntry {
+  const char* name;
+  bool comparison;  // comparisons also take int64, as in ewise_binary.cu
+  Launcher launch;
+};
+
+#define LAMINA_OP(NAME, OP, CMP) {#NAME, CMP, launch_op<OP, CMP>}
+const OpEntry kOps[] = {
+    LAMINA_OP(add, Add, false),         LAMINA_OP(sub, Sub, false),
+    LAMINA_OP(mul, Mul, false),         LAMINA_OP(div, Div, false),
+    LAMINA_OP(power, Power, false),     LAMINA_OP(maximum, Maximum, false),
+    LAMINA_OP(minimum, Minimum, false), LAMINA_OP(eq, Eq, true),
+    LAMINA_OP(ne, Ne, true),            LAMINA_OP(lt, Lt, true),
+    LAMINA_OP(le, Le, true),            LAMINA_OP(gt, Gt, true),
+    LAMINA_OP(ge, Ge, true),
+};
+#undef LAMINA_OP
+
+const OpEntry& find_op(const std::string& op) {
+  for (const OpEntry& e : kOps)
+    if (op == e.name) return e;
+  value_error(kName, ": unknown op '", op, "'; expected one of add, sub, mul, div, power, ",
+              "maximum, minimum, eq, ne, lt, le, gt, ge");
+}
+
+// ValueError unless the lowest and highest elements the view reaches (n > 0)
+// lie in [0, size) of x; a reach that overflows int64 is outside too.
+void require_view_inside(const char* operand, const Array& x, const Shape& shape,
+                         const Shape& strides, int64_t offset) {
+  int64_t lo = offset, hi = offset;
+  bool overflow = false;
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    int64_t reach = 0;
+    overflow |= __builtin_mul_overflow(strides[k], shape[k] - 1, &reach);
+    int64_t& end = reach < 0 ? lo : hi;
+    overflow |= __builtin_add_overflow(end, reach, &end);
+  }
+  if (overflow || lo < 0 || hi >= x.size())
+    value_error(kName, ": ", operand, " view (shape ", shape_str(shape), ", strides ",
+                shape_str(strides), ", offset ", offset, ") reaches ",
+                overflow ? std::string("past int64") : cat("elements ", lo, "..", hi),
+                ", outside its buffer of ", x.size(), " elements");
+}
+
+// Drops size-1 dims and merges dim k into the one before it when every view
+// steps over it contiguously (stride[k-1] == stride[k] * shape[k]); out is
+// compact, so it always allows the merge.
+void coalesce(Shape& shape, std::initializer_list<Shape*> strides) {
+  std::size_t kept = 0;
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    if (shape[k] == 1) continue;
+    bool merge = kept > 0;
+    for (const Shape* s : strides) merge = merge && (*s)[kept - 1] == (*s)[k] * shape[k];
+    if (merge) {
+      shape[kept - 1] *= shape[k];
+      for (Shape* s : strides) (*s)[kept - 1] = (*s)[k];
+    } else {
+      shape[kept] = shape[k];
+      for (Shape* s : strides) (*s)[kept] = (*s)[k];
+      ++kept;
+    }
+  }
+  shape.resize(kept);
+  for (Shape* s : strides) s->resize(kept);
+}
+
+// Queues the compaction of a view of x (inside x, prod(shape) > 0) into dst.
+// compact_into takes at most kMaxDims dims after merging, so a view that keeps
+// more is done one index of its outermost dim at a time.
+void compact_in_steps(const Array& x, char* dst, Shape shape, Shape strides, int64_t offset,
+                      const Launch& ctx) {
+  coalesce(shape, {&strides});
+  if (shape.size() <= static_cast<std::size_t>(kMaxDims)) {
+    compact_into(x, dst, make_layout(kName, shape, strides, offset, x.size()), ctx);
+    return;
+  }
+  const Shape inner(shape.begin() + 1, shape.end());
+  const Shape inner_strides(strides.begin() + 1, strides.end());
+  int64_t inner_size = 1;
+  for (int64_t d : inner) inner_size *= d;
+  const std::size_t step = static_cast<std::size_t>(inner_size) * dtype_itemsize(x.dtype());
+  for (int64_t i = 0; i < shape[0]; ++i)
+    compact_in_steps(x, dst + i * step, inner, inner_strides, offset + i * strides[0], ctx);
+}
+
+}  // namespace
+
+void ewise_strided(const std::string& op, const Array& a, const Array& b, Array& out,
+                   const Shape& shape, const Shape& a_strides, int64_t a_offset,
+                   const Shape& b_strides, int64_t b_offset) {
+  // Everything is validated before any memory is allocated or work queued.
+  const OpEntry& e = find_op(op);
+  require_same_dtype(kName, {&a, &b, &out});
+  if (!e.comparison) require_float(kName, out.dtype());
+  if (a_strides.size() != shape.size() || b_strides.size() != shape.size())
+    value_error(kName, ": shape ", shape_str(shape), ", a_strides ", shape_str(a_strides),
+                " and b_strides ", shape_str(b_strides), " differ in length");
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) value_error(kName, ": negative dimension in shape ", shape_str(shape));
+    n = checked_mul(n, d, kName);
+  }
+  if (out.size() < n)
+    value_error(kName, ": out has ", out.size(), " elements, shape ", shape_str(shape), " needs ",
+                n);
+  if (n > 0) {
+    require_view_inside("a", a, shape, a_strides, a_offset);
+    require_view_inside("b", b, shape, b_strides, b_offset);
+  }
+  const Launch ctx = launch_on(kName, {&a, &b, &out});
+  if (n == 0) return;
+
+  Shape dims = shape, sa = a_strides, sb = b_strides;
+  coalesce(dims, {&sa, &sb});
+  if (dims.size() <= static_cast<std::size_t>(kMaxDims)) {
+    PairLayout l{};
+    l.ndim = static_cast<int>(dims.size());
+    l.a_offset = a_offset;
+    l.b_offset = b_offset;
+    for (int k = 0; k < l.ndim; ++k) {
+      l.shape[k] = dims[k];
+      l.a_strides[k] = sa[k];
+      l.b_strides[k] = sb[k];
+    }
+    e.launch(out.dtype(), a.raw(), b.raw(), out.raw(), n, l, ctx);
+    return;
+  }
+  // Too many dims for PairLayout: compact both views, then the compact path.
+  // The scratch blocks go back to the cache on return, which is safe: later
+  // work that reuses them is queued on the same stream, after this kernel.
+  const std::size_t bytes = static_cast<std::size_t>(n) * dtype_itemsize(out.dtype());
+  Scratch ca(ctx.device, bytes), cb(ctx.device, bytes);
+  compact_in_steps(a, ca.as<char>(), shape, a_strides, a_offset, ctx);
+  compact_in_steps(b, cb.as<char>(), shape, b_strides, b_offset, ctx);
+  PairLayout flat{};
+  flat.ndim = 1;
+  flat.shape[0] = n;
+  flat.a_strides[0] = flat.b_strides[0] = 1;
+  e.launch(out.dtype(), ca.as<void>(), cb.as<void>(), out.raw(), n, flat, ctx);
+}
+
+}  // namespace lamina_cuda
