@@ -45,7 +45,7 @@ def binary(a: NDArray, b: Any, op: str) -> NDArray:
             _check_arithmetic(a._dtype, op)
         if a._shape != b._shape:
             shape = L.broadcast_shapes(a._shape, b._shape, op=op)
-            a, b = a.broadcast_to(shape), b.broadcast_to(shape)
+            a, b = _broadcast_view(a, shape, op), _broadcast_view(b, shape, op)
         backend = a._device.backend
         out = NDArray._empty(a._shape, a._dtype, a._device)
         if not out._buf.size:
@@ -66,6 +66,13 @@ def binary(a: NDArray, b: Any, op: str) -> NDArray:
             getattr(a._device.backend, "scalar_" + op)(a._buf, b, out._buf)
         return out
     return NotImplemented
+
+
+def _broadcast_view(a: NDArray, shape: tuple[int, ...], op: str) -> NDArray:
+    """``a.broadcast_to(shape)`` for a shape already checked and normalised."""
+    if a._shape == shape:
+        return a
+    return a._as_strided(shape, L.broadcast_strides(a._shape, a._strides, shape, op), a._offset)
 
 
 def reversed_scalar(a: NDArray, value: Any, op: str) -> NDArray:

@@ -6,6 +6,7 @@ elements) to shapes and strides, and raises ShapeError naming the op.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from math import prod
 from typing import Any
 
@@ -14,8 +15,12 @@ from ._errors import ShapeError
 Shape = tuple[int, ...]
 
 
+@lru_cache(maxsize=4096)
 def compact_strides(shape: Shape) -> Shape:
-    """Row-major strides, in elements, of a compact array of ``shape``."""
+    """Row-major strides, in elements, of a compact array of ``shape``.
+
+    Cached: every new array asks, and a training loop repeats a few shapes.
+    """
     strides = [1] * len(shape)
     step = 1
     for i in range(len(shape) - 1, -1, -1):
@@ -24,8 +29,10 @@ def compact_strides(shape: Shape) -> Shape:
     return tuple(strides)
 
 
+@lru_cache(maxsize=4096)
 def is_compact(shape: Shape, strides: Shape, offset: int) -> bool:
-    """Whether element i of the view is element i of its buffer."""
+    """Whether element i of the view is element i of its buffer (cached, like
+    ``compact_strides``: most ops ask it of every operand)."""
     if offset != 0:
         return False
     step = 1

@@ -206,6 +206,8 @@ class NDArray:
         new = L.infer_reshape(self.size, L.normalize_shape(shape, "reshape"), self._shape)
         if new == self._shape:
             return self
+        if self.is_compact():
+            return self._as_strided(new, L.compact_strides(new), 0)
         strides = L.reshape_strides(self._shape, self._strides, new)
         if strides is None:
             src = self.copy()
@@ -434,6 +436,11 @@ class NDArray:
 
 def _index_view(a: NDArray, key: Any) -> tuple[Shape, Shape, int]:
     """Shape, strides and offset of ``a[key]`` for ints, slices, None and Ellipsis."""
+    if type(key) is int and a._shape:  # a[i], the common case, without the general walk
+        n = a._shape[0]
+        if not -n <= key < n:
+            raise IndexError(f"getitem: index {key} is out of range for axis 0 of size {n}")
+        return a._shape[1:], a._strides[1:], a._offset + (key % n) * a._strides[0]
     if not isinstance(key, tuple):
         key = (key,)
     if any(isinstance(k, (NDArray, list, np.ndarray)) for k in key):
