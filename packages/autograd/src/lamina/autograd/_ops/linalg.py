@@ -14,7 +14,8 @@ class Matmul(Function):
     The rule promotes 1-D operands to matrices (``(K,)`` as ``(1, K)`` on the
     left, ``(K, 1)`` on the right), applies ``dA = dC @ B^T`` and
     ``dB = A^T @ dC``, then drops the added axis; the engine sums any
-    broadcast batch axes away.
+    broadcast batch axes away (except for a matrix ``B`` under a batched
+    ``A``, whose gradient is one GEMM over all the batch's rows).
     """
 
     name = "matmul"
@@ -42,7 +43,13 @@ class Matmul(Function):
             ga = g2 @ b2.mT
             ga = ga.squeeze(-2) if a.ndim == 1 else ga
         if need_b:
-            gb = a2.mT @ g2
+            if b2.ndim == 2 and a2.ndim > 2:
+                # (*B, N, K) @ (K, M), a Linear on a batch of sequences: dB sums
+                # A^T dC over every batch, which is one (K, B*N) @ (B*N, M) GEMM
+                # rather than B small ones and a reduction of B partial results.
+                gb = a2.reshape(-1, a2.shape[-1]).mT @ g2.reshape(-1, g2.shape[-1])
+            else:
+                gb = a2.mT @ g2
             gb = gb.squeeze(-1) if b.ndim == 1 else gb
         return ga, gb
 
