@@ -59,6 +59,20 @@ T* padded_scratch(std::size_t n) {
 // Calls body(std::integral_constant<int, KW>) with KW = kw when the kernel is
 // 1, 3, 5 or 7 wide without dilation (the inner row loops then unroll), else
 // KW = 0 (kw and dw read at run time).
+// f(ni, staged) for every image ni, whole images per thread, where staged is
+// the thread's (C, H + 2ph, W + 2pw) buffer for a zero-padded copy (nullptr
+// without padding): the staged paths of im2col and col2im.
+template <class T, class F>
+void for_images_staged(const ConvGeom& g, F&& f) {
+  const int64_t work = g.oh * g.ow * g.c * g.kh * g.kw;
+  const auto staged_size = static_cast<std::size_t>(g.c * (g.h + 2 * g.ph) * (g.w + 2 * g.pw));
+  parallel_for(g.n, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, work)),
+               [&](int64_t b, int64_t e) {
+    T* staged = g.ph || g.pw ? padded_scratch<T>(staged_size) : nullptr;
+    for (int64_t ni = b; ni < e; ++ni) f(ni, staged);
+  }, 1);
+}
+
 template <class F>
 void with_kernel_width(const ConvGeom& g, F&& body) {
   if (g.dw == 1 && g.kw == 3) return body(std::integral_constant<int, 3>{});
@@ -88,32 +102,27 @@ void im2col(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t
       // Whole images per thread, each staged into a zero-padded copy (9x
       // smaller than its columns for 3x3), so every patch row lies inside
       // it: no bounds checks, KW-wide copies.
-      const int64_t H = g.h + 2 * g.ph, W = g.w + 2 * g.pw, HW = H * W;
-      const int64_t work = g.oh * g.ow * patch;
-      parallel_for(g.n, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, work)),
-                   [&](int64_t b, int64_t e) {
-        const bool pad = g.ph || g.pw;
-        T* staged = pad ? padded_scratch<T>(static_cast<std::size_t>(g.c * HW)) : nullptr;
-        for (int64_t ni = b; ni < e; ++ni) {
-          const T* image = src + ni * g.c * g.h * g.w;
-          if (pad) {
-            std::fill(staged, staged + g.c * HW, T(0));
-            for (int64_t ci = 0; ci < g.c; ++ci)
-              for (int64_t y = 0; y < g.h; ++y)
-                std::memcpy(staged + ci * HW + (y + g.ph) * W + g.pw,
-                            image + (ci * g.h + y) * g.w, sizeof(T) * g.w);
-            image = staged;
-          }
-          T* d = dst + ni * g.oh * g.ow * patch;
-          for (int64_t oy = 0; oy < g.oh; ++oy)
-            for (int64_t ox = 0; ox < g.ow; ++ox)
-              for (int64_t ci = 0; ci < g.c; ++ci) {
-                const T* row = image + ci * HW + oy * g.sh * W + ox * g.sw;
-                for (int64_t ky = 0; ky < g.kh; ++ky, row += g.dh * W, d += KW)
-                  for (int kx = 0; kx < KW; ++kx) d[kx] = row[kx];
-              }
+      const int64_t W = g.w + 2 * g.pw, HW = (g.h + 2 * g.ph) * W;
+      for_images_staged<T>(g, [&](int64_t ni, T* staged) {
+        const bool pad = staged != nullptr;
+        const T* image = src + ni * g.c * g.h * g.w;
+        if (pad) {
+          std::fill(staged, staged + g.c * HW, T(0));
+          for (int64_t ci = 0; ci < g.c; ++ci)
+            for (int64_t y = 0; y < g.h; ++y)
+              std::memcpy(staged + ci * HW + (y + g.ph) * W + g.pw,
+                          image + (ci * g.h + y) * g.w, sizeof(T) * g.w);
+          image = staged;
         }
-      }, 1);
+        T* d = dst + ni * g.oh * g.ow * patch;
+        for (int64_t oy = 0; oy < g.oh; ++oy)
+          for (int64_t ox = 0; ox < g.ow; ++ox)
+            for (int64_t ci = 0; ci < g.c; ++ci) {
+              const T* row = image + ci * HW + oy * g.sh * W + ox * g.sw;
+              for (int64_t ky = 0; ky < g.kh; ++ky, row += g.dh * W, d += KW)
+                for (int kx = 0; kx < KW; ++kx) d[kx] = row[kx];
+            }
+      });
       return;
     }
     parallel_for(g.n * g.oh, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, g.ow * patch)),
@@ -192,30 +201,25 @@ void col2im(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t
     if (g.n >= num_threads() && KW > 0) {
       // im2col's staging in reverse: patches are summed into a zero-padded
       // image, in the same (oy, ox, ky, kx) order, and its interior copied out.
-      const int64_t H = g.h + 2 * g.ph, W = g.w + 2 * g.pw, HW = H * W;
-      const int64_t work = g.oh * g.ow * patch;
-      parallel_for(g.n, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, work)),
-                   [&](int64_t b, int64_t e) {
-        const bool pad = g.ph || g.pw;
-        T* staged = pad ? padded_scratch<T>(static_cast<std::size_t>(g.c * HW)) : nullptr;
-        for (int64_t ni = b; ni < e; ++ni) {
-          T* image = pad ? staged : dst + ni * g.c * hw;
-          std::fill(image, image + g.c * HW, T(0));
-          const T* s = src + ni * g.oh * g.ow * patch;
-          for (int64_t oy = 0; oy < g.oh; ++oy)
-            for (int64_t ox = 0; ox < g.ow; ++ox)
-              for (int64_t ci = 0; ci < g.c; ++ci) {
-                T* row = image + ci * HW + oy * g.sh * W + ox * g.sw;
-                for (int64_t ky = 0; ky < g.kh; ++ky, row += g.dh * W, s += KW)
-                  for (int kx = 0; kx < KW; ++kx) row[kx] += s[kx];
-              }
-          if (pad)
-            for (int64_t ci = 0; ci < g.c; ++ci)
-              for (int64_t y = 0; y < g.h; ++y)
-                std::memcpy(dst + (ni * g.c + ci) * hw + y * g.w,
-                            staged + ci * HW + (y + g.ph) * W + g.pw, sizeof(T) * g.w);
-        }
-      }, 1);
+      const int64_t W = g.w + 2 * g.pw, HW = (g.h + 2 * g.ph) * W;
+      for_images_staged<T>(g, [&](int64_t ni, T* staged) {
+        const bool pad = staged != nullptr;
+        T* image = pad ? staged : dst + ni * g.c * hw;
+        std::fill(image, image + g.c * HW, T(0));
+        const T* s = src + ni * g.oh * g.ow * patch;
+        for (int64_t oy = 0; oy < g.oh; ++oy)
+          for (int64_t ox = 0; ox < g.ow; ++ox)
+            for (int64_t ci = 0; ci < g.c; ++ci) {
+              T* row = image + ci * HW + oy * g.sh * W + ox * g.sw;
+              for (int64_t ky = 0; ky < g.kh; ++ky, row += g.dh * W, s += KW)
+                for (int kx = 0; kx < KW; ++kx) row[kx] += s[kx];
+            }
+        if (pad)
+          for (int64_t ci = 0; ci < g.c; ++ci)
+            for (int64_t y = 0; y < g.h; ++y)
+              std::memcpy(dst + (ni * g.c + ci) * hw + y * g.w,
+                          staged + ci * HW + (y + g.ph) * W + g.pw, sizeof(T) * g.w);
+      });
       return;
     }
     if (g.n >= num_threads()) {
