@@ -47,6 +47,8 @@ from lamina.models.recipes.cifar10 import (  # noqa: E402
     AUGMENTATIONS,
     build_model,
     cifar10_datasets,
+    parameter_groups,
+    tta_accuracy,
 )
 
 tnn = torch.nn
@@ -104,14 +106,14 @@ class Side:
         if name == "lamina":
             self.model: Any = build_model(args.model, args.device)
             self.model.load_state_dict(init)
-            self.opt: Any = optim.SGD(self.model.parameters(), **kw)
+            self.opt: Any = optim.SGD(parameter_groups(self.model, args.norm_bias_decay), **kw)
             self.sched: Any = optim.lr_scheduler.OneCycleLR(
                 self.opt, args.lr, total_steps=steps, pct_start=0.25, cycle_momentum=False)
             self.loss_fn: Any = nn.CrossEntropyLoss()
         else:
             self.model = torch_model(args.model)
             self.model.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in init.items()})
-            self.opt = torch.optim.SGD(self.model.parameters(), **kw)
+            self.opt = torch.optim.SGD(parameter_groups(self.model, args.norm_bias_decay), **kw)
             self.sched = torch.optim.lr_scheduler.OneCycleLR(
                 self.opt, args.lr, total_steps=steps, pct_start=0.25, cycle_momentum=False)
             self.loss_fn = tnn.CrossEntropyLoss()
@@ -162,6 +164,18 @@ class Side:
                 seen += len(yb)
         return {"loss": total / seen, "acc": correct / seen}
 
+    def tta_accuracy(self, images: np.ndarray, targets: np.ndarray, shift: int) -> float:
+        """Test accuracy over flips and shifts of up to ``shift`` pixels."""
+        self.model.eval()
+
+        def logits(x: np.ndarray) -> np.ndarray:
+            if self.name == "lamina":
+                with autograd.no_grad():
+                    return self.model(autograd.tensor(x)).numpy()
+            with torch.no_grad():
+                return self.model(torch.from_numpy(x)).numpy()
+        return tta_accuracy(logits, images, targets, shift)
+
 
 def write_results(out: Path, config: dict[str, Any], sides: list[Side]) -> None:
     """Rewrite OUT.json / OUT.md (/ OUT.png with matplotlib) from the epochs so far."""
@@ -174,7 +188,8 @@ def write_results(out: Path, config: dict[str, Any], sides: list[Side]) -> None:
             "median_epoch_time": statistics.median(r["epoch_time"] for r in hist),
             "min_epoch_time": min(r["epoch_time"] for r in hist),
             "median_step_time": statistics.median(r["step_time"] for r in hist),
-            "median_step_cpu": statistics.median(r["step_cpu"] for r in hist)}
+            "median_step_cpu": statistics.median(r["step_cpu"] for r in hist),
+            "final_test_acc_tta": hist[-1].get("test_acc_tta")}
     payload = {"config": config, "summary": summary, "epochs": results}
     out.with_suffix(".json").write_text(json.dumps(payload, indent=2) + "\n")
     names = list(results)
@@ -204,7 +219,10 @@ def write_results(out: Path, config: dict[str, Any], sides: list[Side]) -> None:
                      f"{s['final_test_acc']:.4f}, best {s['best_test_acc']:.4f}, median epoch "
                      f"{s['median_epoch_time']:.1f} s, median step "
                      f"{s['median_step_time'] * 1e3:.1f} ms "
-                     f"({s['median_step_cpu'] * 1e3:.1f} ms CPU)")
+                     f"({s['median_step_cpu'] * 1e3:.1f} ms CPU)"
+                     + ("" if s["final_test_acc_tta"] is None else
+                        f"; with test-time augmentation (flips and shifts of up to "
+                        f"{config['tta_shift']} pixels) {s['final_test_acc_tta']:.4f}"))
     if len(summary) == 2:
         la, pt = summary["lamina"], summary["pytorch"]
         lines.append(f"- Lamina / PyTorch step time (median): "
@@ -245,20 +263,27 @@ def main() -> None:
     parser.add_argument("--data", required=True, help="folder with the CIFAR-10 batch files")
     parser.add_argument("--model", choices=("resnet9", "resnet9-dawn"), default="resnet9")
     parser.add_argument("--epochs", type=int, default=10)
-    parser.add_argument("--batch-size", type=int, default=128)
-    parser.add_argument("--lr", type=float, default=0.1)
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--lr", type=float, default=0.4)
     parser.add_argument("--weight-decay", type=float, default=5e-4)
+    parser.add_argument("--norm-bias-decay", type=float, default=0.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default=None, help="Lamina device (default device if unset)")
     parser.add_argument("--threads", type=int, default=1, help="threads for both frameworks")
-    parser.add_argument("--augment", choices=AUGMENTATIONS, default="flip")
+    parser.add_argument("--augment", choices=AUGMENTATIONS, default="crop-flip")
+    parser.add_argument("--crop-padding", type=int, default=1)
+    parser.add_argument("--zca-eps", type=float, default=1.0)
+    parser.add_argument("--tta-shift", type=int, default=2,
+                        help="after training, test accuracy over flips and shifts of up to "
+                             "this many pixels (-1: skip)")
     parser.add_argument("--train-size", type=int, default=None)
     parser.add_argument("--skip", choices=("lamina", "pytorch"), default=None)
     parser.add_argument("--out", required=True, help="output path without suffix")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     autograd.manual_seed(args.seed)
-    train_set, test_set = cifar10_datasets(args.data, args.augment, train_size=args.train_size)
+    train_set, test_set = cifar10_datasets(args.data, args.augment, train_size=args.train_size,
+                                           crop_padding=args.crop_padding, zca_eps=args.zca_eps)
     model = build_model(args.model, args.device)
     init = {k: v.numpy() for k, v in model.state_dict().items()}
 
@@ -274,8 +299,11 @@ def main() -> None:
     config = {"model": args.model, "parameters": model.num_parameters(), "epochs": args.epochs,
               "batch_size": args.batch_size, "lr": args.lr, "weight_decay": args.weight_decay,
               "recipe": f"SGD (Nesterov, momentum 0.9), OneCycleLR peak {args.lr} "
-                        f"(25% warm-up), weight decay {args.weight_decay}, batch "
-                        f"{args.batch_size}, augmentation {args.augment}",
+                        f"(25% warm-up), weight decay {args.weight_decay} "
+                        f"({args.norm_bias_decay} on BatchNorm parameters and biases), batch "
+                        f"{args.batch_size}, augmentation {args.augment}"
+                        + (f" (padding {args.crop_padding})" if args.augment == "crop-flip"
+                           else "") + f", ZCA whitening eps {args.zca_eps}",
               "train_images": len(train_set), "seed": args.seed,
               "device": getattr(device, "name", str(device)),
               "torch_version": torch.__version__, "torch_threads": args.threads,
@@ -298,6 +326,12 @@ def main() -> None:
                   f"{te['acc']:.4f}, {tr['time']:.1f} s (data {tr['data_time']:.1f} s, step "
                   f"{step * 1e3:.1f} ms, {tr['step_cpu'] * 1e3:.1f} ms CPU)", flush=True)
             write_results(out, config, sides)
+    if args.tta_shift >= 0:
+        for side in sides:
+            side.history[-1]["test_acc_tta"] = side.tta_accuracy(
+                test_set.images, test_set.targets, args.tta_shift)
+        config["tta_shift"] = args.tta_shift
+        write_results(out, config, sides)
     print(out.with_suffix(".md").read_text())
 
 

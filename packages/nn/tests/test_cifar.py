@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 from conftest import shared_data_dir
 from lamina.data import CIFAR10, DataLoader, DatasetFileError, SafeUnpickler, load_cifar_batch
-from lamina.models.recipes.cifar10 import cifar10_datasets
+from lamina.data import transforms as T
+from lamina.models.recipes.cifar10 import (
+    cifar10_datasets,
+    parameter_groups,
+    shifted_views,
+    tta_accuracy,
+)
 
 
 @pytest.fixture
@@ -66,6 +72,61 @@ def test_recipe_datasets_normalise_and_augment(tmp_path):
     expected = (raw / 255 - np.array([0.4914, 0.4822, 0.4465]).reshape(3, 1, 1)) \
         / np.array([0.2470, 0.2435, 0.2616]).reshape(3, 1, 1)
     np.testing.assert_allclose(plain, expected, rtol=1e-5, atol=1e-5)
+    # Crops of the 1-pixel padded image: the image moved by at most one pixel, zeros
+    # (the mean colour after normalising) filling what comes in.
+    train1, _ = cifar10_datasets(tmp_path, "crop-flip", train_size=16, crop_padding=1)
+    x, _ = next(iter(DataLoader(train1, 16, as_tensor=False)))
+    for got, image in zip(x, train1.images):
+        views = list(shifted_views(image[None], 1))
+        assert any(np.array_equal(got, v[0]) for v in views)
+
+
+def test_recipe_datasets_zca(tmp_path):
+    _tiny_cifar(tmp_path, n=8)
+    plain_train, plain_test = cifar10_datasets(tmp_path, "none")
+    train, test = cifar10_datasets(tmp_path, "none", zca_eps=0.5)
+    white = T.LinearTransformation.zca(plain_train.images, 0.5)  # fitted on training images
+    np.testing.assert_allclose(train.images, white(plain_train.images), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(test.images, white(plain_test.images), rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(train.targets, plain_train.targets)
+    with pytest.raises(ValueError, match="augment must be one of"):
+        cifar10_datasets(tmp_path, "rotate")
+    with pytest.raises(ValueError, match="crop_padding and zca_eps must be >= 0"):
+        cifar10_datasets(tmp_path, zca_eps=-1.0)
+
+
+def test_shifted_views_and_tta_accuracy():
+    rng = np.random.default_rng(0)
+    images = rng.normal(size=(6, 3, 5, 5)).astype(np.float32)
+    views = list(shifted_views(images, 2))
+    assert len(views) == 2 * 5 * 5 and all(v.shape == images.shape for v in views)
+    np.testing.assert_array_equal(views[12], images)  # (dy, dx) = (0, 0), not mirrored
+    np.testing.assert_array_equal(views[25 + 12], images[..., ::-1])
+    # views[13] is the image moved one pixel left: column j holds column j + 1.
+    np.testing.assert_array_equal(views[13][..., :, :-1], images[..., :, 1:])
+    assert not views[13][..., :, -1].any()
+    # A linear classifier: TTA's argmax of summed softmaxes, computed directly.
+    w = rng.normal(size=(75, 4)).astype(np.float32)
+    targets = rng.integers(0, 4, 6)
+
+    def logits(x):
+        return x.reshape(len(x), -1) @ w
+    probs = sum(np.exp(z - z.max(1, keepdims=True)) / np.exp(z - z.max(1, keepdims=True))
+                .sum(1, keepdims=True) for z in map(logits, views))
+    expected = float(np.mean(probs.argmax(1) == targets))
+    assert tta_accuracy(logits, images, targets, shift=2, batch_size=4) == expected
+    plain = list(shifted_views(images, 0))
+    assert len(plain) == 2 and np.array_equal(plain[0], images)
+
+
+def test_parameter_groups_decay_only_matrices_and_kernels():
+    from lamina.models import ResNet9
+    model = ResNet9()
+    decayed, free = parameter_groups(model, 0.0)
+    assert all(p.ndim > 1 for p in decayed["params"]) and "weight_decay" not in decayed
+    assert all(p.ndim == 1 for p in free["params"]) and free["weight_decay"] == 0.0
+    assert len(decayed["params"]) + len(free["params"]) == len(list(model.parameters()))
+    assert len(decayed["params"]) == 10  # 8 convolutions, 2 linear layers
 
 
 def test_missing_file_is_named(tmp_path):

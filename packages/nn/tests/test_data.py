@@ -120,6 +120,39 @@ def test_transforms():
     np.testing.assert_array_equal(flipped, x[..., ::-1])
     with pytest.raises(ValueError, match="larger"):
         T.RandomCrop(9)(x)
+    batch = np.stack([x, 2 * x])  # Normalize also takes (N, C, H, W) batches
+    np.testing.assert_allclose(T.Normalize([0.5], [0.25])(batch), (batch - 0.5) / 0.25, rtol=1e-6)
+    with pytest.raises(ValueError, match=r"Normalize: expected .*got shape \(4, 4\)"):
+        T.Normalize([0.5], [0.25])(x[0])
+
+
+def test_linear_transformation_and_zca():
+    rng = np.random.default_rng(0)
+    mixing = rng.normal(size=(12, 12))
+    images = (rng.normal(size=(4000, 12)) @ mixing + 3.0).astype(np.float32).reshape(-1, 3, 2, 2)
+    white = T.LinearTransformation.zca(images, eps=1e-6)
+    out = white(images)
+    assert out.shape == images.shape and out.dtype == np.float32
+    # Whitened: zero mean, identity covariance; ZCA's matrix is symmetric.
+    flat = out.reshape(len(out), -1)
+    np.testing.assert_allclose(flat.mean(0), 0, atol=1e-3)
+    np.testing.assert_allclose(np.cov(flat, rowvar=False, bias=True), np.eye(12), atol=2e-3)
+    np.testing.assert_allclose(white.matrix, white.matrix.T, atol=1e-5)
+    # One image or a batch: the same transform.
+    np.testing.assert_allclose(white(images[7]), out[7], rtol=1e-5, atol=1e-5)
+    # eps damps each direction's variance s to s / (s + eps).
+    damped = T.LinearTransformation.zca(images, eps=5.0)(images).reshape(len(images), -1)
+    s = np.linalg.eigvalsh(np.cov(images.reshape(len(images), -1), rowvar=False, bias=True))
+    np.testing.assert_allclose(np.linalg.eigvalsh(np.cov(damped, rowvar=False, bias=True)),
+                               s / (s + 5.0), rtol=1e-3, atol=1e-4)
+    with pytest.raises(ValueError, match=r"C\*H\*W = 12, got shape \(3, 2, 3\)"):
+        white(np.zeros((3, 2, 3), np.float32))
+    with pytest.raises(ValueError, match="matrix must be"):
+        T.LinearTransformation(np.eye(3), np.zeros(4))
+    with pytest.raises(ValueError, match="eps must be > 0"):
+        T.LinearTransformation.zca(images, eps=0)
+    with pytest.raises(ValueError, match="at least 2 images"):
+        T.LinearTransformation.zca(images[:1])
 
 
 def test_loader_yields_tensors():

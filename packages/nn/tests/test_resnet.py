@@ -84,10 +84,12 @@ def test_lamina_train_cifar10_cli(tmp_path, capsys):
     _write_tiny_cifar(tmp_path)
     log = tmp_path / "log.csv"
     code = train_main(["cifar10", "--data", str(tmp_path), "--epochs", "2", "--batch-size",
-                       "16", "--train-size", "64", "--no-progress", "--log", str(log)])
+                       "16", "--train-size", "64", "--no-progress", "--log", str(log),
+                       "--tta-shift", "1"])
     out = capsys.readouterr().out
     assert code == 0, out
     assert "resnet9 (431,946 parameters), 64 training / 16 test images" in out
+    assert "with flip and 1-pixel shift test-time augmentation" in out
     rows = list(csv.DictReader(log.open()))
     assert [int(r["epoch"]) for r in rows] == [1, 2]
     assert all(0.0 <= float(r["test_acc"]) <= 1.0 for r in rows)

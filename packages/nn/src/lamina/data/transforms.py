@@ -20,7 +20,8 @@ import numpy as np
 
 from ._random import transform_rng
 
-__all__ = ["Compose", "Lambda", "Normalize", "RandomCrop", "RandomHorizontalFlip", "ToTensor"]
+__all__ = ["Compose", "Lambda", "LinearTransformation", "Normalize", "RandomCrop",
+           "RandomHorizontalFlip", "ToTensor"]
 
 
 class Compose:
@@ -79,7 +80,7 @@ class ToTensor:
 
 
 class Normalize:
-    """(x - mean[c]) / std[c] per channel of a (C, H, W) array.
+    """(x - mean[c]) / std[c] per channel of a (C, H, W) image or (..., C, H, W) batch.
 
     Args:
         mean: C means (or one for all channels).
@@ -93,8 +94,8 @@ class Normalize:
             raise ValueError(f"Normalize: std must be > 0, got {list(np.ravel(self.std))}")
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        if x.ndim != 3 or self.mean.shape[0] not in (1, x.shape[0]):
-            raise ValueError(f"Normalize: expected a (C, H, W) array with C = "
+        if x.ndim < 3 or self.mean.shape[0] not in (1, x.shape[-3]):
+            raise ValueError(f"Normalize: expected a (..., C, H, W) array with C = "
                              f"{self.mean.shape[0]}, got shape {x.shape}")
         return ((x - self.mean) / self.std).astype(np.float32)
 
@@ -149,3 +150,64 @@ class RandomHorizontalFlip:
 
     def __repr__(self) -> str:
         return f"RandomHorizontalFlip(p={self.p})"
+
+
+class LinearTransformation:
+    """``(x.flatten() - mean) @ matrix``, reshaped back: a whitening transform.
+
+    Works on one (C, H, W) image or on a batch (..., C, H, W) with C*H*W = D,
+    so a whole dataset can be transformed with one matrix product.
+
+    Args:
+        matrix: (D, D).
+        mean: (D,), subtracted first.
+
+    Example:
+        >>> import numpy as np
+        >>> t = LinearTransformation(2 * np.eye(4), np.ones(4))
+        >>> t(np.ones((1, 2, 2))).tolist()
+        [[[0.0, 0.0], [0.0, 0.0]]]
+    """
+
+    def __init__(self, matrix: Any, mean: Any) -> None:
+        self.matrix = np.asarray(matrix, dtype=np.float32)
+        self.mean = np.asarray(mean, dtype=np.float32)
+        d = self.mean.size
+        if self.matrix.shape != (d, d) or self.mean.shape != (d,):
+            raise ValueError(f"LinearTransformation: matrix must be (D, D) and mean (D,), got "
+                             f"{self.matrix.shape} and {self.mean.shape}")
+
+    @classmethod
+    def zca(cls, images: np.ndarray, eps: float = 1.0) -> LinearTransformation:
+        """ZCA whitening fitted on ``images`` (N, ...): ``U diag(1 / sqrt(s + eps)) U^T``
+        from the eigendecomposition ``U diag(s) U^T`` of their covariance.
+
+        ``eps`` (in the units of the data's variance) damps the directions of
+        least variance, where most of the noise is; a large ``eps`` leaves the
+        images nearly unchanged up to scale.
+        """
+        if eps <= 0:
+            raise ValueError(f"LinearTransformation.zca: eps must be > 0, got {eps}")
+        flat = np.asarray(images, dtype=np.float32).reshape(len(images), -1)
+        if flat.shape[0] < 2:
+            raise ValueError(f"LinearTransformation.zca: needs at least 2 images, got shape "
+                             f"{np.shape(images)}")
+        mean = flat.mean(0, dtype=np.float64)
+        centred = flat - mean.astype(np.float32)
+        # The covariance in float32 (half the time of float64, ample for eps ~ 1),
+        # its eigendecomposition in float64.
+        cov = (centred.T @ centred).astype(np.float64) / len(flat)
+        s, u = np.linalg.eigh(cov)
+        return cls((u / np.sqrt(np.maximum(s, 0.0) + eps)) @ u.T, mean)
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        d = self.mean.size
+        if x.ndim < 3 or int(np.prod(x.shape[-3:])) != d:
+            raise ValueError(f"LinearTransformation: expected a (..., C, H, W) array with "
+                             f"C*H*W = {d}, got shape {x.shape}")
+        flat = np.asarray(x, dtype=np.float32).reshape(-1, d)
+        return ((flat - self.mean) @ self.matrix).reshape(x.shape)
+
+    def __repr__(self) -> str:
+        return f"LinearTransformation(D={self.mean.size})"
+
