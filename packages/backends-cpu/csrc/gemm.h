@@ -15,6 +15,14 @@ namespace lamina_cpu {
 template <class T>
 using UKernel = void (*)(int64_t kc, const T* Ap, const T* Bp, T* C, int64_t ldc, bool accumulate);
 
+// The same tile with A read in place instead of from a packed panel: row i of
+// the tile is rows[i][0], rows[i][acs], rows[i][2 * acs], ... For a narrow C
+// (one or two NR panels) packing A costs about as much as the FMAs it feeds,
+// since each packed value is used by so few of them.
+template <class T>
+using DirectUKernel = void (*)(int64_t kc, const T* const* rows, int64_t acs, const T* Bp, T* C,
+                               int64_t ldc, bool accumulate);
+
 constexpr int kMR = 6;
 constexpr int kNR32 = 16;  // float32 tile: 6 x 16 = 12 ymm accumulators
 constexpr int kNR64 = 8;   // float64 tile: 6 x 8  = 12 ymm accumulators
@@ -27,6 +35,8 @@ using SmallGemm = void (*)(const T* A, const T* B, T* C, int64_t M, int64_t K, i
 #if defined(LAMINA_HAVE_AVX2_TU)
 void sgemm_ukernel_avx2(int64_t kc, const float* Ap, const float* Bp, float* C, int64_t ldc,
                         bool accumulate);
+void sgemm_ukernel_avx2_direct(int64_t kc, const float* const* rows, int64_t acs,
+                               const float* Bp, float* C, int64_t ldc, bool accumulate);
 void dgemm_ukernel_avx2(int64_t kc, const double* Ap, const double* Bp, double* C, int64_t ldc,
                         bool accumulate);
 // The AVX2/FMA copy of gemm_small.h.

@@ -1,6 +1,7 @@
 // gemm_avx2.cc: AVX2/FMA code, compiled with -mavx2 -mfma and called only
 // after cpu_has_avx2_fma() said yes: the float32 6x16 and float64 6x8 GEMM
-// micro-kernels (12 ymm accumulators, two B loads and one broadcast per k),
+// micro-kernels (12 ymm accumulators, two B loads and one broadcast per k;
+// the float one also in a variant reading A in place),
 // the AVX2 copy of the small-product GEMM (gemm_small.h), and the
 // FMA-throughput probe the benchmark uses to report fraction of peak.
 #include <immintrin.h>
@@ -23,6 +24,22 @@ inline T madd(T a, T b, T c) {
 template <class T> SmallGemm<T> avx2_gemm_small() { return &avx2::gemm_small<T>; }
 template SmallGemm<float> avx2_gemm_small<float>();
 template SmallGemm<double> avx2_gemm_small<double>();
+
+namespace {
+// Adds (accumulate) or writes the 6x16 float tile c{i}{0,1} to C.
+inline void store_tile_f32(const __m256 (&rows)[kMR][2], float* C, int64_t ldc, bool accumulate) {
+  for (int i = 0; i < kMR; ++i) {
+    float* c = C + i * ldc;
+    __m256 r0 = rows[i][0], r1 = rows[i][1];
+    if (accumulate) {
+      r0 = _mm256_add_ps(r0, _mm256_loadu_ps(c));
+      r1 = _mm256_add_ps(r1, _mm256_loadu_ps(c + 8));
+    }
+    _mm256_storeu_ps(c, r0);
+    _mm256_storeu_ps(c + 8, r1);
+  }
+}
+}  // namespace
 
 void sgemm_ukernel_avx2(int64_t kc, const float* __restrict__ Ap, const float* __restrict__ Bp,
                         float* __restrict__ C, int64_t ldc, bool accumulate) {
@@ -53,16 +70,39 @@ void sgemm_ukernel_avx2(int64_t kc, const float* __restrict__ Ap, const float* _
   }
   const __m256 rows[kMR][2] = {{c00, c01}, {c10, c11}, {c20, c21},
                                {c30, c31}, {c40, c41}, {c50, c51}};
-  for (int i = 0; i < kMR; ++i) {
-    float* c = C + i * ldc;
-    __m256 r0 = rows[i][0], r1 = rows[i][1];
-    if (accumulate) {
-      r0 = _mm256_add_ps(r0, _mm256_loadu_ps(c));
-      r1 = _mm256_add_ps(r1, _mm256_loadu_ps(c + 8));
-    }
-    _mm256_storeu_ps(c, r0);
-    _mm256_storeu_ps(c + 8, r1);
+  store_tile_f32(rows, C, ldc, accumulate);
+}
+
+void sgemm_ukernel_avx2_direct(int64_t kc, const float* const* arows, int64_t acs,
+                               const float* __restrict__ Bp, float* __restrict__ C, int64_t ldc,
+                               bool accumulate) {
+  const float *a0 = arows[0], *a1 = arows[1], *a2 = arows[2], *a3 = arows[3], *a4 = arows[4],
+              *a5 = arows[5];
+  __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
+  __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
+  __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
+  __m256 c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
+  __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps();
+  __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
+  for (int64_t k = 0, o = 0; k < kc; ++k, o += acs) {
+    const __m256 b0 = _mm256_load_ps(Bp), b1 = _mm256_load_ps(Bp + 8);
+    __m256 a = _mm256_broadcast_ss(a0 + o);
+    c00 = _mm256_fmadd_ps(a, b0, c00); c01 = _mm256_fmadd_ps(a, b1, c01);
+    a = _mm256_broadcast_ss(a1 + o);
+    c10 = _mm256_fmadd_ps(a, b0, c10); c11 = _mm256_fmadd_ps(a, b1, c11);
+    a = _mm256_broadcast_ss(a2 + o);
+    c20 = _mm256_fmadd_ps(a, b0, c20); c21 = _mm256_fmadd_ps(a, b1, c21);
+    a = _mm256_broadcast_ss(a3 + o);
+    c30 = _mm256_fmadd_ps(a, b0, c30); c31 = _mm256_fmadd_ps(a, b1, c31);
+    a = _mm256_broadcast_ss(a4 + o);
+    c40 = _mm256_fmadd_ps(a, b0, c40); c41 = _mm256_fmadd_ps(a, b1, c41);
+    a = _mm256_broadcast_ss(a5 + o);
+    c50 = _mm256_fmadd_ps(a, b0, c50); c51 = _mm256_fmadd_ps(a, b1, c51);
+    Bp += kNR32;
   }
+  const __m256 rows[kMR][2] = {{c00, c01}, {c10, c11}, {c20, c21},
+                               {c30, c31}, {c40, c41}, {c50, c51}};
+  store_tile_f32(rows, C, ldc, accumulate);
 }
 
 void dgemm_ukernel_avx2(int64_t kc, const double* __restrict__ Ap, const double* __restrict__ Bp,

@@ -12,7 +12,8 @@
 // The micro-kernel is AVX2/FMA when the CPU has it (gemm_avx2.cc) and a
 // portable loop otherwise. Threads own disjoint blocks of C and pack their own
 // operands, so a product costs one fork/join and no barriers (which matter on
-// a busy, shared machine). KC is fixed, so every element of C is summed in
+// a busy, shared machine). A product at most two panels wide reads A in place
+// instead of packing it. KC is fixed, so every element of C is summed in
 // the same order for any thread count. Tiny products skip packing; batches
 // of small matrices run one matrix per thread.
 #include <algorithm>
@@ -83,6 +84,12 @@ template <> struct Gemm<float> {
 #endif
     return ukernel_portable<float, kNR32>;
   }
+  static DirectUKernel<float> direct_kernel() {
+#if defined(LAMINA_HAVE_AVX2_TU)
+    if (cpu_has_avx2_fma()) return sgemm_ukernel_avx2_direct;
+#endif
+    return nullptr;
+  }
 };
 template <> struct Gemm<double> {
   static constexpr int NR = kNR64;
@@ -93,6 +100,7 @@ template <> struct Gemm<double> {
 #endif
     return ukernel_portable<double, kNR64>;
   }
+  static DirectUKernel<double> direct_kernel() { return nullptr; }
 };
 
 // An operand as a 2-D view: element (r, c) is p[r * rs + c * cs]. A compact
@@ -199,6 +207,32 @@ void macro_kernel(UKernel<T> uk, const T* Ap, const T* Bp, int64_t mc, int64_t n
   }
 }
 
+// macro_kernel reading A in place (see DirectUKernel in gemm.h). A tile's rows
+// past mc point at its first row; their results land in the scratch tile only.
+template <class T, int NR>
+void macro_kernel_direct(DirectUKernel<T> uk, Mat<T> A, const T* Bp, int64_t mc, int64_t nc,
+                         int64_t kc, T* C, int64_t ldc, bool accumulate) {
+  alignas(64) T tile[kMR * NR];
+  for (int64_t j0 = 0; j0 < nc; j0 += NR) {
+    const int64_t w = std::min<int64_t>(NR, nc - j0);
+    const T* bpanel = Bp + j0 * kc;
+    for (int64_t i0 = 0; i0 < mc; i0 += kMR) {
+      const int64_t h = std::min<int64_t>(kMR, mc - i0);
+      const T* rows[kMR];
+      for (int i = 0; i < kMR; ++i) rows[i] = A.p + (i0 + (i < h ? i : 0)) * A.rs;
+      T* c = C + i0 * ldc + j0;
+      if (h == kMR && w == NR) {
+        uk(kc, rows, A.cs, bpanel, c, ldc, accumulate);
+      } else {
+        uk(kc, rows, A.cs, bpanel, tile, NR, false);
+        for (int64_t i = 0; i < h; ++i)
+          for (int64_t j = 0; j < w; ++j)
+            c[i * ldc + j] = accumulate ? c[i * ldc + j] + tile[i * NR + j] : tile[i * NR + j];
+      }
+    }
+  }
+}
+
 // C[0:M, 0:N] = A[0:M, 0:K] @ B[0:K, 0:N] on the calling thread; ldc is C's
 // row stride, so a thread can own any block of the full product.
 template <class T>
@@ -213,7 +247,10 @@ void gemm_serial(Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N, int6
   const int64_t kc_max = (K + kblocks - 1) / kblocks;
   const int64_t mc_max = ((M + mblocks - 1) / mblocks + kMR - 1) / kMR * kMR;
   T* const bpack = scratch<T>(0, static_cast<std::size_t>(kc_max * nc_max));
-  T* const apack = scratch<T>(1, static_cast<std::size_t>(mc_max * kc_max));
+  // C at most two panels wide: each packed A value would feed at most 2 NR
+  // FMAs, so packing would cost about what it saves; read A in place.
+  const DirectUKernel<T> direct = nc_max <= 2 * NR ? G::direct_kernel() : nullptr;
+  T* const apack = direct ? nullptr : scratch<T>(1, static_cast<std::size_t>(mc_max * kc_max));
   for (int64_t jc = 0; jc < N; jc += nc_max) {
     const int64_t nc = std::min(nc_max, N - jc);
     for (int64_t pc = 0; pc < K; pc += kc_max) {
@@ -222,6 +259,11 @@ void gemm_serial(Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N, int6
         pack_b_panel<T, NR>(B.at(pc, jc), kc, nc, p, bpack);
       for (int64_t ic = 0; ic < M; ic += mc_max) {
         const int64_t mc = std::min(mc_max, M - ic);
+        if (direct) {
+          macro_kernel_direct<T, NR>(direct, A.at(ic, pc), bpack, mc, nc, kc, C + ic * ldc + jc,
+                                     ldc, pc > 0);
+          continue;
+        }
         pack_a<T>(A.at(ic, pc), mc, kc, apack);
         macro_kernel<T, NR>(uk, apack, bpack, mc, nc, kc, C + ic * ldc + jc, ldc, pc > 0);
       }

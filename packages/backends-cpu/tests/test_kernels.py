@@ -229,6 +229,39 @@ def test_matmul_strided_transposes(dtype: str, m: int, n: int, p: int, trans: st
     np.testing.assert_allclose(got.reshape(m, p), want_a @ want_b, **(_tol(dtype, n) or TOL[dtype]))
 
 
+@pytest.mark.parametrize("m,n,p", [(13, 600, 16), (301, 257, 32), (6, 5, 1), (97, 1000, 17)])
+@pytest.mark.parametrize("a_view", ["compact", "transposed", "every-other-column"])
+def test_matmul_narrow_reads_a_in_place(m: int, n: int, p: int, a_view: str) -> None:
+    # Products at most two 16-wide panels wide read A through its strides instead of
+    # packing it: odd row counts (partial tiles), several K blocks, any A layout.
+    buf = rand(2 * m * n + 1, "float32", 24)
+    a_layout = {"compact": (1, n, 1), "transposed": (1, 1, m),
+                "every-other-column": (1, 2 * n, 2)}[a_view]
+    off, rs, cs = a_layout
+    want_a = np.lib.stride_tricks.as_strided(buf[off:], (m, n), (rs * 4, cs * 4))
+    b = rand(n * p, "float32", 25)
+    got = compare("matmul_strided", [buf, b], [(m * p, "float32")], m, n, p, *a_layout,
+                  0, p, 1, tol=_tol("float32", n))[0]
+    np.testing.assert_allclose(got.reshape(m, p),
+                               np.asarray(want_a, np.float64) @ b.reshape(n, p),
+                               rtol=1e-4, atol=1e-3)
+
+
+def test_matmul_narrow_same_bits_for_any_thread_count() -> None:
+    # Two threads split a 32-wide product into two 16-wide halves, each a narrow
+    # product of its own: the sums must still run in the same order.
+    a, b = rand(300 * 700, "float32", 26), rand(700 * 32, "float32", 27)
+    old, outs = cpu.num_threads(), []
+    try:
+        for threads in (1, 2):
+            cpu.set_num_threads(threads)
+            outs.append(compare("matmul", [a, b], [(300 * 32, "float32")], 300, 700, 32,
+                                tol=_tol("float32", 700))[0])
+    finally:
+        cpu.set_num_threads(old)
+    np.testing.assert_array_equal(outs[0], outs[1])
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_matmul_strided_same_for_any_thread_count(threads: int) -> None:
     a, b = rand(300 * 200, "float32", 22), rand(200 * 250, "float32", 23)
