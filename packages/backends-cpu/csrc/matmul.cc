@@ -184,11 +184,14 @@ T* scratch(int slot, std::size_t n) {
   return static_cast<T*>(b.p);
 }
 
-// One mc x nc block of C from packed A (mc x kc) and packed B (kc x nc).
-template <class T, int NR>
-void macro_kernel(UKernel<T> uk, const T* Ap, const T* Bp, int64_t mc, int64_t nc, int64_t kc,
-                  T* C, int64_t ldc, bool accumulate) {
-  alignas(64) T tile[kMR * NR];
+// Runs tile(i0, h, bpanel, dst, ld, acc) for each MR x NR tile of an mc x nc
+// block of C (i0: its first row, h: its rows in the block, bpanel: its packed
+// B panel); edge tiles compute into a scratch tile, then add or copy the part
+// that is in C.
+template <class T, int NR, class Tile>
+void for_each_tile(const T* Bp, int64_t mc, int64_t nc, int64_t kc, T* C, int64_t ldc,
+                   bool accumulate, Tile tile) {
+  alignas(64) T scratch_tile[kMR * NR];
   for (int64_t j0 = 0; j0 < nc; j0 += NR) {
     const int64_t w = std::min<int64_t>(NR, nc - j0);
     const T* bpanel = Bp + j0 * kc;
@@ -196,15 +199,26 @@ void macro_kernel(UKernel<T> uk, const T* Ap, const T* Bp, int64_t mc, int64_t n
       const int64_t h = std::min<int64_t>(kMR, mc - i0);
       T* c = C + i0 * ldc + j0;
       if (h == kMR && w == NR) {
-        uk(kc, Ap + i0 * kc, bpanel, c, ldc, accumulate);
+        tile(i0, h, bpanel, c, ldc, accumulate);
       } else {
-        uk(kc, Ap + i0 * kc, bpanel, tile, NR, false);
+        tile(i0, h, bpanel, scratch_tile, int64_t(NR), false);
         for (int64_t i = 0; i < h; ++i)
           for (int64_t j = 0; j < w; ++j)
-            c[i * ldc + j] = accumulate ? c[i * ldc + j] + tile[i * NR + j] : tile[i * NR + j];
+            c[i * ldc + j] = accumulate ? c[i * ldc + j] + scratch_tile[i * NR + j]
+                                        : scratch_tile[i * NR + j];
       }
     }
   }
+}
+
+// One mc x nc block of C from packed A (mc x kc) and packed B (kc x nc).
+template <class T, int NR>
+void macro_kernel(UKernel<T> uk, const T* Ap, const T* Bp, int64_t mc, int64_t nc, int64_t kc,
+                  T* C, int64_t ldc, bool accumulate) {
+  for_each_tile<T, NR>(Bp, mc, nc, kc, C, ldc, accumulate,
+                       [&](int64_t i0, int64_t, const T* bpanel, T* dst, int64_t ld, bool acc) {
+                         uk(kc, Ap + i0 * kc, bpanel, dst, ld, acc);
+                       });
 }
 
 // macro_kernel reading A in place (see DirectUKernel in gemm.h). A tile's rows
@@ -212,25 +226,12 @@ void macro_kernel(UKernel<T> uk, const T* Ap, const T* Bp, int64_t mc, int64_t n
 template <class T, int NR>
 void macro_kernel_direct(DirectUKernel<T> uk, Mat<T> A, const T* Bp, int64_t mc, int64_t nc,
                          int64_t kc, T* C, int64_t ldc, bool accumulate) {
-  alignas(64) T tile[kMR * NR];
-  for (int64_t j0 = 0; j0 < nc; j0 += NR) {
-    const int64_t w = std::min<int64_t>(NR, nc - j0);
-    const T* bpanel = Bp + j0 * kc;
-    for (int64_t i0 = 0; i0 < mc; i0 += kMR) {
-      const int64_t h = std::min<int64_t>(kMR, mc - i0);
-      const T* rows[kMR];
-      for (int i = 0; i < kMR; ++i) rows[i] = A.p + (i0 + (i < h ? i : 0)) * A.rs;
-      T* c = C + i0 * ldc + j0;
-      if (h == kMR && w == NR) {
-        uk(kc, rows, A.cs, bpanel, c, ldc, accumulate);
-      } else {
-        uk(kc, rows, A.cs, bpanel, tile, NR, false);
-        for (int64_t i = 0; i < h; ++i)
-          for (int64_t j = 0; j < w; ++j)
-            c[i * ldc + j] = accumulate ? c[i * ldc + j] + tile[i * NR + j] : tile[i * NR + j];
-      }
-    }
-  }
+  for_each_tile<T, NR>(Bp, mc, nc, kc, C, ldc, accumulate,
+                       [&](int64_t i0, int64_t h, const T* bpanel, T* dst, int64_t ld, bool acc) {
+                         const T* rows[kMR];
+                         for (int i = 0; i < kMR; ++i) rows[i] = A.p + (i0 + (i < h ? i : 0)) * A.rs;
+                         uk(kc, rows, A.cs, bpanel, dst, ld, acc);
+                       });
 }
 
 // C[0:M, 0:N] = A[0:M, 0:K] @ B[0:K, 0:N] on the calling thread; ldc is C's
