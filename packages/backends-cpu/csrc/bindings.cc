@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include "allocator.h"
+#include "isa.h"
 #include "kernels.h"
 #include "threading.h"
 
@@ -17,7 +18,7 @@ using nogil = py::call_guard<py::gil_scoped_release>;
 }
 
 PYBIND11_MODULE(_core, m) {
-  m.doc() = "Lamina's cpu backend (interface v1): C++17 kernels with AVX2/FMA and OpenMP";
+  m.doc() = "Lamina's cpu backend (interface v1): C++17 kernels with AVX2/FMA, AVX-512 and OpenMP";
 
   py::register_exception_translator([](std::exception_ptr p) {
     try {
@@ -41,6 +42,16 @@ PYBIND11_MODULE(_core, m) {
   m.def("set_num_threads", &set_num_threads, py::arg("n"));
   m.def("have_openmp", &have_openmp);
   m.def("gemm_kernel_name", &gemm_kernel_name);
+  // The instruction-set path: isa() runs now, cpu_isa() is the best this CPU
+  // and build allow, set_isa switches (LAMINA_CPU_ISA sets it at load).
+  m.def("isa", [] { return std::string(isa_name(active_isa())); });
+  m.def("cpu_isa", [] { return std::string(isa_name(cpu_isa())); });
+  m.def("set_isa", &set_isa, py::arg("name"));
+  // What LAMINA_CPU_ISA / LAMINA_NUM_THREADS asked for that could not be had.
+  m.def("env_warnings", [] {
+    num_threads();  // parses LAMINA_NUM_THREADS
+    return env_warnings();
+  });
   // How this extension was built, so a session can check it runs the build it
   // meant to (an editable install elsewhere on sys.path can shadow it).
   m.def("build_info", [] {
@@ -51,6 +62,13 @@ PYBIND11_MODULE(_core, m) {
 #else
     info["avx2_kernels"] = false;
 #endif
+#if defined(LAMINA_HAVE_AVX512_TU)
+    info["avx512_kernels"] = true;
+#else
+    info["avx512_kernels"] = false;
+#endif
+    info["isa"] = isa_name(active_isa());
+    info["cpu_isa"] = isa_name(cpu_isa());
 #if defined(LAMINA_NATIVE_BUILD)
     info["native"] = true;
 #else

@@ -35,18 +35,6 @@ std::string shape_str(const Shape& s) {
   return r + (s.size() == 1 ? ",)" : ")");
 }
 
-int64_t checked_mul(int64_t a, int64_t b, const char* op) {
-  int64_t r;
-  if (__builtin_mul_overflow(a, b, &r)) value_error(op, ": size ", a, " * ", b, " overflows int64");
-  return r;
-}
-
-int64_t checked_add(int64_t a, int64_t b, const char* op) {
-  int64_t r;
-  if (__builtin_add_overflow(a, b, &r)) value_error(op, ": offset ", a, " + ", b, " overflows int64");
-  return r;
-}
-
 int64_t checked_prod(const Shape& dims, const char* op) {
   int64_t r = 1;
   for (int64_t d : dims) {

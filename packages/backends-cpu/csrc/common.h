@@ -66,9 +66,19 @@ template <class... Args>
 
 std::string shape_str(const Shape& s);
 
-// a*b with overflow reported as a ValueError naming op.
-int64_t checked_mul(int64_t a, int64_t b, const char* op);
-int64_t checked_add(int64_t a, int64_t b, const char* op);
+// a*b (a+b) with overflow reported as a ValueError naming op. Inline on
+// purpose: defined in another file, GCC's link-time optimisation dropped calls
+// whose result was unused (a bounds check kept only for its error).
+inline int64_t checked_mul(int64_t a, int64_t b, const char* op) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) value_error(op, ": size ", a, " * ", b, " overflows int64");
+  return r;
+}
+inline int64_t checked_add(int64_t a, int64_t b, const char* op) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) value_error(op, ": offset ", a, " + ", b, " overflows int64");
+  return r;
+}
 // Product of dims, each >= 0, checked for overflow.
 int64_t checked_prod(const Shape& dims, const char* op);
 

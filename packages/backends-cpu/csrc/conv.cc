@@ -36,6 +36,9 @@ ConvGeom conv_geom(const char* op, int64_t n, int64_t c, int64_t h, int64_t w, i
   if (eh < 0 || ew < 0)
     value_error(op, ": kernel (", kh, ", ", kw, ") with dilation (", dh, ", ", dw,
                 ") does not fit the padded input (", h + 2 * ph, ", ", w + 2 * pw, ")");
+  // The staged paths hold one zero-padded image: its size must be a valid
+  // int64 (a huge padding with a huge stride passes every other check).
+  checked_mul(checked_mul(c, h + 2 * ph, op), w + 2 * pw, op);
   return {n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, eh / sh + 1, ew / sw + 1};
 }
 

@@ -1,6 +1,7 @@
 // ewise_dispatch.h: function-pointer types of the elementwise loops and the
-// accessors of their AVX2 copies (defined in ewise_avx2.cc, called only when
-// cpu_has_avx2_fma()). The op lists below are the instantiations it holds.
+// accessors of their AVX2 and AVX-512 copies (ewise_avx2.cc, ewise_avx512.cc;
+// called only when active_isa() has them). The op lists below are the
+// instantiations each copy holds.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,9 @@ template <class T> using UnaryLoop = void (*)(const T*, T*, int64_t);
 template <class Op, class T> BinaryLoop<T> avx2_binary_loop();
 template <class Op, class T> ScalarLoop<T> avx2_scalar_loop();
 template <class Op, class T> UnaryLoop<T> avx2_unary_loop();
+template <class Op, class T> BinaryLoop<T> avx512_binary_loop();
+template <class Op, class T> ScalarLoop<T> avx512_scalar_loop();
+template <class Op, class T> UnaryLoop<T> avx512_unary_loop();
 
 // X(Op) for every binary-family op (the reversed ones are scalar-only but
 // share the instantiation list), and for every unary op.

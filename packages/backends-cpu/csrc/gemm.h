@@ -1,14 +1,17 @@
 // gemm.h: the interface between the GEMM driver (matmul.cc) and the
-// per-ISA micro-kernels (gemm_avx2.cc, compiled with -mavx2 -mfma).
+// per-ISA micro-kernels (gemm_avx2.cc under -mavx2 -mfma, gemm_avx512.cc
+// under -mavx512f/dq/bw/vl; both instantiate gemm_simd.h).
 //
 // A micro-kernel computes one full MR x NR tile of C from packed panels:
 //   Ap is kc x MR (column k holds A[i0:i0+MR, k], MR consecutive values),
-//   Bp is kc x NR (row k holds B[k, j0:j0+NR]), 32-byte aligned,
+//   Bp is kc x NR (row k holds B[k, j0:j0+NR]), 64-byte aligned,
 //   C is row-major with leading dimension ldc; accumulate adds to C,
 //   otherwise C is overwritten.
 #pragma once
 
 #include <cstdint>
+
+#include "isa.h"
 
 namespace lamina_cpu {
 
@@ -23,31 +26,44 @@ template <class T>
 using DirectUKernel = void (*)(int64_t kc, const T* const* rows, int64_t acs, const T* Bp, T* C,
                                int64_t ldc, bool accumulate);
 
-constexpr int kMR = 6;
-constexpr int kNR32 = 16;  // float32 tile: 6 x 16 = 12 ymm accumulators
-constexpr int kNR64 = 8;   // float64 tile: 6 x 8  = 12 ymm accumulators
-
-bool cpu_has_avx2_fma();
-
 template <class T>
 using SmallGemm = void (*)(const T* A, const T* B, T* C, int64_t M, int64_t K, int64_t N);
 
+// The register tile (MR rows x NR columns of C) per element type and ISA.
+// AVX2 has 16 ymm registers: 6 x 2 vectors = 12 accumulators, 2 for B and
+// one broadcast. AVX-512 has 32 zmm: 14 x 2 = 28 accumulators, 2 for B, one
+// broadcast; the taller tile halves the B loads per FMA (docs: GEMM guide).
+template <class T, Isa I> struct TileOf {
+  static constexpr int MR = 6, NR = 64 / int(sizeof(T));  // 16 floats, 8 doubles
+};
+template <class T> struct TileOf<T, Isa::Avx512> {
+  static constexpr int MR = 14, NR = 128 / int(sizeof(T));  // 32 floats, 16 doubles
+};
+
+// One ISA's GEMM kernels for element type T.
+template <class T>
+struct IsaGemm {
+  UKernel<T> packed;
+  DirectUKernel<T> direct;
+  SmallGemm<T> small;  // gemm_small.h
+};
+
 #if defined(LAMINA_HAVE_AVX2_TU)
-void sgemm_ukernel_avx2(int64_t kc, const float* Ap, const float* Bp, float* C, int64_t ldc,
-                        bool accumulate);
-void sgemm_ukernel_avx2_direct(int64_t kc, const float* const* rows, int64_t acs,
-                               const float* Bp, float* C, int64_t ldc, bool accumulate);
-void dgemm_ukernel_avx2(int64_t kc, const double* Ap, const double* Bp, double* C, int64_t ldc,
-                        bool accumulate);
-// The AVX2/FMA copy of gemm_small.h.
-template <class T> SmallGemm<T> avx2_gemm_small();
+template <class T> IsaGemm<T> avx2_gemm();
 // Seconds of back-to-back FMAs on the calling thread; returns GFLOP/s.
 double fma_probe_avx2(double seconds);
-// out[i] = exp(a[i]) for float32, 8 lanes at a time; a and out may alias.
+// out[i] = exp(a[i]) for float32, one vector at a time; a and out may alias.
 void exp_f32_avx2(const float* a, float* out, int64_t n);
-// The AVX2 copy of reduce_columns.h's sum_columns (float and double).
+// The AVX2 copy of reduce_columns.h's sum_columns (float, double, int64).
 template <class T>
 void sum_columns_avx2(const T* src, T* dst, int64_t rows, int64_t ld, int64_t w);
+#endif
+#if defined(LAMINA_HAVE_AVX512_TU)
+template <class T> IsaGemm<T> avx512_gemm();
+double fma_probe_avx512(double seconds);
+void exp_f32_avx512(const float* a, float* out, int64_t n);
+template <class T>
+void sum_columns_avx512(const T* src, T* dst, int64_t rows, int64_t ld, int64_t w);
 #endif
 
 }  // namespace lamina_cpu

@@ -22,6 +22,7 @@ void check_indices(const char* op, const Array& buf, const Array& idx, int64_t o
   if (buf.size() < need)
     value_error(op, ": buffer has ", buf.size(), " elements, layout needs ", need);
   const int64_t n = idx.size();
+  checked_mul(outer, n, op);  // the (outer, n) loop of both kernels, even when inner == 0
   if (n == 0) return;
   const int64_t* p = idx.data<int64_t>();
   int64_t lo = p[0], hi = p[0];

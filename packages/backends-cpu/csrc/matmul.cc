@@ -9,8 +9,9 @@
 //       for ic in M by MC:        A block  MC x KC, packed into MR-tall panels (L2)
 //         for jr, ir:             MR x NR micro-kernel, B panel stays in L1
 //
-// The micro-kernel is AVX2/FMA when the CPU has it (gemm_avx2.cc) and a
-// portable loop otherwise. Threads own disjoint blocks of C and pack their own
+// The micro-kernel and its tile follow active_isa() (isa.h): AVX-512 14x32
+// (gemm_avx512.cc), AVX2/FMA 6x16 (gemm_avx2.cc), a portable loop otherwise;
+// the driver is instantiated once per tile. Threads own disjoint blocks of C and pack their own
 // operands, so a product costs one fork/join and no barriers (which matter on
 // a busy, shared machine). A product at most two panels wide reads A in place
 // instead of packing it. KC is fixed, so every element of C is summed in
@@ -28,21 +29,6 @@
 
 namespace lamina_cpu {
 
-bool cpu_has_avx2_fma() {
-#if defined(LAMINA_HAVE_AVX2_TU) && (defined(__GNUC__) || defined(__clang__))
-  static const bool ok = [] {
-    // LAMINA_DISABLE_AVX2=1 forces the portable kernels (to test them).
-    const char* off = std::getenv("LAMINA_DISABLE_AVX2");
-    if (off != nullptr && off[0] != '\0' && off[0] != '0') return false;
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  }();
-  return ok;
-#else
-  return false;
-#endif
-}
-
 namespace base {
 template <class T>
 inline T madd(T a, T b, T c) {
@@ -53,55 +39,42 @@ inline T madd(T a, T b, T c) {
 
 namespace {
 
-template <class T>
-SmallGemm<T> small_gemm_fn() {
-#if defined(LAMINA_HAVE_AVX2_TU)
-  if (cpu_has_avx2_fma()) return avx2_gemm_small<T>();
-#endif
-  return &base::gemm_small<T>;
-}
-
-template <class T, int NR>
+template <class T, int MR, int NR>
 void ukernel_portable(int64_t kc, const T* __restrict__ Ap, const T* __restrict__ Bp,
                       T* __restrict__ C, int64_t ldc, bool accumulate) {
-  T acc[kMR][NR] = {};
+  T acc[MR][NR] = {};
   for (int64_t k = 0; k < kc; ++k)
-    for (int i = 0; i < kMR; ++i) {
-      const T a = Ap[k * kMR + i];
+    for (int i = 0; i < MR; ++i) {
+      const T a = Ap[k * MR + i];
       for (int j = 0; j < NR; ++j) acc[i][j] += a * Bp[k * NR + j];
     }
-  for (int i = 0; i < kMR; ++i)
+  for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j) C[i * ldc + j] = accumulate ? C[i * ldc + j] + acc[i][j] : acc[i][j];
 }
 
-template <class T> struct Gemm;
-template <> struct Gemm<float> {
-  static constexpr int NR = kNR32;
-  static constexpr int64_t KC = 256, MC = 144, NC = 3072;
-  static UKernel<float> kernel() {
-#if defined(LAMINA_HAVE_AVX2_TU)
-    if (cpu_has_avx2_fma()) return sgemm_ukernel_avx2;
-#endif
-    return ukernel_portable<float, kNR32>;
-  }
-  static DirectUKernel<float> direct_kernel() {
-#if defined(LAMINA_HAVE_AVX2_TU)
-    if (cpu_has_avx2_fma()) return sgemm_ukernel_avx2_direct;
-#endif
-    return nullptr;
-  }
+// The tile (gemm.h's TileOf) and cache blocking of one ISA: the packed B
+// block KC x NC stays in L3, an A block MC x KC in L2, a B micro-panel
+// KC x NR in L1.
+template <class T, Isa I>
+struct Cfg {
+  static constexpr int MR = TileOf<T, I>::MR, NR = TileOf<T, I>::NR;
+  static constexpr bool kF32 = sizeof(T) == 4;
+  static constexpr int64_t KC = 256;
+  static constexpr int64_t MC = I == Isa::Avx512 ? (kF32 ? 252 : 126) : (kF32 ? 144 : 96);
+  static constexpr int64_t NC = kF32 ? 3072 : 2048;
 };
-template <> struct Gemm<double> {
-  static constexpr int NR = kNR64;
-  static constexpr int64_t KC = 256, MC = 96, NC = 2048;
-  static UKernel<double> kernel() {
-#if defined(LAMINA_HAVE_AVX2_TU)
-    if (cpu_has_avx2_fma()) return dgemm_ukernel_avx2;
+
+// The kernels of the active ISA (the portable ones for generic).
+template <class T, Isa I>
+IsaGemm<T> kernels_for() {
+#if defined(LAMINA_HAVE_AVX512_TU)
+  if constexpr (I == Isa::Avx512) return avx512_gemm<T>();
 #endif
-    return ukernel_portable<double, kNR64>;
-  }
-  static DirectUKernel<double> direct_kernel() { return nullptr; }
-};
+#if defined(LAMINA_HAVE_AVX2_TU)
+  if constexpr (I == Isa::Avx2) return avx2_gemm<T>();
+#endif
+  return {&ukernel_portable<T, Cfg<T, I>::MR, Cfg<T, I>::NR>, nullptr, &base::gemm_small<T>};
+}
 
 // An operand as a 2-D view: element (r, c) is p[r * rs + c * cs]. A compact
 // row-major matrix has cs == 1, its transpose rs == 1.
@@ -141,23 +114,23 @@ void pack_b_panel(Mat<T> B, int64_t kc, int64_t nc, int64_t panel, T* dst) {
 }
 
 // Packs A[0:mc, 0:kc] into MR-tall panels, zero-padded.
-template <class T>
+template <class T, int MR>
 void pack_a(Mat<T> A, int64_t mc, int64_t kc, T* dst) {
-  for (int64_t i0 = 0; i0 < mc; i0 += kMR) {
-    const int64_t h = std::min<int64_t>(kMR, mc - i0);
+  for (int64_t i0 = 0; i0 < mc; i0 += MR) {
+    const int64_t h = std::min<int64_t>(MR, mc - i0);
     T* d = dst + i0 * kc;
-    if (h == kMR && A.cs == 1) {
-      const T* r[kMR];
-      for (int i = 0; i < kMR; ++i) r[i] = A.p + (i0 + i) * A.rs;
-      for (int64_t k = 0; k < kc; ++k, d += kMR)
-        for (int i = 0; i < kMR; ++i) d[i] = r[i][k];
-    } else if (h == kMR && A.rs == 1) {
+    if (h == MR && A.cs == 1) {
+      const T* r[MR];
+      for (int i = 0; i < MR; ++i) r[i] = A.p + (i0 + i) * A.rs;
+      for (int64_t k = 0; k < kc; ++k, d += MR)
+        for (int i = 0; i < MR; ++i) d[i] = r[i][k];
+    } else if (h == MR && A.rs == 1) {
       // Transposed A: the MR values of one k are contiguous.
-      for (int64_t k = 0; k < kc; ++k, d += kMR)
-        for (int i = 0; i < kMR; ++i) d[i] = A.p[k * A.cs + i0 + i];
+      for (int64_t k = 0; k < kc; ++k, d += MR)
+        for (int i = 0; i < MR; ++i) d[i] = A.p[k * A.cs + i0 + i];
     } else {
-      for (int64_t k = 0; k < kc; ++k, d += kMR)
-        for (int i = 0; i < kMR; ++i) d[i] = i < h ? A.p[(i0 + i) * A.rs + k * A.cs] : T(0);
+      for (int64_t k = 0; k < kc; ++k, d += MR)
+        for (int i = 0; i < MR; ++i) d[i] = i < h ? A.p[(i0 + i) * A.rs + k * A.cs] : T(0);
     }
   }
 }
@@ -188,17 +161,17 @@ T* scratch(int slot, std::size_t n) {
 // block of C (i0: its first row, h: its rows in the block, bpanel: its packed
 // B panel); edge tiles compute into a scratch tile, then add or copy the part
 // that is in C.
-template <class T, int NR, class Tile>
+template <class T, int MR, int NR, class Tile>
 void for_each_tile(const T* Bp, int64_t mc, int64_t nc, int64_t kc, T* C, int64_t ldc,
                    bool accumulate, Tile tile) {
-  alignas(64) T scratch_tile[kMR * NR];
+  alignas(64) T scratch_tile[MR * NR];
   for (int64_t j0 = 0; j0 < nc; j0 += NR) {
     const int64_t w = std::min<int64_t>(NR, nc - j0);
     const T* bpanel = Bp + j0 * kc;
-    for (int64_t i0 = 0; i0 < mc; i0 += kMR) {
-      const int64_t h = std::min<int64_t>(kMR, mc - i0);
+    for (int64_t i0 = 0; i0 < mc; i0 += MR) {
+      const int64_t h = std::min<int64_t>(MR, mc - i0);
       T* c = C + i0 * ldc + j0;
-      if (h == kMR && w == NR) {
+      if (h == MR && w == NR) {
         tile(i0, h, bpanel, c, ldc, accumulate);
       } else {
         tile(i0, h, bpanel, scratch_tile, int64_t(NR), false);
@@ -212,10 +185,10 @@ void for_each_tile(const T* Bp, int64_t mc, int64_t nc, int64_t kc, T* C, int64_
 }
 
 // One mc x nc block of C from packed A (mc x kc) and packed B (kc x nc).
-template <class T, int NR>
+template <class T, int MR, int NR>
 void macro_kernel(UKernel<T> uk, const T* Ap, const T* Bp, int64_t mc, int64_t nc, int64_t kc,
                   T* C, int64_t ldc, bool accumulate) {
-  for_each_tile<T, NR>(Bp, mc, nc, kc, C, ldc, accumulate,
+  for_each_tile<T, MR, NR>(Bp, mc, nc, kc, C, ldc, accumulate,
                        [&](int64_t i0, int64_t, const T* bpanel, T* dst, int64_t ld, bool acc) {
                          uk(kc, Ap + i0 * kc, bpanel, dst, ld, acc);
                        });
@@ -223,34 +196,35 @@ void macro_kernel(UKernel<T> uk, const T* Ap, const T* Bp, int64_t mc, int64_t n
 
 // macro_kernel reading A in place (see DirectUKernel in gemm.h). A tile's rows
 // past mc point at its first row; their results land in the scratch tile only.
-template <class T, int NR>
+template <class T, int MR, int NR>
 void macro_kernel_direct(DirectUKernel<T> uk, Mat<T> A, const T* Bp, int64_t mc, int64_t nc,
                          int64_t kc, T* C, int64_t ldc, bool accumulate) {
-  for_each_tile<T, NR>(Bp, mc, nc, kc, C, ldc, accumulate,
+  for_each_tile<T, MR, NR>(Bp, mc, nc, kc, C, ldc, accumulate,
                        [&](int64_t i0, int64_t h, const T* bpanel, T* dst, int64_t ld, bool acc) {
-                         const T* rows[kMR];
-                         for (int i = 0; i < kMR; ++i) rows[i] = A.p + (i0 + (i < h ? i : 0)) * A.rs;
+                         const T* rows[MR];
+                         for (int i = 0; i < MR; ++i) rows[i] = A.p + (i0 + (i < h ? i : 0)) * A.rs;
                          uk(kc, rows, A.cs, bpanel, dst, ld, acc);
                        });
 }
 
 // C[0:M, 0:N] = A[0:M, 0:K] @ B[0:K, 0:N] on the calling thread; ldc is C's
 // row stride, so a thread can own any block of the full product.
-template <class T>
-void gemm_serial(Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N, int64_t ldc) {
-  using G = Gemm<T>;
-  constexpr int NR = G::NR;
-  const UKernel<T> uk = G::kernel();
+template <class T, Isa I>
+void gemm_serial(const IsaGemm<T>& ks, Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N,
+                 int64_t ldc) {
+  using G = Cfg<T, I>;
+  constexpr int NR = G::NR, MR = G::MR;
+  const UKernel<T> uk = ks.packed;
   const int64_t nc_max = std::min<int64_t>(G::NC, (N + NR - 1) / NR * NR);
   // Even K and M blocks: K = 784 runs as 4 x 196, not 3 x 256 + 16 (a thin
   // last block pays the C load/store of a full one for a few k).
   const int64_t kblocks = (K + G::KC - 1) / G::KC, mblocks = (M + G::MC - 1) / G::MC;
   const int64_t kc_max = (K + kblocks - 1) / kblocks;
-  const int64_t mc_max = ((M + mblocks - 1) / mblocks + kMR - 1) / kMR * kMR;
+  const int64_t mc_max = ((M + mblocks - 1) / mblocks + MR - 1) / MR * MR;
   T* const bpack = scratch<T>(0, static_cast<std::size_t>(kc_max * nc_max));
   // C at most two panels wide: each packed A value would feed at most 2 NR
   // FMAs, so packing would cost about what it saves; read A in place.
-  const DirectUKernel<T> direct = nc_max <= 2 * NR ? G::direct_kernel() : nullptr;
+  const DirectUKernel<T> direct = nc_max <= 2 * NR ? ks.direct : nullptr;
   T* const apack = direct ? nullptr : scratch<T>(1, static_cast<std::size_t>(mc_max * kc_max));
   for (int64_t jc = 0; jc < N; jc += nc_max) {
     const int64_t nc = std::min(nc_max, N - jc);
@@ -261,12 +235,12 @@ void gemm_serial(Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N, int6
       for (int64_t ic = 0; ic < M; ic += mc_max) {
         const int64_t mc = std::min(mc_max, M - ic);
         if (direct) {
-          macro_kernel_direct<T, NR>(direct, A.at(ic, pc), bpack, mc, nc, kc, C + ic * ldc + jc,
+          macro_kernel_direct<T, MR, NR>(direct, A.at(ic, pc), bpack, mc, nc, kc, C + ic * ldc + jc,
                                      ldc, pc > 0);
           continue;
         }
-        pack_a<T>(A.at(ic, pc), mc, kc, apack);
-        macro_kernel<T, NR>(uk, apack, bpack, mc, nc, kc, C + ic * ldc + jc, ldc, pc > 0);
+        pack_a<T, MR>(A.at(ic, pc), mc, kc, apack);
+        macro_kernel<T, MR, NR>(uk, apack, bpack, mc, nc, kc, C + ic * ldc + jc, ldc, pc > 0);
       }
     }
   }
@@ -276,17 +250,18 @@ void gemm_serial(Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N, int6
 // multiples): no shared packing, so no barriers, only the final join. Each
 // thread packs the A rows and B columns it needs; the grid minimises the
 // largest block plus that packing.
-template <class T>
-void gemm_packed(Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N, int nt) {
-  constexpr int NR = Gemm<T>::NR;
-  const int64_t mt = (M + kMR - 1) / kMR, nt_panels = (N + NR - 1) / NR;
+template <class T, Isa I>
+void gemm_packed(const IsaGemm<T>& ks, Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N,
+                 int nt) {
+  constexpr int NR = Cfg<T, I>::NR, MR = Cfg<T, I>::MR;
+  const int64_t mt = (M + MR - 1) / MR, nt_panels = (N + NR - 1) / NR;
   int tr = 1, tc = 1;
   double best = -1;
   for (int r = 1; r <= nt; ++r) {
     if (nt % r) continue;
     const int c = nt / r;
     if (r > mt || c > nt_panels) continue;
-    const double rows = double((mt + r - 1) / r) * kMR, cols = double((nt_panels + c - 1) / c) * NR;
+    const double rows = double((mt + r - 1) / r) * MR, cols = double((nt_panels + c - 1) / c) * NR;
     const double cost = rows * cols * double(K) + (rows + cols) * double(K) * 4;
     if (best < 0 || cost < best) {
       best = cost;
@@ -295,15 +270,15 @@ void gemm_packed(Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N, int 
     }
   }
   if (best < 0 || tr * tc == 1) {
-    gemm_serial(A, B, C, M, K, N, N);
+    gemm_serial<T, I>(ks, A, B, C, M, K, N, N);
     return;
   }
   auto block = [&](int t) {
     const int ti = t / tc, tj = t % tc;
-    const int64_t i0 = mt * ti / tr * kMR, i1 = std::min(M, mt * (ti + 1) / tr * kMR);
+    const int64_t i0 = mt * ti / tr * MR, i1 = std::min(M, mt * (ti + 1) / tr * MR);
     const int64_t j0 = nt_panels * tj / tc * NR, j1 = std::min(N, nt_panels * (tj + 1) / tc * NR);
     if (i0 < i1 && j0 < j1)
-      gemm_serial(A.at(i0, 0), B.at(0, j0), C + i0 * N + j0, i1 - i0, K, j1 - j0, N);
+      gemm_serial<T, I>(ks, A.at(i0, 0), B.at(0, j0), C + i0 * N + j0, i1 - i0, K, j1 - j0, N);
   };
   run_threads(tr * tc, [&](int t, int tn) {
     for (int i = t; i < tr * tc; i += tn) block(i);
@@ -312,6 +287,23 @@ void gemm_packed(Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N, int 
 
 constexpr int64_t kSmallFlops = 8 * 8 * 8;
 
+template <class T, Isa I>
+void gemm_on(Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N, int nt) {
+  const IsaGemm<T> ks = kernels_for<T, I>();
+  if (M * K * N <= kSmallFlops || M < 2) {
+    if (A.cs == 1 && A.rs == K && B.cs == 1 && B.rs == N)
+      ks.small(A.p, B.p, C, M, K, N);
+    else
+      gemm_serial<T, I>(ks, A, B, C, M, K, N, N);
+    return;
+  }
+  // Waking a sleeping worker costs tens of microseconds: only products of
+  // about 2 MFLOP and more get a second thread.
+  nt = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(nt, M * K * N / (128 * 128 * 64) + 1)));
+  gemm_packed<T, I>(ks, A, B, C, M, K, N, nt);
+}
+
+// C = A @ B on the active ISA's kernels and tile.
 template <class T>
 void gemm(Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N, int nt) {
   if (M == 0 || N == 0) return;
@@ -319,17 +311,15 @@ void gemm(Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N, int nt) {
     std::fill(C, C + M * N, T(0));
     return;
   }
-  if (M * K * N <= kSmallFlops || M < 2) {
-    if (A.cs == 1 && A.rs == K && B.cs == 1 && B.rs == N)
-      small_gemm_fn<T>()(A.p, B.p, C, M, K, N);
-    else
-      gemm_serial(A, B, C, M, K, N, N);
-    return;
+  switch (active_isa()) {
+#if defined(LAMINA_HAVE_AVX512_TU)
+    case Isa::Avx512: return gemm_on<T, Isa::Avx512>(A, B, C, M, K, N, nt);
+#endif
+#if defined(LAMINA_HAVE_AVX2_TU)
+    case Isa::Avx2: return gemm_on<T, Isa::Avx2>(A, B, C, M, K, N, nt);
+#endif
+    default: return gemm_on<T, Isa::Generic>(A, B, C, M, K, N, nt);
   }
-  // Waking a sleeping worker costs tens of microseconds: only products of
-  // about 2 MFLOP and more get a second thread.
-  nt = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(nt, M * K * N / (128 * 128 * 64) + 1)));
-  gemm_packed(A, B, C, M, K, N, nt);
 }
 
 void check_matmul(const char* op, const Array& a, const Array& b, const Array& out, int64_t batch,
@@ -395,9 +385,11 @@ void matmul_strided(const Array& a, const Array& b, Array& out, int64_t m, int64
   if (out.size() < checked_mul(m, p, op))
     value_error(op, ": out has ", out.size(), " elements, expected ", m, "x", p);
   checked_mul(checked_mul(m, n, op), p, op);
-  // The last element each view reaches must lie in its buffer.
+  // The last element each view reaches must lie in its buffer (every step
+  // checked: huge strides must not wrap around to a small index).
   auto reach = [&](int64_t off, int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
-    return off + checked_mul(rows - 1, rs, op) + checked_mul(cols - 1, cs, op);
+    return checked_add(checked_add(off, checked_mul(rows - 1, rs, op), op),
+                       checked_mul(cols - 1, cs, op), op);
   };
   if (m && n && reach(a_offset, m, n, a_rs, a_cs) >= a.size())
     value_error(op, ": a view (offset ", a_offset, ", strides ", a_rs, ", ", a_cs, ") of ", m, "x",
@@ -416,19 +408,31 @@ double fma_peak_gflops(double seconds, int threads) {
   if (!(seconds > 0) || seconds > 60) value_error("fma_peak_gflops: seconds must be in (0, 60], got ", seconds);
   if (threads < 1) value_error("fma_peak_gflops: threads must be >= 1, got ", threads);
   if (in_forked_child()) threads = 1;
+  double (*probe)(double) = nullptr;
+#if defined(LAMINA_HAVE_AVX512_TU)
+  if (use_avx512()) probe = fma_probe_avx512;
+#endif
 #if defined(LAMINA_HAVE_AVX2_TU)
-  if (!cpu_has_avx2_fma()) throw std::runtime_error("fma_peak_gflops: this CPU has no AVX2/FMA");
+  if (!probe && use_avx2()) probe = fma_probe_avx2;
+#endif
+  if (!probe)
+    throw std::runtime_error(cat("fma_peak_gflops: no FMA probe on the ", isa_name(active_isa()),
+                                 " path (it needs avx2 or avx512)"));
   std::vector<double> rates(static_cast<std::size_t>(threads), 0.0);
-  run_threads(threads, [&](int t, int) { rates[t] = fma_probe_avx2(seconds); });
+  run_threads(threads, [&](int t, int) { rates[t] = probe(seconds); });
   double total = 0;
   for (double r : rates) total += r;
   return total;
-#else
-  (void)seconds;
-  throw std::runtime_error("fma_peak_gflops: built without the AVX2 translation unit");
-#endif
 }
 
-std::string gemm_kernel_name() { return cpu_has_avx2_fma() ? "avx2_fma_6x16" : "portable_6x16"; }
+std::string gemm_kernel_name() {
+  const Isa isa = active_isa();
+  auto tile = [](int mr, int nr) { return cat(mr, "x", nr); };
+  switch (isa) {
+    case Isa::Avx512: return "avx512_" + tile(TileOf<float, Isa::Avx512>::MR, TileOf<float, Isa::Avx512>::NR);
+    case Isa::Avx2: return "avx2_fma_" + tile(TileOf<float, Isa::Avx2>::MR, TileOf<float, Isa::Avx2>::NR);
+    default: return "portable_" + tile(TileOf<float, Isa::Generic>::MR, TileOf<float, Isa::Generic>::NR);
+  }
+}
 
 }  // namespace lamina_cpu

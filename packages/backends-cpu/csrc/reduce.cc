@@ -103,12 +103,15 @@ void for_each_row(int64_t rows, int64_t size, F&& f) {
   }, 1);
 }
 
-// The column sums of reduce_sum_axis: the AVX2 copy where the CPU has it
-// (memory-bound, but 256-bit loads still keep more of them in flight).
+// The column sums of reduce_sum_axis: the active ISA's copy (memory-bound,
+// but wider loads still keep more of them in flight).
 template <class T>
 void sum_columns(const T* src, T* dst, int64_t rows, int64_t ld, int64_t w) {
+#if defined(LAMINA_HAVE_AVX512_TU)
+  if (use_avx512()) return sum_columns_avx512<T>(src, dst, rows, ld, w);
+#endif
 #if defined(LAMINA_HAVE_AVX2_TU)
-  if (cpu_has_avx2_fma()) return sum_columns_avx2<T>(src, dst, rows, ld, w);
+  if (use_avx2()) return sum_columns_avx2<T>(src, dst, rows, ld, w);
 #endif
   base::sum_columns<T>(src, dst, rows, ld, w);
 }
@@ -224,14 +227,14 @@ namespace {
 
 template <class T>
 void exp_inplace(T* p, int64_t n) {
-#if defined(LAMINA_HAVE_AVX2_TU)
   if constexpr (std::is_same_v<T, float>) {
-    if (cpu_has_avx2_fma()) {
-      exp_f32_avx2(p, p, n);
-      return;
-    }
-  }
+#if defined(LAMINA_HAVE_AVX512_TU)
+    if (use_avx512()) return exp_f32_avx512(p, p, n);
 #endif
+#if defined(LAMINA_HAVE_AVX2_TU)
+    if (use_avx2()) return exp_f32_avx2(p, p, n);
+#endif
+  }
   for (int64_t i = 0; i < n; ++i) p[i] = std::exp(p[i]);
 }
 

@@ -1,6 +1,7 @@
 // reduce_avx2.cc: the AVX2 copy of the column-sum loop of reduce_sum_axis
-// (reduce_columns.h), compiled with -mavx2 -mfma and called only when the CPU
-// has both.
+// (reduce_columns.h), compiled with -mavx2 -mfma and called only when
+// active_isa() >= avx2. Only additions in a fixed order: every copy gives
+// identical results.
 #include <cstdint>
 
 #include "gemm.h"

@@ -18,7 +18,10 @@ namespace lamina_cpu {
 // 1 in a process forked from the one that loaded the module (see threading.cc).
 int num_threads();
 bool in_forked_child();
-void set_num_threads(int n);
+// Raises ValueError unless 1 <= n <= max_threads().
+void set_num_threads(int64_t n);
+// The most threads a kernel may use: 4 per logical CPU (more only thrash).
+int max_threads();
 bool have_openmp();
 
 // Work per thread (in elements) below which a kernel stays serial: waking a

@@ -129,11 +129,15 @@ def test_forked_child_runs_kernels() -> None:
     subprocess.run([sys.executable, "-c", FORK_SCRIPT], check=True, env=env, timeout=60)
 
 
-def test_portable_kernels_match_numpy() -> None:
-    # The CPU here may have AVX2; LAMINA_DISABLE_AVX2 runs the portable copies.
-    env = dict(os.environ, LAMINA_DISABLE_AVX2="1")
-    check = ("import lamina_backend_cpu as m; "
-             "assert m.backend.gemm_kernel_name() == 'portable_6x16'")
+@pytest.mark.parametrize("isa", ["generic", "avx2"])
+def test_lower_isa_paths_match_numpy(isa: str) -> None:
+    # This process runs the CPU's best path; LAMINA_CPU_ISA runs the kernel
+    # tests again on each lower one (test_isa.py covers every path in-process).
+    order = ("generic", "avx2", "avx512")
+    if order.index(isa) >= order.index(cpu.cpu_isa()):
+        pytest.skip(f"{isa} is this CPU's best path ({cpu.cpu_isa()}) or beyond it")
+    env = dict(os.environ, LAMINA_CPU_ISA=isa)
+    check = f"import lamina_backend_cpu as m; assert m.isa() == {isa!r}, m.isa()"
     subprocess.run([sys.executable, "-c", check], check=True, env=env)
     tests = os.path.join(os.path.dirname(__file__), "test_kernels.py")
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", tests,
@@ -164,5 +168,6 @@ def test_idle_workers_do_not_spin() -> None:
 
 def test_build_info() -> None:
     info = cpu.build_info()
-    assert set(info) == {"openmp", "avx2_kernels", "native", "sanitize", "gemm_kernel"}
+    assert set(info) == {"openmp", "avx2_kernels", "avx512_kernels", "isa", "cpu_isa", "native",
+                         "sanitize", "gemm_kernel"}
     assert info["gemm_kernel"] == cpu.gemm_kernel_name()

@@ -3,13 +3,19 @@
 The entry point ``cpu = "lamina_backend_cpu:backend"`` names the extension
 module itself: it carries the metadata (``name``, ``api_version``,
 ``dtypes``), ``Array`` and every kernel, plus ``num_threads()``,
-``set_num_threads(n)``, ``memory_stats()`` and ``empty_cache()``.
+``set_num_threads(n)``, ``memory_stats()`` and ``empty_cache()``, and the
+instruction-set path: ``isa()`` (the one running: ``"generic"``, ``"avx2"`` or
+``"avx512"``), ``cpu_isa()`` (the best this CPU and build allow) and
+``set_isa(name)``. ``LAMINA_CPU_ISA`` picks the path at import; asking for
+more than the CPU has, or a malformed ``LAMINA_NUM_THREADS``, gives a
+RuntimeWarning here and the nearest sane value.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import warnings
 from typing import Any
 
 # libgomp reads its wait policy once, when it is loaded with the extension.
@@ -34,6 +40,12 @@ num_threads = _core.num_threads
 set_num_threads = _core.set_num_threads
 memory_stats = _core.memory_stats
 empty_cache = _core.empty_cache
+isa = _core.isa
+cpu_isa = _core.cpu_isa
+set_isa = _core.set_isa
 
-__all__ = ["Array", "api_version", "backend", "dtypes", "empty_cache", "memory_stats", "name",
-           "num_threads", "set_num_threads"]
+for _line in _core.env_warnings().splitlines():
+    warnings.warn(f"lamina_backend_cpu: {_line}", RuntimeWarning, stacklevel=2)
+
+__all__ = ["Array", "api_version", "backend", "cpu_isa", "dtypes", "empty_cache", "isa",
+           "memory_stats", "name", "num_threads", "set_isa", "set_num_threads"]

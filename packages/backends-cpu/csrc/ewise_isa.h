@@ -1,0 +1,61 @@
+// ewise_isa.h: the body of ewise_avx2.cc and ewise_avx512.cc, each of which
+// defines LAMINA_ISA (avx2 or avx512) and includes this once: the generic
+// loops (ewise_loops.h) and the float32 exp (exp_simd.h) compiled for that
+// ISA, and the accessors ewise_dispatch.h declares (LAMINA_ISA_binary_loop,
+// ...). No include guard on purpose.
+#include <immintrin.h>
+
+#include <cmath>
+
+#include "ewise_dispatch.h"
+#include "gemm.h"
+
+#define LAMINA_PASTE2(a, b) a##_##b
+#define LAMINA_PASTE(a, b) LAMINA_PASTE2(a, b)
+#define LAMINA_FN(name) LAMINA_PASTE(LAMINA_ISA, name)
+
+namespace lamina_cpu {
+
+namespace LAMINA_ISA {
+#include "simd.h"
+#include "ewise_loops.h"
+#include "exp_simd.h"
+}  // namespace LAMINA_ISA
+
+template <class Op, class T> BinaryLoop<T> LAMINA_FN(binary_loop)() { return &LAMINA_ISA::binary_loop<Op, T>; }
+template <class Op, class T> ScalarLoop<T> LAMINA_FN(scalar_loop)() { return &LAMINA_ISA::scalar_loop<Op, T>; }
+template <class Op, class T> UnaryLoop<T> LAMINA_FN(unary_loop)() { return &LAMINA_ISA::unary_loop<Op, T>; }
+
+#define LAMINA_INSTANTIATE_BINARY(OP)                                    \
+  template BinaryLoop<float> LAMINA_FN(binary_loop)<ops::OP, float>();   \
+  template BinaryLoop<double> LAMINA_FN(binary_loop)<ops::OP, double>(); \
+  template ScalarLoop<float> LAMINA_FN(scalar_loop)<ops::OP, float>();   \
+  template ScalarLoop<double> LAMINA_FN(scalar_loop)<ops::OP, double>();
+#define LAMINA_INSTANTIATE_UNARY(OP)                                   \
+  template UnaryLoop<float> LAMINA_FN(unary_loop)<ops::OP, float>();   \
+  template UnaryLoop<double> LAMINA_FN(unary_loop)<ops::OP, double>();
+LAMINA_BINARY_OP_LIST(LAMINA_INSTANTIATE_BINARY)
+LAMINA_UNARY_OP_LIST(LAMINA_INSTANTIATE_UNARY)
+#define LAMINA_INSTANTIATE_INT(OP)                                       \
+  template BinaryLoop<int64_t> LAMINA_FN(binary_loop)<ops::OP, int64_t>(); \
+  template ScalarLoop<int64_t> LAMINA_FN(scalar_loop)<ops::OP, int64_t>();
+LAMINA_INSTANTIATE_INT(Add) LAMINA_INSTANTIATE_INT(Sub) LAMINA_INSTANTIATE_INT(Mul)
+LAMINA_INSTANTIATE_INT(Maximum) LAMINA_INSTANTIATE_INT(Minimum) LAMINA_INSTANTIATE_INT(Eq)
+LAMINA_INSTANTIATE_INT(Ne) LAMINA_INSTANTIATE_INT(Lt) LAMINA_INSTANTIATE_INT(Le)
+LAMINA_INSTANTIATE_INT(Gt) LAMINA_INSTANTIATE_INT(Ge) LAMINA_INSTANTIATE_INT(Rsub)
+template UnaryLoop<int64_t> LAMINA_FN(unary_loop)<ops::Neg, int64_t>();
+template UnaryLoop<int64_t> LAMINA_FN(unary_loop)<ops::Abs, int64_t>();
+template UnaryLoop<int64_t> LAMINA_FN(unary_loop)<ops::Sign, int64_t>();
+#undef LAMINA_INSTANTIATE_BINARY
+#undef LAMINA_INSTANTIATE_UNARY
+#undef LAMINA_INSTANTIATE_INT
+
+void LAMINA_PASTE(exp_f32, LAMINA_ISA)(const float* a, float* out, int64_t n) {
+  LAMINA_ISA::exp_f32(a, out, n);
+}
+
+}  // namespace lamina_cpu
+
+#undef LAMINA_FN
+#undef LAMINA_PASTE
+#undef LAMINA_PASTE2

@@ -1,0 +1,34 @@
+// gemm_avx512.cc: the AVX-512 copy of the GEMM kernels (gemm_simd.h with
+// 16-float zmm vectors, tile TileOf<T, Isa::Avx512>) and of the small-product
+// GEMM (gemm_small.h), compiled with -mavx512f -mavx512dq -mavx512bw -mavx512vl and called only when
+// active_isa() >= avx512.
+#include <immintrin.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "gemm.h"
+
+namespace lamina_cpu {
+
+namespace avx512 {
+#include "simd.h"
+#include "gemm_simd.h"
+template <class T>
+inline T madd(T a, T b, T c) {
+  return std::fma(a, b, c);  // one vfmadd under -mfma
+}
+#include "gemm_small.h"
+}  // namespace avx512
+
+template <class T>
+IsaGemm<T> avx512_gemm() {
+  constexpr int MR = TileOf<T, Isa::Avx512>::MR, NV = TileOf<T, Isa::Avx512>::NR / avx512::Vec<T>::L;
+  return {&avx512::ukernel<T, MR, NV>, &avx512::ukernel_direct<T, MR, NV>, &avx512::gemm_small<T>};
+}
+template IsaGemm<float> avx512_gemm<float>();
+template IsaGemm<double> avx512_gemm<double>();
+
+double fma_probe_avx512(double seconds) { return avx512::fma_probe(seconds); }
+
+}  // namespace lamina_cpu

@@ -1,0 +1,112 @@
+// isa.cc: the instruction-set path (see isa.h). AVX2 means AVX2 + FMA;
+// AVX-512 means F + DQ + BW + VL (Skylake-X / Zen 4 and later), the subsets
+// the -mavx512* translation units are compiled for.
+#include "isa.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <stdexcept>
+
+namespace lamina_cpu {
+namespace {
+
+Isa detect() {
+#if (defined(LAMINA_HAVE_AVX2_TU) || defined(LAMINA_HAVE_AVX512_TU)) && \
+    (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  Isa best = Isa::Generic;
+#if defined(LAMINA_HAVE_AVX2_TU)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) best = Isa::Avx2;
+#endif
+#if defined(LAMINA_HAVE_AVX512_TU)
+  if (best == Isa::Avx2 && __builtin_cpu_supports("avx512f") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl"))
+    best = Isa::Avx512;
+#endif
+  return best;
+#else
+  return Isa::Generic;
+#endif
+}
+
+bool parse(const std::string& name, Isa* out) {
+  for (Isa i : {Isa::Generic, Isa::Avx2, Isa::Avx512})
+    if (name == isa_name(i)) {
+      *out = i;
+      return true;
+    }
+  return false;
+}
+
+std::mutex warn_mu;
+std::string& warnings() {
+  static std::string w;
+  return w;
+}
+
+Isa initial() {
+  const Isa best = cpu_isa();
+  const char* env = std::getenv("LAMINA_CPU_ISA");
+  if (env == nullptr || env[0] == '\0') return best;
+  Isa want;
+  if (!parse(env, &want)) {
+    add_env_warning(std::string("LAMINA_CPU_ISA='") + env +
+                    "' is not one of generic, avx2, avx512; using " + isa_name(best));
+    return best;
+  }
+  if (want > best) {
+    add_env_warning(std::string("LAMINA_CPU_ISA=") + env + " is more than this CPU (or build) " +
+                    "supports; using " + isa_name(best));
+    return best;
+  }
+  return want;
+}
+
+std::atomic<int>& current() {
+  static std::atomic<int> isa{static_cast<int>(initial())};
+  return isa;
+}
+
+}  // namespace
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::Avx512: return "avx512";
+    case Isa::Avx2: return "avx2";
+    default: return "generic";
+  }
+}
+
+Isa cpu_isa() {
+  static const Isa best = detect();
+  return best;
+}
+
+Isa active_isa() { return static_cast<Isa>(current().load(std::memory_order_relaxed)); }
+
+void set_isa(const std::string& name) {
+  Isa want;
+  if (!parse(name, &want))
+    throw std::invalid_argument("set_isa: unknown ISA '" + name +
+                                "'; expected generic, avx2 or avx512");
+  if (want > cpu_isa())
+    throw std::invalid_argument(std::string("set_isa: this CPU (or build) supports up to ") +
+                                isa_name(cpu_isa()) + ", cannot run " + name);
+  current().store(static_cast<int>(want), std::memory_order_relaxed);
+}
+
+std::string env_warnings() {
+  active_isa();  // parse LAMINA_CPU_ISA now
+  std::lock_guard<std::mutex> lock(warn_mu);
+  return warnings();
+}
+
+void add_env_warning(const std::string& line) {
+  std::lock_guard<std::mutex> lock(warn_mu);
+  if (!warnings().empty()) warnings() += "\n";
+  warnings() += line;
+}
+
+}  // namespace lamina_cpu
