@@ -5,6 +5,7 @@ LAMINA_CPU_ISA and LAMINA_NUM_THREADS (read at import, so in a subprocess)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -193,12 +194,10 @@ PROBE = ("import warnings, json, sys\n"
 
 
 def _probe(**env: str) -> tuple[str, int, list[str]]:
-    full = {k: v for k, v in os.environ.items() if k not in ("LAMINA_CPU_ISA", "LAMINA_NUM_THREADS")}
-    full.update(env)
-    out = subprocess.run([sys.executable, "-c", PROBE], check=True, env=full, capture_output=True,
-                         text=True).stdout
-    import json
-
+    drop = ("LAMINA_CPU_ISA", "LAMINA_NUM_THREADS")
+    full = {k: v for k, v in os.environ.items() if k not in drop} | env
+    out = subprocess.run([sys.executable, "-c", PROBE], check=True, env=full,
+                         capture_output=True, text=True).stdout
     isa_name, threads, warns = json.loads(out)
     return isa_name, threads, warns
 
