@@ -1,17 +1,25 @@
 """The cpu backend's kernels against numpy (OpenBLAS), at 1 thread and all cores.
 
 Each comparison runs interleaved (lamina, numpy, lamina, ...) ``repeats``
-times and keeps the median. Rows follow ``_timing.row`` (ratio > 1 means
-Lamina is better) plus ``threads``, ``numpy`` (numpy's value) and, for GEMM,
-the fraction of the measured FMA peak (``fma_peak_gflops``, an AVX2 probe of
-back-to-back FMAs). Measured:
+times and keeps the median. Where the CPU has more than one vector path
+(``cpu.cpu_isa()``: AVX2 and AVX-512), every path runs in the same
+interleaving (``set_isa`` before each call), one row per path, so the paths
+are compared on the same machine state. Rows follow ``_timing.row`` (ratio
+> 1 means Lamina is better) plus ``threads``, ``isa``, ``cpu``, ``numpy``
+(numpy's value) and, for GEMM, the fraction of the measured FMA peak of that
+path (``fma_peak_gflops``: back-to-back FMAs at the path's vector width).
+Measured:
 
-* float32 GEMM 512/1024/2048 (GFLOP/s), new output per call, like ``a @ b``;
+* float32 GEMM 128/256/512/1024/2048 (GFLOP/s), new output per call, like ``a @ b``;
 * add and exp on 16M float32 into new outputs, and into a reused output (GB/s);
 * last-axis and first-axis sums of a 4096x4096 float32 array (GB/s);
 * a transposed compact vs ``np.ascontiguousarray(a.T)`` (GB/s).
 
-``python benchmarks/bench_cpu.py [--repeats N]`` prints the table.
+``python benchmarks/bench_cpu.py [--repeats N] [--cpu-clock]`` prints the
+table. ``--cpu-clock`` times the 1-thread rows by the calling thread's CPU
+time instead of the wall clock (both libraries compute on the calling thread
+there): on a machine shared with other work it removes the time the thread
+sat preempted, which wall-clock medians only dilute.
 """
 
 from __future__ import annotations
@@ -33,6 +41,28 @@ import lamina_backend_cpu  # noqa: E402
 from _timing import row, seconds_per_call  # noqa: E402
 
 cpu = lamina_backend_cpu.backend
+ORDER = ("generic", "avx2", "avx512")
+
+
+def paths() -> list[str]:
+    """The vector paths this CPU runs (every one from avx2 up), else the active one."""
+    best = ORDER.index(cpu.cpu_isa())
+    return [p for p in ORDER[1:best + 1]] or [cpu.isa()]
+
+
+def cpu_model() -> str:
+    """/proc/cpuinfo's model name, family and model, e.g. ``AMD EPYC (family 25 model 17)``."""
+    fields: dict[str, str] = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
+            if not line.strip():
+                break
+    except OSError:
+        return "unknown"
+    return f"{fields.get('model name', '?')} (family {fields.get('cpu family', '?')} model " \
+           f"{fields.get('model', '?')})"
 
 
 def _openblas_setter() -> Callable[[int], None] | None:
@@ -49,7 +79,8 @@ def _openblas_setter() -> Callable[[int], None] | None:
 
 
 def interleaved(candidates: dict[str, Callable[[], object]], repeats: int = 3,
-                min_time: float = 0.2) -> dict[str, float]:
+                min_time: float = 0.2,
+                clock: Callable[[], float] = time.perf_counter) -> dict[str, float]:
     """Median seconds per call, measured in alternation, each after a pause.
 
     OpenBLAS's workers busy-wait for about 0.1 s after each call; without the
@@ -60,7 +91,7 @@ def interleaved(candidates: dict[str, Callable[[], object]], repeats: int = 3,
     for _ in range(repeats):
         for name, fn in candidates.items():
             time.sleep(0.15)
-            samples[name].append(seconds_per_call(fn, min_time))
+            samples[name].append(seconds_per_call(fn, min_time, clock))
     return {name: statistics.median(v) for name, v in samples.items()}
 
 
@@ -70,19 +101,39 @@ def _buf(x: np.ndarray):  # noqa: ANN202
     return out
 
 
-def _rows_for(threads: int, repeats: int, peak: float) -> list[dict[str, object]]:
+def _on(isa: str, fn: Callable[[], object]) -> Callable[[], object]:
+    def call() -> object:
+        cpu.set_isa(isa)
+        return fn()
+    return call
+
+
+def _rows_for(threads: int, repeats: int, peaks: dict[str, float],
+              clock: Callable[[], float]) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
     rng = np.random.default_rng(0)
-    label = f"lamina[cpu] {threads}t"
     base = f"numpy {threads}t"
+    model = cpu_model()
+    clock_name = "thread cpu time" if clock is not time.perf_counter else "wall"
 
-    def add(op: str, size: str, t: dict[str, float], work: float, unit: str,
-            **extra: object) -> None:
-        lam, ref = work / t["l"] / 1e9, work / t["n"] / 1e9
-        rows.append(row(op, size, label, base, lam, ref, unit, True, threads=threads,
-                        numpy=ref, **extra))
+    def compare(op: str, size: str, ours: Callable[[], object], theirs: Callable[[], object],
+                work: float, unit: str, gemm: bool = False) -> None:
+        cands = {isa: _on(isa, ours) for isa in paths()}
+        cands["numpy"] = theirs
+        t = interleaved(cands, repeats, clock=clock)
+        ref = work / t["numpy"] / 1e9
+        for isa in paths():
+            lam = work / t[isa] / 1e9
+            extra: dict[str, object] = {}
+            if gemm:
+                peak = peaks.get(isa) or 0.0
+                extra = {"lamina_peak_fraction": lam / peak if peak else None,
+                         "numpy_peak_fraction": ref / peak if peak else None}
+            rows.append(row(op, size, f"lamina[cpu {isa}] {threads}t", base, lam, ref, unit, True,
+                            threads=threads, isa=isa, cpu=model, clock=clock_name, numpy=ref,
+                            **extra))
 
-    for n in (512, 1024, 2048):
+    for n in (128, 256, 512, 1024, 2048):
         m = rng.standard_normal((n, n)).astype(np.float32)
         am = _buf(m)
 
@@ -90,61 +141,41 @@ def _rows_for(threads: int, repeats: int, peak: float) -> list[dict[str, object]
             out = cpu.Array(n * n, "float32")
             cpu.matmul(am, am, out, n, n, n)
 
-        t = interleaved({"l": lam, "n": lambda m=m: m @ m}, repeats)
-        flops = 2.0 * n ** 3
-        add("sgemm", str(n), t, flops, "GFLOP/s",
-            lamina_peak_fraction=flops / t["l"] / 1e9 / peak if peak else None,
-            numpy_peak_fraction=flops / t["n"] / 1e9 / peak if peak else None)
+        compare("sgemm", str(n), lam, lambda m=m: m @ m, 2.0 * n ** 3, "GFLOP/s", gemm=True)
 
     size = 1 << 24
     x = rng.standard_normal(size).astype(np.float32)
     y = rng.standard_normal(size).astype(np.float32)
     ax, ay = _buf(x), _buf(y)
     reuse_l, reuse_n = cpu.Array(size, "float32"), np.empty_like(x)
-
-    def new_add() -> None:
-        cpu.ewise_add(ax, ay, cpu.Array(size, "float32"))
-
-    def new_exp() -> None:
-        cpu.ewise_exp(ax, cpu.Array(size, "float32"))
-
-    t = interleaved({"l": new_add, "n": lambda: np.add(x, y)}, repeats)
-    add("add (new output)", "16M", t, 3 * x.nbytes, "GB/s")
-    t = interleaved({"l": lambda: cpu.ewise_add(ax, ay, reuse_l),
-                     "n": lambda: np.add(x, y, out=reuse_n)}, repeats)
-    add("add (reused output)", "16M", t, 3 * x.nbytes, "GB/s")
-    t = interleaved({"l": new_exp, "n": lambda: np.exp(x)}, repeats)
-    add("exp (new output)", "16M", t, 2 * x.nbytes, "GB/s")
-    t = interleaved({"l": lambda: cpu.ewise_exp(ax, reuse_l),
-                     "n": lambda: np.exp(x, out=reuse_n)}, repeats)
-    add("exp (reused output)", "16M", t, 2 * x.nbytes, "GB/s")
+    compare("add (new output)", "16M", lambda: cpu.ewise_add(ax, ay, cpu.Array(size, "float32")),
+            lambda: np.add(x, y), 3 * x.nbytes, "GB/s")
+    compare("add (reused output)", "16M", lambda: cpu.ewise_add(ax, ay, reuse_l),
+            lambda: np.add(x, y, out=reuse_n), 3 * x.nbytes, "GB/s")
+    compare("exp (new output)", "16M", lambda: cpu.ewise_exp(ax, cpu.Array(size, "float32")),
+            lambda: np.exp(x), 2 * x.nbytes, "GB/s")
+    compare("exp (reused output)", "16M", lambda: cpu.ewise_exp(ax, reuse_l),
+            lambda: np.exp(x, out=reuse_n), 2 * x.nbytes, "GB/s")
 
     side = 4096
     sq = rng.standard_normal((side, side)).astype(np.float32)
     asq = _buf(sq)
-
-    def sum_last() -> None:
-        cpu.reduce_sum(asq, cpu.Array(side, "float32"), side)
-
-    def sum_first() -> None:
-        cpu.reduce_sum_axis(asq, cpu.Array(side, "float32"), 1, side, side)
-
-    def transpose() -> None:
-        cpu.compact(asq, cpu.Array(side * side, "float32"), (side, side), (1, side), 0)
-
-    t = interleaved({"l": sum_last, "n": lambda: sq.sum(axis=1)}, repeats)
-    add("sum last axis", f"{side}^2", t, sq.nbytes, "GB/s")
-    t = interleaved({"l": sum_first, "n": lambda: sq.sum(axis=0)}, repeats)
-    add("sum first axis", f"{side}^2", t, sq.nbytes, "GB/s")
-    t = interleaved({"l": transpose, "n": lambda: np.ascontiguousarray(sq.T)}, repeats)
-    add("transposed compact", f"{side}^2", t, 2 * sq.nbytes, "GB/s")
+    compare("sum last axis", f"{side}^2",
+            lambda: cpu.reduce_sum(asq, cpu.Array(side, "float32"), side),
+            lambda: sq.sum(axis=1), sq.nbytes, "GB/s")
+    compare("sum first axis", f"{side}^2",
+            lambda: cpu.reduce_sum_axis(asq, cpu.Array(side, "float32"), 1, side, side),
+            lambda: sq.sum(axis=0), sq.nbytes, "GB/s")
+    compare("transposed compact", f"{side}^2",
+            lambda: cpu.compact(asq, cpu.Array(side * side, "float32"), (side, side), (1, side), 0),
+            lambda: np.ascontiguousarray(sq.T), 2 * sq.nbytes, "GB/s")
     return rows
 
 
-def run(repeats: int = 3) -> list[dict[str, object]]:
-    """All rows, at 1 thread and at all cores (threads restored afterwards)."""
+def run(repeats: int = 3, cpu_clock: bool = False) -> list[dict[str, object]]:
+    """All rows, at 1 thread and at all cores (threads and ISA restored afterwards)."""
     set_blas = _openblas_setter()
-    old = cpu.num_threads()
+    old, old_isa = cpu.num_threads(), cpu.isa()
     counts = sorted({1, os.cpu_count() or 1})
     rows: list[dict[str, object]] = []
     try:
@@ -152,15 +183,21 @@ def run(repeats: int = 3) -> list[dict[str, object]]:
             cpu.set_num_threads(threads)
             if set_blas is not None:
                 set_blas(threads)
-            try:
-                peak = cpu.fma_peak_gflops(0.3, threads)
-            except RuntimeError:
-                peak = 0.0
-            rows.append(row("fma peak (probe)", "-", f"lamina[cpu] {threads}t", "-", peak,
-                            peak, "GFLOP/s", True, threads=threads, numpy=None))
-            rows.extend(_rows_for(threads, repeats, peak))
+            peaks: dict[str, float] = {}
+            for isa in paths():
+                cpu.set_isa(isa)
+                try:
+                    peaks[isa] = cpu.fma_peak_gflops(0.3, threads)
+                except RuntimeError:
+                    continue
+                rows.append(row("fma peak (probe)", "-", f"lamina[cpu {isa}] {threads}t", "-",
+                                peaks[isa], peaks[isa], "GFLOP/s", True, threads=threads,
+                                isa=isa, cpu=cpu_model(), numpy=None))
+            clock = time.thread_time if cpu_clock and threads == 1 else time.perf_counter
+            rows.extend(_rows_for(threads, repeats, peaks, clock))
     finally:
         cpu.set_num_threads(old)
+        cpu.set_isa(old_isa)
         if set_blas is not None:
             set_blas(os.cpu_count() or 1)
     return rows
@@ -169,15 +206,18 @@ def run(repeats: int = 3) -> list[dict[str, object]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--cpu-clock", action="store_true",
+                        help="time 1-thread rows by the thread's CPU time (shared machines)")
     args = parser.parse_args()
-    print(f"{'op':<22}{'size':>8}{'thr':>5}{'lamina':>10}{'numpy':>10}  {'unit':<8}"
+    print(f"cpu: {cpu_model()}, paths: {', '.join(paths())}")
+    print(f"{'op':<22}{'size':>8}{'thr':>5}{'isa':>8}{'lamina':>10}{'numpy':>10}  {'unit':<8}"
           f"{'ratio':>6}  peak% (lamina/numpy)")
-    for r in run(args.repeats):
+    for r in run(args.repeats, args.cpu_clock):
         frac = ""
         if r.get("lamina_peak_fraction"):
             frac = f"{100 * r['lamina_peak_fraction']:.0f}/{100 * r['numpy_peak_fraction']:.0f}"
         numpy_value = r["numpy"] if r["numpy"] is not None else float("nan")
-        print(f"{r['op']:<22}{r['size']:>8}{r['threads']:>5}{r['lamina_value']:>10.1f}"
+        print(f"{r['op']:<22}{r['size']:>8}{r['threads']:>5}{r['isa']:>8}{r['lamina_value']:>10.1f}"
               f"{numpy_value:>10.1f}  {r['unit']:<8}{r['ratio']:>6.2f}  {frac}", flush=True)
 
 

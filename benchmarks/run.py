@@ -30,6 +30,17 @@ def machine() -> dict[str, object]:
         "numpy": numpy.__version__, "machine": platform.machine(), "cores": os.cpu_count(),
         "cpu": _cpu_name()}
     try:
+        import lamina_backend_cpu
+        from bench_cpu import cpu_model
+        # Which kernels ran: figures from different CPUs or paths never compare.
+        info["cpu"] = cpu_model()
+        info["lamina_isa"] = lamina_backend_cpu.isa()
+        info["lamina_cpu_isa"] = lamina_backend_cpu.cpu_isa()
+        info["lamina_gemm_kernel"] = lamina_backend_cpu.backend.gemm_kernel_name()
+        info["lamina_threads"] = lamina_backend_cpu.num_threads()
+    except ImportError:
+        pass
+    try:
         import torch
         info["torch"] = torch.__version__
     except ImportError:

@@ -57,6 +57,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("build_info", [] {
     py::dict info;
     info["openmp"] = have_openmp();
+    info["openmp_library"] = openmp_library();
 #if defined(LAMINA_HAVE_AVX2_TU)
     info["avx2_kernels"] = true;
 #else

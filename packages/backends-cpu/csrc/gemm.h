@@ -29,15 +29,23 @@ using DirectUKernel = void (*)(int64_t kc, const T* const* rows, int64_t acs, co
 template <class T>
 using SmallGemm = void (*)(const T* A, const T* B, T* C, int64_t M, int64_t K, int64_t N);
 
-// The register tile (MR rows x NR columns of C) per element type and ISA.
-// AVX2 has 16 ymm registers: 6 x 2 vectors = 12 accumulators, 2 for B and
-// one broadcast. AVX-512 has 32 zmm: 14 x 2 = 28 accumulators, 2 for B, one
-// broadcast; the taller tile halves the B loads per FMA (docs: GEMM guide).
-template <class T, Isa I> struct TileOf {
+// The register tiles (MR rows x NR columns of C) and the kernels that run
+// them. AVX2 has 16 ymm registers: 6 x 2 vectors = 12 accumulators, 2 for B,
+// one broadcast. AVX-512 has 32 zmm and two tiles: the wide 6 x 4 vectors
+// (24 accumulators, 4 for B, one broadcast: 6 broadcasts per 24 FMAs) for
+// products wider than a few panels, the tall 14 x 2 (28 accumulators) for
+// C 17-63 floats wide, where a 64-wide tile would be mostly padding. Narrower
+// C runs the AVX2 tile (docs: the GEMM guide has the measurements).
+enum class Tile { Portable, Avx2, Avx512Tall, Avx512Wide };
+
+template <class T, Tile K> struct TileOf {
   static constexpr int MR = 6, NR = 64 / int(sizeof(T));  // 16 floats, 8 doubles
 };
-template <class T> struct TileOf<T, Isa::Avx512> {
+template <class T> struct TileOf<T, Tile::Avx512Tall> {
   static constexpr int MR = 14, NR = 128 / int(sizeof(T));  // 32 floats, 16 doubles
+};
+template <class T> struct TileOf<T, Tile::Avx512Wide> {
+  static constexpr int MR = 6, NR = 256 / int(sizeof(T));  // 64 floats, 32 doubles
 };
 
 // One ISA's GEMM kernels for element type T.
@@ -59,7 +67,7 @@ template <class T>
 void sum_columns_avx2(const T* src, T* dst, int64_t rows, int64_t ld, int64_t w);
 #endif
 #if defined(LAMINA_HAVE_AVX512_TU)
-template <class T> IsaGemm<T> avx512_gemm();
+template <class T, Tile K> IsaGemm<T> avx512_gemm();  // K: Avx512Tall or Avx512Wide
 double fma_probe_avx512(double seconds);
 void exp_f32_avx512(const float* a, float* out, int64_t n);
 template <class T>

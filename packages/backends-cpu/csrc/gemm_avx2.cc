@@ -1,5 +1,5 @@
 // gemm_avx2.cc: the AVX2/FMA copy of the GEMM kernels (gemm_simd.h with
-// 8-float ymm vectors, tile TileOf<T, Isa::Avx2>) and of the small-product
+// 8-float ymm vectors, tile TileOf<T, Tile::Avx2>) and of the small-product
 // GEMM (gemm_small.h), compiled with -mavx2 -mfma and called only when
 // active_isa() >= avx2.
 #include <immintrin.h>
@@ -23,7 +23,7 @@ inline T madd(T a, T b, T c) {
 
 template <class T>
 IsaGemm<T> avx2_gemm() {
-  constexpr int MR = TileOf<T, Isa::Avx2>::MR, NV = TileOf<T, Isa::Avx2>::NR / avx2::Vec<T>::L;
+  constexpr int MR = TileOf<T, Tile::Avx2>::MR, NV = TileOf<T, Tile::Avx2>::NR / avx2::Vec<T>::L;
   return {&avx2::ukernel<T, MR, NV>, &avx2::ukernel_direct<T, MR, NV>, &avx2::gemm_small<T>};
 }
 template IsaGemm<float> avx2_gemm<float>();

@@ -1,7 +1,7 @@
-// gemm_avx512.cc: the AVX-512 copy of the GEMM kernels (gemm_simd.h with
-// 16-float zmm vectors, tile TileOf<T, Isa::Avx512>) and of the small-product
-// GEMM (gemm_small.h), compiled with -mavx512f -mavx512dq -mavx512bw -mavx512vl and called only when
-// active_isa() >= avx512.
+// gemm_avx512.cc: the AVX-512 copies of the GEMM kernels (gemm_simd.h with
+// 16-float zmm vectors, the tall and the wide tile of gemm.h) and of the
+// small-product GEMM (gemm_small.h), compiled with -mavx512f/dq/bw/vl and
+// called only when active_isa() is avx512.
 #include <immintrin.h>
 
 #include <chrono>
@@ -21,13 +21,15 @@ inline T madd(T a, T b, T c) {
 #include "gemm_small.h"
 }  // namespace avx512
 
-template <class T>
+template <class T, Tile K>
 IsaGemm<T> avx512_gemm() {
-  constexpr int MR = TileOf<T, Isa::Avx512>::MR, NV = TileOf<T, Isa::Avx512>::NR / avx512::Vec<T>::L;
+  constexpr int MR = TileOf<T, K>::MR, NV = TileOf<T, K>::NR / avx512::Vec<T>::L;
   return {&avx512::ukernel<T, MR, NV>, &avx512::ukernel_direct<T, MR, NV>, &avx512::gemm_small<T>};
 }
-template IsaGemm<float> avx512_gemm<float>();
-template IsaGemm<double> avx512_gemm<double>();
+template IsaGemm<float> avx512_gemm<float, Tile::Avx512Tall>();
+template IsaGemm<double> avx512_gemm<double, Tile::Avx512Tall>();
+template IsaGemm<float> avx512_gemm<float, Tile::Avx512Wide>();
+template IsaGemm<double> avx512_gemm<double, Tile::Avx512Wide>();
 
 double fma_probe_avx512(double seconds) { return avx512::fma_probe(seconds); }
 

@@ -9,9 +9,10 @@
 //       for ic in M by MC:        A block  MC x KC, packed into MR-tall panels (L2)
 //         for jr, ir:             MR x NR micro-kernel, B panel stays in L1
 //
-// The micro-kernel and its tile follow active_isa() (isa.h): AVX-512 14x32
-// (gemm_avx512.cc), AVX2/FMA 6x16 (gemm_avx2.cc), a portable loop otherwise;
-// the driver is instantiated once per tile. Threads own disjoint blocks of C and pack their own
+// The micro-kernel and its tile follow active_isa() (isa.h) and, on
+// AVX-512, the width of C: AVX-512 6x64 or 14x32 (gemm_avx512.cc), AVX2/FMA
+// 6x16 (gemm_avx2.cc), a portable loop otherwise; the driver is
+// instantiated once per tile. Threads own disjoint blocks of C and pack their own
 // operands, so a product costs one fork/join and no barriers (which matter on
 // a busy, shared machine). A product at most two panels wide reads A in place
 // instead of packing it. KC is fixed, so every element of C is summed in
@@ -55,23 +56,27 @@ void ukernel_portable(int64_t kc, const T* __restrict__ Ap, const T* __restrict_
 // The tile (gemm.h's TileOf) and cache blocking of one ISA: the packed B
 // block KC x NC stays in L3, an A block MC x KC in L2, a B micro-panel
 // KC x NR in L1.
-template <class T, Isa I>
+// KC is the same for every tile: each element of C then sums its k terms in
+// the same order on every path, and the AVX2 and AVX-512 results are equal
+// bit for bit. MC is a multiple of both MRs (6 and 14); the AVX-512 CPUs
+// have 1-2 MiB of L2 per core, AVX2 ones from 256 KiB.
+template <class T, Tile I>
 struct Cfg {
   static constexpr int MR = TileOf<T, I>::MR, NR = TileOf<T, I>::NR;
-  static constexpr bool kF32 = sizeof(T) == 4;
+  static constexpr bool kF32 = sizeof(T) == 4, kWide = I == Tile::Avx512Tall || I == Tile::Avx512Wide;
   static constexpr int64_t KC = 256;
-  static constexpr int64_t MC = I == Isa::Avx512 ? (kF32 ? 252 : 126) : (kF32 ? 144 : 96);
+  static constexpr int64_t MC = kWide ? (kF32 ? 252 : 126) : (kF32 ? 144 : 96);
   static constexpr int64_t NC = kF32 ? 3072 : 2048;
 };
 
-// The kernels of the active ISA (the portable ones for generic).
-template <class T, Isa I>
+// The kernels of a tile (the portable ones for Tile::Portable).
+template <class T, Tile I>
 IsaGemm<T> kernels_for() {
 #if defined(LAMINA_HAVE_AVX512_TU)
-  if constexpr (I == Isa::Avx512) return avx512_gemm<T>();
+  if constexpr (I == Tile::Avx512Tall || I == Tile::Avx512Wide) return avx512_gemm<T, I>();
 #endif
 #if defined(LAMINA_HAVE_AVX2_TU)
-  if constexpr (I == Isa::Avx2) return avx2_gemm<T>();
+  if constexpr (I == Tile::Avx2) return avx2_gemm<T>();
 #endif
   return {&ukernel_portable<T, Cfg<T, I>::MR, Cfg<T, I>::NR>, nullptr, &base::gemm_small<T>};
 }
@@ -209,7 +214,7 @@ void macro_kernel_direct(DirectUKernel<T> uk, Mat<T> A, const T* Bp, int64_t mc,
 
 // C[0:M, 0:N] = A[0:M, 0:K] @ B[0:K, 0:N] on the calling thread; ldc is C's
 // row stride, so a thread can own any block of the full product.
-template <class T, Isa I>
+template <class T, Tile I>
 void gemm_serial(const IsaGemm<T>& ks, Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N,
                  int64_t ldc) {
   using G = Cfg<T, I>;
@@ -250,7 +255,7 @@ void gemm_serial(const IsaGemm<T>& ks, Mat<T> A, Mat<T> B, T* C, int64_t M, int6
 // multiples): no shared packing, so no barriers, only the final join. Each
 // thread packs the A rows and B columns it needs; the grid minimises the
 // largest block plus that packing.
-template <class T, Isa I>
+template <class T, Tile I>
 void gemm_packed(const IsaGemm<T>& ks, Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N,
                  int nt) {
   constexpr int NR = Cfg<T, I>::NR, MR = Cfg<T, I>::MR;
@@ -287,7 +292,7 @@ void gemm_packed(const IsaGemm<T>& ks, Mat<T> A, Mat<T> B, T* C, int64_t M, int6
 
 constexpr int64_t kSmallFlops = 8 * 8 * 8;
 
-template <class T, Isa I>
+template <class T, Tile I>
 void gemm_on(Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N, int nt) {
   const IsaGemm<T> ks = kernels_for<T, I>();
   if (M * K * N <= kSmallFlops || M < 2) {
@@ -313,12 +318,20 @@ void gemm(Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N, int nt) {
   }
   switch (active_isa()) {
 #if defined(LAMINA_HAVE_AVX512_TU)
-    case Isa::Avx512: return gemm_on<T, Isa::Avx512>(A, B, C, M, K, N, nt);
+    case Isa::Avx512: {
+      // The tile that pads C least (see gemm.h): a C at most one AVX2 panel
+      // wide keeps the AVX2 tile, one that the wide tile would pad by more
+      // than a quarter takes the tall one.
+      constexpr int64_t kNarrow = TileOf<T, Tile::Avx2>::NR, kWideNR = TileOf<T, Tile::Avx512Wide>::NR;
+      if (N <= kNarrow) return gemm_on<T, Tile::Avx2>(A, B, C, M, K, N, nt);
+      if (N % kWideNR == 0 || N >= 4 * kWideNR) return gemm_on<T, Tile::Avx512Wide>(A, B, C, M, K, N, nt);
+      return gemm_on<T, Tile::Avx512Tall>(A, B, C, M, K, N, nt);
+    }
 #endif
 #if defined(LAMINA_HAVE_AVX2_TU)
-    case Isa::Avx2: return gemm_on<T, Isa::Avx2>(A, B, C, M, K, N, nt);
+    case Isa::Avx2: return gemm_on<T, Tile::Avx2>(A, B, C, M, K, N, nt);
 #endif
-    default: return gemm_on<T, Isa::Generic>(A, B, C, M, K, N, nt);
+    default: return gemm_on<T, Tile::Portable>(A, B, C, M, K, N, nt);
   }
 }
 
@@ -428,10 +441,13 @@ double fma_peak_gflops(double seconds, int threads) {
 std::string gemm_kernel_name() {
   const Isa isa = active_isa();
   auto tile = [](int mr, int nr) { return cat(mr, "x", nr); };
+  using W = TileOf<float, Tile::Avx512Wide>;
+  using H = TileOf<float, Tile::Avx512Tall>;
+  using N = TileOf<float, Tile::Avx2>;
   switch (isa) {
-    case Isa::Avx512: return "avx512_" + tile(TileOf<float, Isa::Avx512>::MR, TileOf<float, Isa::Avx512>::NR);
-    case Isa::Avx2: return "avx2_fma_" + tile(TileOf<float, Isa::Avx2>::MR, TileOf<float, Isa::Avx2>::NR);
-    default: return "portable_" + tile(TileOf<float, Isa::Generic>::MR, TileOf<float, Isa::Generic>::NR);
+    case Isa::Avx512: return "avx512_" + tile(W::MR, W::NR) + "+" + tile(H::MR, H::NR) + "+avx2_" + tile(N::MR, N::NR);
+    case Isa::Avx2: return "avx2_fma_" + tile(N::MR, N::NR);
+    default: return "portable_" + tile(N::MR, N::NR);
   }
 }
 

@@ -10,6 +10,7 @@
 // forked child runs every kernel on its calling thread.
 #include "threading.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 
 #include <atomic>
@@ -78,6 +79,15 @@ void set_num_threads(int64_t n) {
     throw std::invalid_argument("set_num_threads: n must be in [1, " + std::to_string(max_threads()) +
                                 "] (4 per logical CPU), got " + std::to_string(n));
   thread_count() = static_cast<int>(n);
+}
+
+std::string openmp_library() {
+#if defined(LAMINA_HAVE_OPENMP)
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&omp_get_max_threads), &info) != 0 && info.dli_fname)
+    return info.dli_fname;
+#endif
+  return "";
 }
 
 bool have_openmp() {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <exception>
 #include <mutex>
+#include <string>
 
 #if defined(LAMINA_HAVE_OPENMP)
 #include <omp.h>
@@ -23,6 +24,10 @@ void set_num_threads(int64_t n);
 // The most threads a kernel may use: 4 per logical CPU (more only thrash).
 int max_threads();
 bool have_openmp();
+// The file of the OpenMP runtime the kernels run on ("" without OpenMP). A
+// process that loaded PyTorch first runs Lamina on PyTorch's bundled libgomp
+// (same soname), whose wait policy was fixed when PyTorch loaded it.
+std::string openmp_library();
 
 // Work per thread (in elements) below which a kernel stays serial: waking a
 // sleeping worker costs 5-50 us, much more when the other core is busy.

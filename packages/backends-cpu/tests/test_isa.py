@@ -61,10 +61,12 @@ def close(got: np.ndarray, want: np.ndarray, k: int = 1) -> None:
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
 
 
-# Edges of both tiles (6x16 / 6x8 on AVX2, 14x32 / 14x16 on AVX-512), the
-# in-place A path (C at most two panels wide), K split into cache blocks.
+# Edges of every tile (6x16 / 6x8 on AVX2; on AVX-512 6x64 / 6x32, 14x32 /
+# 14x16, and 6x16 for C <= 16 wide), the in-place A path (C at most two
+# panels wide), K split into cache blocks.
 SHAPES = [(1, 1, 1), (3, 5, 7), (13, 17, 31), (14, 256, 32), (15, 300, 33), (29, 513, 65),
-          (6, 1000, 16), (100, 64, 200), (257, 129, 95), (200, 300, 40), (128, 128, 128)]
+          (6, 1000, 16), (100, 64, 200), (257, 129, 95), (200, 300, 40), (128, 128, 128),
+          (70, 100, 300), (50, 40, 256), (7, 260, 64)]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -137,7 +139,8 @@ def _all_kernels(seed: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     res = {}
     for dt in ("float32", "float64"):
-        for m, k, n in [(3, 5, 7), (29, 513, 65), (257, 129, 95), (200, 300, 40)]:
+        for m, k, n in [(3, 5, 7), (29, 513, 65), (257, 129, 95), (200, 300, 40), (70, 300, 300),
+                        (50, 40, 256), (300, 20, 16)]:
             a = rng.standard_normal((m, k)).astype(dt)
             b = rng.standard_normal((k, n)).astype(dt)
             res[f"matmul {dt} {m}x{k}x{n}"] = matmul(a, b, 2)
