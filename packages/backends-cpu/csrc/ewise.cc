@@ -2,8 +2,8 @@
 // ewise_OP(a, b, out), scalar_OP(a, value, out), unary ewise_OP(a, out),
 // ewise_where and ewise_cast; and ewise_strided, a binary op over two strided
 // views (broadcast, permuted) into a compact out. The loops (ewise_loops.h) exist in a baseline
-// copy, an AVX2 and an AVX-512 copy picked at run time (active_isa()); float32
-// exp uses the vector polynomial of exp_simd.h. Memory-bound ops use threads from 2 x kCopyGrain elements,
+// copy and an AVX2 copy picked at run time (active_isa()); float32 exp and
+// tanh use the vector polynomials of exp_simd.h (AVX2 or AVX-512). Memory-bound ops use threads from 2 x kCopyGrain elements,
 // transcendentals from 2 x 32K: below that a woken thread costs more than it
 // saves, above all on a shared, busy machine.
 #include "ewise_ops.h"
@@ -31,53 +31,45 @@ int64_t grain() {
   return ops::kTranscendental<Op> ? kParallelGrain : kCopyGrain;
 }
 
-// The copy for the active ISA (int64 only for the ops defined on it).
+// The AVX2 copy on the avx2 and avx512 paths (int64 only for the ops defined
+// on it; see ewise_isa.h for why AVX-512 runs it too); float32 exp and tanh
+// take the polynomials of exp_simd.h at the active width.
 template <class Op, class T>
 constexpr bool kHasSimdCopy = Op::kInt || !std::is_same_v<T, int64_t>;
 
 template <class Op, class T>
 BinaryLoop<T> binary_fn() {
-  if constexpr (kHasSimdCopy<Op, T>) {
-#if defined(LAMINA_HAVE_AVX512_TU)
-    if (use_avx512()) return avx512_binary_loop<Op, T>();
-#endif
 #if defined(LAMINA_HAVE_AVX2_TU)
+  if constexpr (kHasSimdCopy<Op, T>)
     if (use_avx2()) return avx2_binary_loop<Op, T>();
 #endif
-  }
   return &base::binary_loop<Op, T>;
 }
 
 template <class Op, class T>
 ScalarLoop<T> scalar_fn() {
-  if constexpr (kHasSimdCopy<Op, T>) {
-#if defined(LAMINA_HAVE_AVX512_TU)
-    if (use_avx512()) return avx512_scalar_loop<Op, T>();
-#endif
 #if defined(LAMINA_HAVE_AVX2_TU)
+  if constexpr (kHasSimdCopy<Op, T>)
     if (use_avx2()) return avx2_scalar_loop<Op, T>();
 #endif
-  }
   return &base::scalar_loop<Op, T>;
 }
 
 template <class Op, class T>
 UnaryLoop<T> unary_fn() {
-  constexpr bool kExpF32 = std::is_same_v<Op, ops::Exp> && std::is_same_v<T, float>;
-  if constexpr (kHasSimdCopy<Op, T>) {
+  if constexpr (std::is_same_v<T, float> && (std::is_same_v<Op, ops::Exp> || std::is_same_v<Op, ops::Tanh>)) {
+    constexpr bool kExp = std::is_same_v<Op, ops::Exp>;
 #if defined(LAMINA_HAVE_AVX512_TU)
-    if (use_avx512()) {
-      if constexpr (kExpF32) return exp_f32_avx512;
-      return avx512_unary_loop<Op, T>();
-    }
+    if (use_avx512()) return kExp ? exp_f32_avx512 : tanh_f32_avx512;
 #endif
 #if defined(LAMINA_HAVE_AVX2_TU)
-    if (use_avx2()) {
-      if constexpr (kExpF32) return exp_f32_avx2;
-      return avx2_unary_loop<Op, T>();
-    }
+    if (use_avx2()) return kExp ? exp_f32_avx2 : tanh_f32_avx2;
 #endif
   }
+#if defined(LAMINA_HAVE_AVX2_TU)
+  if constexpr (kHasSimdCopy<Op, T>)
+    if (use_avx2()) return avx2_unary_loop<Op, T>();
+#endif
   return &base::unary_loop<Op, T>;
 }
 

@@ -1,7 +1,7 @@
-// ewise_dispatch.h: function-pointer types of the elementwise loops and the
-// accessors of their AVX2 and AVX-512 copies (ewise_avx2.cc, ewise_avx512.cc;
-// called only when active_isa() has them). The op lists below are the
-// instantiations each copy holds.
+// ewise_dispatch.h: function-pointer types of the elementwise loops, the
+// accessors of their AVX2 copies (ewise_avx2.cc, called only when
+// active_isa() >= avx2) and the per-ISA float32 exp and tanh. The op lists
+// below are the instantiations the AVX2 copy holds.
 #pragma once
 
 #include <cstdint>
@@ -17,9 +17,9 @@ template <class T> using UnaryLoop = void (*)(const T*, T*, int64_t);
 template <class Op, class T> BinaryLoop<T> avx2_binary_loop();
 template <class Op, class T> ScalarLoop<T> avx2_scalar_loop();
 template <class Op, class T> UnaryLoop<T> avx2_unary_loop();
-template <class Op, class T> BinaryLoop<T> avx512_binary_loop();
-template <class Op, class T> ScalarLoop<T> avx512_scalar_loop();
-template <class Op, class T> UnaryLoop<T> avx512_unary_loop();
+// out[i] = tanh(a[i]) for float32 (exp_simd.h); a and out may alias.
+void tanh_f32_avx2(const float* a, float* out, int64_t n);
+void tanh_f32_avx512(const float* a, float* out, int64_t n);
 
 // X(Op) for every binary-family op (the reversed ones are scalar-only but
 // share the instantiation list), and for every unary op.

@@ -1,11 +1,15 @@
 // ewise_isa.h: the body of ewise_avx2.cc and ewise_avx512.cc, each of which
-// defines LAMINA_ISA (avx2 or avx512) and includes this once: the generic
-// loops (ewise_loops.h) and the float32 exp (exp_simd.h) compiled for that
-// ISA, and the accessors ewise_dispatch.h declares (LAMINA_ISA_binary_loop,
-// ...). No include guard on purpose.
+// defines LAMINA_ISA (avx2 or avx512) and includes this once: the float32
+// exp and tanh (exp_simd.h) compiled for that ISA and, where LAMINA_ISA_LOOPS
+// is defined (AVX2 only), the generic loops (ewise_loops.h) with the
+// accessors ewise_dispatch.h declares (avx2_binary_loop, ...). The AVX-512
+// copy of the loops was measured no faster in cache and 6-18% slower on
+// 16M-element add/max/mul (memory-bound) on Zen 4, so the AVX-512 path runs
+// the AVX2 loops. No include guard on purpose.
 #include <immintrin.h>
 
 #include <cmath>
+#include <limits>
 
 #include "ewise_dispatch.h"
 #include "gemm.h"
@@ -18,8 +22,19 @@ namespace lamina_cpu {
 
 namespace LAMINA_ISA {
 #include "simd.h"
-#include "ewise_loops.h"
 #include "exp_simd.h"
+}  // namespace LAMINA_ISA
+
+void LAMINA_PASTE(exp_f32, LAMINA_ISA)(const float* a, float* out, int64_t n) {
+  LAMINA_ISA::exp_f32(a, out, n);
+}
+void LAMINA_PASTE(tanh_f32, LAMINA_ISA)(const float* a, float* out, int64_t n) {
+  LAMINA_ISA::tanh_f32(a, out, n);
+}
+
+#if defined(LAMINA_ISA_LOOPS)
+namespace LAMINA_ISA {
+#include "ewise_loops.h"
 }  // namespace LAMINA_ISA
 
 template <class Op, class T> BinaryLoop<T> LAMINA_FN(binary_loop)() { return &LAMINA_ISA::binary_loop<Op, T>; }
@@ -49,10 +64,7 @@ template UnaryLoop<int64_t> LAMINA_FN(unary_loop)<ops::Sign, int64_t>();
 #undef LAMINA_INSTANTIATE_BINARY
 #undef LAMINA_INSTANTIATE_UNARY
 #undef LAMINA_INSTANTIATE_INT
-
-void LAMINA_PASTE(exp_f32, LAMINA_ISA)(const float* a, float* out, int64_t n) {
-  LAMINA_ISA::exp_f32(a, out, n);
-}
+#endif  // LAMINA_ISA_LOOPS
 
 }  // namespace lamina_cpu
 

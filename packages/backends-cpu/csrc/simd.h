@@ -31,6 +31,17 @@ template <> struct Vec<float> {
     return (_mm512_cmp_ps_mask(x, set1(lo), _CMP_GE_OQ) & _mm512_cmp_ps_mask(x, set1(hi), _CMP_LE_OQ)) ==
            0xFFFF;
   }
+  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+  static V div(V a, V b) { return _mm512_div_ps(a, b); }
+  static V min(V a, V b) { return _mm512_min_ps(a, b); }
+  static V abs(V x) { return _mm512_abs_ps(x); }
+  // |mag| with the sign of sgn (mag >= 0).
+  static V copysign(V mag, V sgn) {
+    const __m512i s = _mm512_and_si512(_mm512_castps_si512(sgn), _mm512_set1_epi32(INT32_MIN));
+    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(mag), s));
+  }
+  // x < t ? a : b, lane by lane.
+  static V select_lt(V x, V t, V a, V b) { return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, t, _CMP_LT_OQ), b, a); }
 };
 template <> struct Vec<double> {
   using V = __m512d;
@@ -67,6 +78,12 @@ template <> struct Vec<float> {
     const V ok = _mm256_and_ps(_mm256_cmp_ps(x, set1(lo), _CMP_GE_OQ), _mm256_cmp_ps(x, set1(hi), _CMP_LE_OQ));
     return _mm256_movemask_ps(ok) == 0xFF;
   }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static V div(V a, V b) { return _mm256_div_ps(a, b); }
+  static V min(V a, V b) { return _mm256_min_ps(a, b); }
+  static V abs(V x) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x); }
+  static V copysign(V mag, V sgn) { return _mm256_or_ps(mag, _mm256_and_ps(sgn, _mm256_set1_ps(-0.0f))); }
+  static V select_lt(V x, V t, V a, V b) { return _mm256_blendv_ps(b, a, _mm256_cmp_ps(x, t, _CMP_LT_OQ)); }
 };
 template <> struct Vec<double> {
   using V = __m256d;

@@ -110,13 +110,15 @@ UNARY = {"exp": np.exp, "tanh": np.tanh, "log": np.log, "sqrt": np.sqrt, "abs": 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_unary(isa: str, op: str, dtype: str) -> None:
     x = rand(1031, dtype, 7, lo=0.01 if op in ("log", "sqrt") else -90, hi=90)
-    x[:4] = [np.inf, -np.inf, np.nan, 0.5]
+    x[:6] = [np.inf, -np.inf, np.nan, 0.5, 0.0, -0.0]
     out = cpu.Array(x.size, dtype)
     getattr(cpu, f"ewise_{op}")(buffer(cpu, x), out)
     with np.errstate(all="ignore"):
         want = UNARY[op](x)
-    np.testing.assert_allclose(host(cpu, out), want, rtol=2e-6 if dtype == "float32" else 1e-14,
+    got = host(cpu, out)
+    np.testing.assert_allclose(got, want, rtol=2e-6 if dtype == "float32" else 1e-14,
                                equal_nan=True)
+    np.testing.assert_array_equal(np.signbit(got[4:6]), np.signbit(want[4:6]))
 
 
 def test_rows_and_sums(isa: str) -> None:
@@ -145,9 +147,10 @@ def _all_kernels(seed: int) -> dict[str, np.ndarray]:
             b = rng.standard_normal((k, n)).astype(dt)
             res[f"matmul {dt} {m}x{k}x{n}"] = matmul(a, b, 2)
     x = rng.uniform(-90, 90, 4099).astype(np.float32)
-    out = cpu.Array(x.size, "float32")
-    cpu.ewise_exp(buffer(cpu, x), out)
-    res["exp"] = host(cpu, out)
+    for op in ("exp", "tanh"):
+        out = cpu.Array(x.size, "float32")
+        getattr(cpu, f"ewise_{op}")(buffer(cpu, x), out)
+        res[op] = host(cpu, out)
     cols = cpu.Array(333, "float32")
     cpu.reduce_sum_axis(buffer(cpu, x[:333 * 12]), cols, 1, 12, 333)
     res["sum_axis"] = host(cpu, cols)
@@ -156,7 +159,8 @@ def _all_kernels(seed: int) -> dict[str, np.ndarray]:
 
 def test_avx2_and_avx512_agree_bit_for_bit() -> None:
     # Both vector paths sum every output in the same k order with the same
-    # FMAs (only the tile shape differs), and exp runs the same polynomial.
+    # FMAs (only the tile shape differs), and exp and tanh run the same
+    # polynomials whatever the vector width.
     _need("avx2")
     _need("avx512")
     narrow, wide = on("avx2", lambda: _all_kernels(9)), on("avx512", lambda: _all_kernels(9))
