@@ -208,11 +208,23 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cpu-clock", action="store_true",
                         help="time 1-thread rows by the thread's CPU time (shared machines)")
+    parser.add_argument("--out", default=None,
+                        help="also write OUT.json and OUT.md with the machine, like run.py")
     args = parser.parse_args()
     print(f"cpu: {cpu_model()}, paths: {', '.join(paths())}")
     print(f"{'op':<22}{'size':>8}{'thr':>5}{'isa':>8}{'lamina':>10}{'numpy':>10}  {'unit':<8}"
           f"{'ratio':>6}  peak% (lamina/numpy)")
-    for r in run(args.repeats, args.cpu_clock):
+    rows = run(args.repeats, args.cpu_clock)
+    if args.out:
+        import json
+
+        from run import machine, table
+        info = machine()
+        out = Path(args.out)
+        out.with_suffix(".json").write_text(json.dumps({"machine": info, "rows": rows}, indent=1))
+        header = ", ".join(f"{k} {v}" for k, v in info.items())
+        out.with_suffix(".md").write_text(f"# bench_cpu\n\n{header}\n\n{table(rows)}\n")
+    for r in rows:
         frac = ""
         if r.get("lamina_peak_fraction"):
             frac = f"{100 * r['lamina_peak_fraction']:.0f}/{100 * r['numpy_peak_fraction']:.0f}"

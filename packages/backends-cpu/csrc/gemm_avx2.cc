@@ -4,7 +4,8 @@
 // active_isa() >= avx2.
 #include <immintrin.h>
 
-#include <chrono>
+#include <time.h>
+
 #include <cmath>
 
 #include "gemm.h"

@@ -4,7 +4,8 @@
 // called only when active_isa() is avx512.
 #include <immintrin.h>
 
-#include <chrono>
+#include <time.h>
+
 #include <cmath>
 
 #include "gemm.h"

@@ -88,9 +88,16 @@ void ukernel_direct(int64_t kc, const T* const* rows, int64_t acs, const T* __re
     }
 }
 
-// Seconds of back-to-back float FMAs on the calling thread; returns GFLOP/s.
-// Ten independent chains cover the FMA latency (4-5 cycles) times two FMA
-// ports.
+// Seconds (of the calling thread's CPU time) of back-to-back float FMAs;
+// returns GFLOP per CPU-second: what the core does while it runs this
+// thread, also on a machine shared with other work. Ten independent chains
+// cover the FMA latency (4-5 cycles) times two FMA ports.
+inline double thread_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
 inline double fma_probe(double seconds) {
   using W = Vec<float>;
   using V = W::V;
@@ -100,7 +107,7 @@ inline double fma_probe(double seconds) {
   const V x = W::set1(0.999999f), y = W::set1(1e-7f);
   const int64_t inner = 1 << 16;
   int64_t rounds = 0;
-  const auto t0 = std::chrono::steady_clock::now();
+  const double t0 = thread_seconds();
   double elapsed = 0;
   do {
     for (int64_t r = 0; r < inner; ++r) {
@@ -108,7 +115,7 @@ inline double fma_probe(double seconds) {
       for (int i = 0; i < 10; ++i) acc[i] = W::fma(acc[i], x, y);
     }
     ++rounds;
-    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    elapsed = thread_seconds() - t0;
   } while (elapsed < seconds);
   V s = acc[0];
 #pragma GCC unroll 10
