@@ -105,6 +105,9 @@ CASES = [
      lambda: cpu.matmul_strided(arr(6), arr(6), arr(4), 2, 2, 2, 1, 2**62, 2**62, 0, 2, 1)),
     (ValueError, "matmul_strided",
      lambda: cpu.matmul_strided(arr(6), arr(6), arr(4), 2, 2, 2, 0, 2, 1, 2**63 - 2, 1, 1)),
+    # Stride-0 views reach one element whatever n is; m * n * p still overflows.
+    (ValueError, "matmul_strided",
+     lambda: cpu.matmul_strided(arr(1), arr(1), arr(4), 2, 2**62, 2, 0, 0, 0, 0, 0, 0)),
     (ValueError, "ewise_strided",
      lambda: cpu.ewise_strided("add", arr(6), arr(6), arr(4), (2, 2), (2**62, 2**62), 1,
                                (2, 1), 0)),
