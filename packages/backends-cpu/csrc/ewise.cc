@@ -2,13 +2,14 @@
 // ewise_OP(a, b, out), scalar_OP(a, value, out), unary ewise_OP(a, out),
 // ewise_where and ewise_cast; and ewise_strided, a binary op over two strided
 // views (broadcast, permuted) into a compact out. The loops (ewise_loops.h) exist in a baseline
-// copy and an AVX2 copy picked at run time (active_isa()); float32 exp and
-// tanh use the vector polynomials of exp_simd.h (AVX2 or AVX-512). Memory-bound ops use threads from 2 x kCopyGrain elements,
+// copy and an AVX2 copy picked at run time (active_isa()); float32 exp, tanh
+// and erf use the vector polynomials of exp_simd.h (AVX2 or AVX-512). Memory-bound ops use threads from 2 x kCopyGrain elements,
 // transcendentals from 2 x 32K: below that a woken thread costs more than it
 // saves, above all on a shared, busy machine.
 #include "ewise_ops.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -32,8 +33,8 @@ int64_t grain() {
 }
 
 // The AVX2 copy on the avx2 and avx512 paths (int64 only for the ops defined
-// on it; see ewise_isa.h for why AVX-512 runs it too); float32 exp and tanh
-// take the polynomials of exp_simd.h at the active width.
+// on it; see ewise_isa.h for why AVX-512 runs it too); float32 exp, tanh
+// and erf take the polynomials of exp_simd.h at the active width.
 template <class Op, class T>
 constexpr bool kHasSimdCopy = Op::kInt || !std::is_same_v<T, int64_t>;
 
@@ -55,17 +56,28 @@ ScalarLoop<T> scalar_fn() {
   return &base::scalar_loop<Op, T>;
 }
 
-template <class Op, class T>
-UnaryLoop<T> unary_fn() {
-  if constexpr (std::is_same_v<T, float> && (std::is_same_v<Op, ops::Exp> || std::is_same_v<Op, ops::Tanh>)) {
-    constexpr bool kExp = std::is_same_v<Op, ops::Exp>;
+// The vector float32 exp, tanh or erf of the active width (nullptr for others).
+template <class Op>
+UnaryLoop<float> vector_f32(Isa isa) {
+  constexpr int which = std::is_same_v<Op, ops::Exp> ? 0 : std::is_same_v<Op, ops::Tanh> ? 1
+                        : std::is_same_v<Op, ops::Erf> ? 2 : -1;
+  if constexpr (which < 0) {
+    return nullptr;
+  } else {
 #if defined(LAMINA_HAVE_AVX512_TU)
-    if (use_avx512()) return kExp ? exp_f32_avx512 : tanh_f32_avx512;
+    if (isa == Isa::Avx512) return std::array{exp_f32_avx512, tanh_f32_avx512, erf_f32_avx512}[which];
 #endif
 #if defined(LAMINA_HAVE_AVX2_TU)
-    if (use_avx2()) return kExp ? exp_f32_avx2 : tanh_f32_avx2;
+    if (isa >= Isa::Avx2) return std::array{exp_f32_avx2, tanh_f32_avx2, erf_f32_avx2}[which];
 #endif
+    return nullptr;
   }
+}
+
+template <class Op, class T>
+UnaryLoop<T> unary_fn() {
+  if constexpr (std::is_same_v<T, float>)
+    if (const UnaryLoop<float> fn = vector_f32<Op>(active_isa())) return fn;
 #if defined(LAMINA_HAVE_AVX2_TU)
   if constexpr (kHasSimdCopy<Op, T>)
     if (use_avx2()) return avx2_unary_loop<Op, T>();

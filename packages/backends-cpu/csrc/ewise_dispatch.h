@@ -1,6 +1,6 @@
 // ewise_dispatch.h: function-pointer types of the elementwise loops, the
 // accessors of their AVX2 copies (ewise_avx2.cc, called only when
-// active_isa() >= avx2) and the per-ISA float32 exp and tanh. The op lists
+// active_isa() >= avx2) and the per-ISA float32 exp, tanh and erf. The op lists
 // below are the instantiations the AVX2 copy holds.
 #pragma once
 
@@ -20,6 +20,8 @@ template <class Op, class T> UnaryLoop<T> avx2_unary_loop();
 // out[i] = tanh(a[i]) for float32 (exp_simd.h); a and out may alias.
 void tanh_f32_avx2(const float* a, float* out, int64_t n);
 void tanh_f32_avx512(const float* a, float* out, int64_t n);
+void erf_f32_avx2(const float* a, float* out, int64_t n);
+void erf_f32_avx512(const float* a, float* out, int64_t n);
 
 // X(Op) for every binary-family op (the reversed ones are scalar-only but
 // share the instantiation list), and for every unary op.
