@@ -53,13 +53,13 @@ void ukernel_portable(int64_t kc, const T* __restrict__ Ap, const T* __restrict_
     for (int j = 0; j < NR; ++j) C[i * ldc + j] = accumulate ? C[i * ldc + j] + acc[i][j] : acc[i][j];
 }
 
-// The tile (gemm.h's TileOf) and cache blocking of one ISA: the packed B
+// The tile (gemm.h's TileOf) and cache blocking of one kernel: the packed B
 // block KC x NC stays in L3, an A block MC x KC in L2, a B micro-panel
-// KC x NR in L1.
-// KC is the same for every tile: each element of C then sums its k terms in
-// the same order on every path, and the AVX2 and AVX-512 results are equal
-// bit for bit. MC is a multiple of both MRs (6 and 14); the AVX-512 CPUs
-// have 1-2 MiB of L2 per core, AVX2 ones from 256 KiB.
+// KC x NR in L1 (the 64-wide AVX-512 one streams from L2). KC is the same
+// for every tile, so each element of C sums its k terms in the same order on
+// every path and the AVX2 and AVX-512 results are equal bit for bit. The
+// AVX-512 MC is a multiple of both its MRs (6 and 14): those CPUs have 1-2
+// MiB of L2 per core, AVX2 ones from 256 KiB.
 template <class T, Tile I>
 struct Cfg {
   static constexpr int MR = TileOf<T, I>::MR, NR = TileOf<T, I>::NR;
