@@ -28,7 +28,9 @@ def machine() -> dict[str, object]:
     info: dict[str, object] = {
         "date": datetime.date.today().isoformat(), "python": platform.python_version(),
         "numpy": numpy.__version__, "machine": platform.machine(), "cores": os.cpu_count(),
-        "cpu": _cpu_name()}
+        "cpu": _cpu_name(),
+        # A load above the core count means other work shared the machine.
+        "load_avg_1m": round(os.getloadavg()[0], 1)}
     try:
         import lamina_backend_cpu
         from bench_cpu import cpu_model
