@@ -7,7 +7,7 @@
 // by tests/ (import and availability everywhere, kernels with -m cuda on a GPU).
 #pragma once
 
-#include <cuda_runtime.h>
+#include "runtime.cuh"
 
 #include <cstddef>
 #include <cstdint>

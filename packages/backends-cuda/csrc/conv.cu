@@ -101,7 +101,7 @@ void im2col(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t
   dispatch_float("im2col", a.dtype(), [&](auto t) {
     using T = decltype(t);
     if (total == 0) return;
-    im2col_kernel<T><<<grid_for(total, ctx.device), kThreads, 0, ctx.stream>>>(a.data<T>(),
+    launch_kernel(&im2col_kernel<T>, grid_for(total, ctx.device), kThreads, 0, ctx.stream, a.data<T>(),
                                                                                out.data<T>(), s, total);
     check_launch("im2col_kernel", ctx.stream);
   });
@@ -120,7 +120,7 @@ void col2im(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t
   dispatch_float("col2im", a.dtype(), [&](auto t) {
     using T = decltype(t);
     if (total == 0) return;
-    col2im_kernel<T><<<grid_for(total, ctx.device), kThreads, 0, ctx.stream>>>(a.data<T>(),
+    launch_kernel(&col2im_kernel<T>, grid_for(total, ctx.device), kThreads, 0, ctx.stream, a.data<T>(),
                                                                                out.data<T>(), s, total);
     check_launch("col2im_kernel", ctx.stream);
   });

@@ -30,8 +30,8 @@ namespace lamina_cuda {
     if (n == 0) return;                                                                    \
     dispatch_kind<CMP>("ewise_" #NAME, out.dtype(), [&](auto t) {                    \
       using T = decltype(t);                                                               \
-      ewise_##NAME##_kernel<T>                                                             \
-          <<<ewise_grid(n, pack_width<T>(), ctx.device), kThreads, 0, ctx.stream>>>(       \
+      launch_kernel(&ewise_##NAME##_kernel<T>,                                                             \
+          ewise_grid(n, pack_width<T>(), ctx.device), kThreads, 0, ctx.stream,        \
               a.data<T>(), b.data<T>(), out.data<T>(), n);                                 \
       check_launch("ewise_" #NAME "_kernel", ctx.stream);                                  \
     });                                                                                    \
@@ -43,8 +43,8 @@ namespace lamina_cuda {
     if (n == 0) return;                                                                    \
     dispatch_kind<CMP>("scalar_" #NAME, out.dtype(), [&](auto t) {                   \
       using T = decltype(t);                                                               \
-      scalar_##NAME##_kernel<T>                                                            \
-          <<<ewise_grid(n, pack_width<T>(), ctx.device), kThreads, 0, ctx.stream>>>(       \
+      launch_kernel(&scalar_##NAME##_kernel<T>,                                                            \
+          ewise_grid(n, pack_width<T>(), ctx.device), kThreads, 0, ctx.stream,        \
               a.data<T>(), value.as<T>(), out.data<T>(), n);                               \
       check_launch("scalar_" #NAME "_kernel", ctx.stream);                                 \
     });                                                                                    \
@@ -63,8 +63,8 @@ namespace lamina_cuda {
     if (n == 0) return;                                                                    \
     dispatch_float("scalar_" #NAME, out.dtype(), [&](auto t) {                             \
       using T = decltype(t);                                                               \
-      scalar_##NAME##_kernel<T>                                                            \
-          <<<ewise_grid(n, pack_width<T>(), ctx.device), kThreads, 0, ctx.stream>>>(       \
+      launch_kernel(&scalar_##NAME##_kernel<T>,                                                            \
+          ewise_grid(n, pack_width<T>(), ctx.device), kThreads, 0, ctx.stream,        \
               a.data<T>(), value.as<T>(), out.data<T>(), n);                               \
       check_launch("scalar_" #NAME "_kernel", ctx.stream);                                 \
     });                                                                                    \

@@ -83,8 +83,8 @@ struct CastTo {
     if (n == 0) return;                                                                  \
     dispatch_float("ewise_" #NAME, out.dtype(), [&](auto t) {                            \
       using T = decltype(t);                                                             \
-      ewise_##NAME##_kernel<T>                                                           \
-          <<<ewise_grid(n, pack_width<T>(), ctx.device), kThreads, 0, ctx.stream>>>(     \
+      launch_kernel(&ewise_##NAME##_kernel<T>,                                                           \
+          ewise_grid(n, pack_width<T>(), ctx.device), kThreads, 0, ctx.stream,      \
               a.data<T>(), out.data<T>(), n);                                            \
       check_launch("ewise_" #NAME "_kernel", ctx.stream);                                \
     });                                                                                  \
@@ -131,8 +131,7 @@ void ewise_where(const Array& cond, const Array& a, const Array& b, Array& out) 
     using T = decltype(t);
     auto launch = [&](auto c) {
       using C = decltype(c);
-      ewise_where_kernel<C, T>
-          <<<ewise_grid(n, pack_width<C, T>(), ctx.device), kThreads, 0, ctx.stream>>>(
+      launch_kernel(&ewise_where_kernel<C, T>, ewise_grid(n, pack_width<C, T>(), ctx.device), kThreads, 0, ctx.stream, 
               cond.data<C>(), a.data<T>(), b.data<T>(), out.data<T>(), n);
       check_launch("ewise_where_kernel", ctx.stream);
     };
@@ -161,8 +160,7 @@ void ewise_cast(const Array& a, Array& out) {
       using TIn = decltype(ti);
       using TOut = decltype(to);
       if constexpr (!std::is_same_v<TIn, TOut>) {
-        ewise_cast_kernel<TIn, TOut>
-            <<<ewise_grid(n, pack_width<TIn, TOut>(), ctx.device), kThreads, 0, ctx.stream>>>(
+        launch_kernel(&ewise_cast_kernel<TIn, TOut>, ewise_grid(n, pack_width<TIn, TOut>(), ctx.device), kThreads, 0, ctx.stream, 
                 a.data<TIn>(), out.data<TOut>(), n);
         check_launch("ewise_cast_kernel", ctx.stream);
       }

@@ -113,9 +113,9 @@ void compact_into(const Array& a, void* out, const StridedLayout& l, const Launc
     const unsigned grid = grid_for(l.size, ctx.device);
     T* dst = static_cast<T*>(out);
     if (fits_int32(l))
-      compact_kernel<T, int32_t><<<grid, kThreads, 0, ctx.stream>>>(a.data<T>(), dst, l);
+      launch_kernel(&compact_kernel<T, int32_t>, grid, kThreads, 0, ctx.stream, a.data<T>(), dst, l);
     else
-      compact_kernel<T, int64_t><<<grid, kThreads, 0, ctx.stream>>>(a.data<T>(), dst, l);
+      launch_kernel(&compact_kernel<T, int64_t>, grid, kThreads, 0, ctx.stream, a.data<T>(), dst, l);
     check_launch("compact_kernel", ctx.stream);
   });
 }
@@ -149,11 +149,9 @@ void ewise_setitem(const Array& a, Array& out, const Shape& shape, const Shape& 
     using T = decltype(t);
     const unsigned grid = grid_for(l.size, ctx.device);
     if (fits_int32(l))
-      ewise_setitem_kernel<T, int32_t>
-          <<<grid, kThreads, 0, ctx.stream>>>(a.data<T>(), out.data<T>(), l);
+      launch_kernel(&ewise_setitem_kernel<T, int32_t>, grid, kThreads, 0, ctx.stream, a.data<T>(), out.data<T>(), l);
     else
-      ewise_setitem_kernel<T, int64_t>
-          <<<grid, kThreads, 0, ctx.stream>>>(a.data<T>(), out.data<T>(), l);
+      launch_kernel(&ewise_setitem_kernel<T, int64_t>, grid, kThreads, 0, ctx.stream, a.data<T>(), out.data<T>(), l);
     check_launch("ewise_setitem_kernel", ctx.stream);
   });
 }
@@ -169,11 +167,9 @@ void scalar_setitem(int64_t size, const Scalar& value, Array& out, const Shape& 
     using T = decltype(t);
     const unsigned grid = grid_for(l.size, ctx.device);
     if (fits_int32(l))
-      scalar_setitem_kernel<T, int32_t>
-          <<<grid, kThreads, 0, ctx.stream>>>(value.as<T>(), out.data<T>(), l);
+      launch_kernel(&scalar_setitem_kernel<T, int32_t>, grid, kThreads, 0, ctx.stream, value.as<T>(), out.data<T>(), l);
     else
-      scalar_setitem_kernel<T, int64_t>
-          <<<grid, kThreads, 0, ctx.stream>>>(value.as<T>(), out.data<T>(), l);
+      launch_kernel(&scalar_setitem_kernel<T, int64_t>, grid, kThreads, 0, ctx.stream, value.as<T>(), out.data<T>(), l);
     check_launch("scalar_setitem_kernel", ctx.stream);
   });
 }
@@ -183,7 +179,7 @@ void fill(Array& out, const Scalar& value) {
   if (out.size() == 0) return;
   dispatch_all(out.dtype(), [&](auto t) {
     using T = decltype(t);
-    fill_kernel<T><<<grid_for(out.size(), ctx.device), kThreads, 0, ctx.stream>>>(
+    launch_kernel(&fill_kernel<T>, grid_for(out.size(), ctx.device), kThreads, 0, ctx.stream, 
         value.as<T>(), out.data<T>(), out.size());
     check_launch("fill_kernel", ctx.stream);
   });
