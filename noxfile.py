@@ -8,6 +8,7 @@ runs under.
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -100,6 +101,94 @@ def backend_cuda(session: nox.Session) -> None:
     if not cuda_buildable():
         session.skip("nvcc was not found on PATH: the CUDA backend cannot be built here")
     run_package_tests(session, "backend_cuda", [])
+
+
+# The CPU emulation of the CUDA backend (docs/cuda-testing.md): HIP-CPU is a test
+# tool kept outside the repository, found through LAMINA_HIP_CPU_DIR or beside the checkout.
+TBB_REQUIREMENT = "tbb-devel==2023.2.0"
+
+
+def hip_cpu_dir() -> Path:
+    return Path(os.environ.get("LAMINA_HIP_CPU_DIR") or ROOT.parent / "shared" / "tools" / "hip-cpu")
+
+
+def install_emulated_cuda(session: nox.Session, build_dir: str, sanitize: bool = False) -> None:
+    """Build lamina-backend-cuda with LAMINA_CUDA_EMULATE=ON into ``build_dir``
+    (under packages/backends-cuda, kept between runs: only changed files recompile),
+    or skip the session, saying why, where HIP-CPU or a C++ compiler is missing."""
+    if not built("backend_cuda"):
+        session.skip("packages/backends-cuda has no code yet")
+    hip = hip_cpu_dir()
+    if not (hip / "include" / "hip" / "hip_runtime.h").is_file():
+        session.skip(f"HIP-CPU was not found at {hip} (set LAMINA_HIP_CPU_DIR to a HIP-CPU "
+                     "checkout): the emulated CUDA backend cannot be built here")
+    if shutil.which("c++") is None and shutil.which("g++") is None:
+        session.skip("no C++ compiler (c++ or g++) on PATH: the emulated CUDA backend "
+                     "cannot be built here")
+    session.install("scikit-build-core>=0.9", "pybind11>=2.12", TBB_REQUIREMENT)
+    defines = [f"-Ccmake.define.LAMINA_HIP_CPU_DIR={hip.resolve()}",
+               "-Ccmake.define.LAMINA_CUDA_EMULATE=ON",
+               f"-Ccmake.define.LAMINA_SANITIZE={'ON' if sanitize else 'OFF'}"]
+    session.install("--no-build-isolation", "--no-deps", f"-Cbuild-dir={build_dir}", *defines,
+                    f"./{PACKAGES['backend_cuda'][0]}",
+                    env={"CMAKE_BUILD_PARALLEL_LEVEL": os.environ.get(
+                        "CMAKE_BUILD_PARALLEL_LEVEL", "2")})
+    session.run("python", "-c", "from lamina_backend_cuda import _core, backend; "
+                "assert _core.emulated() and backend.is_available(), backend.unavailable_reason()")
+
+
+# The autograd and nn tests that run on cuda under emulation (with LAMINA_DEVICE=cuda): every
+# op's values and gradients, the engine, and one test file per kind of layer. The rest of those
+# suites (models trained for many steps, datasets, serialization, CLI) runs kernels these already
+# cover and would take the emulator longer than CI allows (docs/cuda-testing.md has timings).
+EMULATED_SUITES = {
+    "autograd": ["test_ops.py", "test_engine.py", "test_gradcheck.py"],
+    "nn": ["test_layers.py", "test_losses.py", "test_conv.py", "test_pooling.py",
+           "test_attention.py", "test_rnn.py", "test_optim.py"],
+}
+
+
+@nox.session
+def backend_cuda_emulated(session: nox.Session) -> None:
+    """The CUDA backend's kernels executed on the CPU (HIP-CPU), as device ``cuda``.
+
+    Builds the emulated backend, then runs on ``cuda``: the backend's own tests
+    (GPU tests included; none may skip for want of a GPU), the conformance kit,
+    the autograd and nn suites listed in EMULATED_SUITES, and a short MNIST
+    training whose accuracy must match the same run on ``cpu``. Skips with a
+    message where HIP-CPU or a compiler is missing.
+    """
+    install_emulated_cuda(session, "build/emulated")
+    keys = ["ndarray", "autograd", "nn"] + (["backend_cpu"] if built("backend_cpu") else [])
+    session.install(*install_args(keys), "./packages/backends-cuda[test]")
+    session.run("python", "-m", "lamina.ndarray")
+    cuda_dir = PACKAGES["backend_cuda"][0]
+    env = {"LAMINA_CUDA_REQUIRE": "1", "LAMINA_CUDA_SYNC": "1"}
+    session.run("pytest", "-q", "-rs", f"{cuda_dir}/tests", *session.posargs, env=env)
+    session.run("python", "-m", "lamina.ndarray.conformance", "cuda", "-q", env=env)
+    env["LAMINA_DEVICE"] = "cuda"
+    for key, files in EMULATED_SUITES.items():
+        folder = PACKAGES[key][0]
+        session.run("pytest", "-q", "-k", "not numpy and not cpu",
+                    *[f"{folder}/tests/{f}" for f in files], env=env)
+    reference = "cpu" if built("backend_cpu") else "numpy"
+    logs = Path(session.create_tmp())
+    for device in ("cuda", reference):
+        session.run("lamina-train", "mnist", "--device", device, "--epochs", "2", "--hidden", "128",
+                    "--no-progress", "--log", str(logs / f"mnist-{device}.json"), env=env)
+    session.run("python", f"{cuda_dir}/scripts/compare_training.py",
+                str(logs / "mnist-cuda.json"), str(logs / f"mnist-{reference}.json"))
+
+
+@nox.session
+def cuda_resources(session: nox.Session) -> None:
+    """Static checks of the real nvcc build, no GPU needed: every kernel compiled for sm_80 and
+    sm_90 with --Werror=all-warnings and ptxas -v; fails on any register spill or a kernel that
+    cannot launch with its block size. Writes build/cuda-resources.txt."""
+    if not cuda_buildable():
+        session.skip("nvcc was not found on PATH: the CUDA resource report needs it")
+    session.run("python", f"{PACKAGES['backend_cuda'][0]}/scripts/resource_report.py",
+                "--arch", "80", "--arch", "90", "--out", "build/cuda-resources.txt")
 
 
 @nox.session
