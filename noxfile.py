@@ -103,7 +103,7 @@ def backend_cuda(session: nox.Session) -> None:
     run_package_tests(session, "backend_cuda", [])
 
 
-# The CPU emulation of the CUDA backend (docs/cuda-testing.md): HIP-CPU is a test
+# The CPU emulation of the CUDA backend (docs/guides/cuda-testing.md): HIP-CPU is a test
 # tool kept outside the repository, found through LAMINA_HIP_CPU_DIR or beside the checkout.
 TBB_REQUIREMENT = "tbb-devel==2023.2.0"
 
@@ -112,19 +112,27 @@ def hip_cpu_dir() -> Path:
     return Path(os.environ.get("LAMINA_HIP_CPU_DIR") or ROOT.parent / "shared" / "tools" / "hip-cpu")
 
 
+def emulation_missing() -> str:
+    """Why the emulated CUDA backend cannot be built here, or ''."""
+    if not built("backend_cuda"):
+        return "packages/backends-cuda has no code yet"
+    hip = hip_cpu_dir()
+    if not (hip / "include" / "hip" / "hip_runtime.h").is_file():
+        return (f"HIP-CPU was not found at {hip} (set LAMINA_HIP_CPU_DIR to a HIP-CPU "
+                "checkout): the emulated CUDA backend cannot be built here")
+    if shutil.which("c++") is None and shutil.which("g++") is None:
+        return "no C++ compiler (c++ or g++) on PATH: the emulated CUDA backend cannot be built"
+    return ""
+
+
 def install_emulated_cuda(session: nox.Session, build_dir: str, sanitize: bool = False) -> None:
     """Build lamina-backend-cuda with LAMINA_CUDA_EMULATE=ON into ``build_dir``
     (under packages/backends-cuda, kept between runs: only changed files recompile),
     or skip the session, saying why, where HIP-CPU or a C++ compiler is missing."""
-    if not built("backend_cuda"):
-        session.skip("packages/backends-cuda has no code yet")
+    missing = emulation_missing()
+    if missing:
+        session.skip(missing)
     hip = hip_cpu_dir()
-    if not (hip / "include" / "hip" / "hip_runtime.h").is_file():
-        session.skip(f"HIP-CPU was not found at {hip} (set LAMINA_HIP_CPU_DIR to a HIP-CPU "
-                     "checkout): the emulated CUDA backend cannot be built here")
-    if shutil.which("c++") is None and shutil.which("g++") is None:
-        session.skip("no C++ compiler (c++ or g++) on PATH: the emulated CUDA backend "
-                     "cannot be built here")
     session.install("scikit-build-core>=0.9", "pybind11>=2.12", TBB_REQUIREMENT)
     defines = [f"-Ccmake.define.LAMINA_HIP_CPU_DIR={hip.resolve()}",
                "-Ccmake.define.LAMINA_CUDA_EMULATE=ON",
@@ -140,7 +148,7 @@ def install_emulated_cuda(session: nox.Session, build_dir: str, sanitize: bool =
 # The autograd and nn tests that run on cuda under emulation (with LAMINA_DEVICE=cuda): every
 # op's values and gradients, the engine, and one test file per kind of layer. The rest of those
 # suites (models trained for many steps, datasets, serialization, CLI) runs kernels these already
-# cover and would take the emulator longer than CI allows (docs/cuda-testing.md has timings).
+# cover and would take the emulator longer than CI allows (docs/guides/cuda-testing.md has timings).
 EMULATED_SUITES = {
     "autograd": ["test_ops.py", "test_engine.py", "test_gradcheck.py"],
     "nn": ["test_layers.py", "test_losses.py", "test_conv.py", "test_pooling.py",
@@ -158,9 +166,10 @@ def backend_cuda_emulated(session: nox.Session) -> None:
     training whose accuracy must match the same run on ``cpu``. Skips with a
     message where HIP-CPU or a compiler is missing.
     """
-    install_emulated_cuda(session, "build/emulated")
     keys = ["ndarray", "autograd", "nn"] + (["backend_cpu"] if built("backend_cpu") else [])
-    session.install(*install_args(keys), "./packages/backends-cuda[test]")
+    session.install(*install_args(keys))
+    # last: pip rebuilds a local package on every install, which would be the nvcc build
+    install_emulated_cuda(session, "build/emulated")
     session.run("python", "-m", "lamina.ndarray")
     cuda_dir = PACKAGES["backend_cuda"][0]
     env = {"LAMINA_CUDA_REQUIRE": "1", "LAMINA_CUDA_SYNC": "1"}
@@ -215,7 +224,9 @@ def conformance(session: nox.Session) -> None:
 
 @nox.session
 def sanitize(session: nox.Session) -> None:
-    """The CPU backend built with ASan + UBSan, under the conformance kit and its own tests.
+    """The CPU backend built with ASan + UBSan, under the conformance kit and its own tests;
+    then, where HIP-CPU is found, the CUDA backend's CPU emulation built the same way
+    (LAMINA_CUDA_EXACT_ALLOC=1: exact-size buffers) under the cuda backend's tests.
 
     The instrumented build goes to its own build directory (it must not replace
     an everyday build), and ``build_info()`` proves the instrumented one is the
@@ -240,6 +251,19 @@ def sanitize(session: nox.Session) -> None:
                 env=env)
     session.run("python", "-m", "lamina.ndarray.conformance", "cpu", "-q", env=env)
     session.run("pytest", "-q", f"{PACKAGES['backend_cpu'][0]}/tests", *session.posargs,
+                env=env)
+    # The CUDA kernels under the CPU emulation, instrumented the same way, with the
+    # allocator handing out exact-size buffers so one element past the end is reported.
+    missing = emulation_missing()
+    if missing:
+        session.log(f"the emulated CUDA backend is not checked: {missing}")
+        return
+    install_emulated_cuda(session, "build/emulated-sanitize", sanitize=True)
+    env.pop("LAMINA_CACHE_BYTES")
+    env.update({"LAMINA_CUDA_EXACT_ALLOC": "1", "LAMINA_CUDA_REQUIRE": "1",
+                # HIP-CPU switches stacks between a block's fibers, which ASan cannot follow
+                "ASAN_OPTIONS": "detect_leaks=0:detect_stack_use_after_return=0"})
+    session.run("pytest", "-q", f"{PACKAGES['backend_cuda'][0]}/tests", *session.posargs,
                 env=env)
 
 

@@ -139,8 +139,8 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t tasks = rows * chunks;
   for (int64_t t0 = blockIdx.x * static_cast<int64_t>(kGroups); t0 < tasks;
        t0 += static_cast<int64_t>(gridDim.x) * kGroups) {  // block-uniform: see group_reduce
-    const int64_t t = t0 + threadIdx.x / GROUP;
-    const bool active = t < tasks;
+    const int64_t t = t0 + (GROUP < kThreads ? threadIdx.x / GROUP : 0);
+    const bool active = GROUP == kThreads || t < tasks;  // a whole block's task always is
     const int64_t row = t / chunks;
     const int64_t begin = (t % chunks) * chunk_len;
     const int64_t end = !active ? begin : begin + chunk_len < size ? begin + chunk_len : size;
@@ -284,7 +284,7 @@ void reduce_sum_axis(const Array& a, Array& out, int64_t outer, int64_t size, in
   require_nonneg("reduce_sum_axis", "inner", inner);
   const int64_t need = checked_mul(checked_mul(outer, size, "reduce_sum_axis"), inner,
                                    "reduce_sum_axis");
-  if (a.size() < need || out.size() != outer * inner)
+  if (a.size() < need || out.size() != checked_mul(outer, inner, "reduce_sum_axis"))
     value_error("reduce_sum_axis: buffers of ", a.size(), " and ", out.size(),
                 " do not fit (", outer, ", ", size, ", ", inner, ")");
   if (inner == 1) return reduce_sum(a, out, size);
@@ -326,8 +326,8 @@ __global__ void __launch_bounds__(kThreads)
   const int lane = threadIdx.x % GROUP;
   for (int64_t r0 = blockIdx.x * static_cast<int64_t>(kGroups); r0 < rows;
        r0 += static_cast<int64_t>(gridDim.x) * kGroups) {  // block-uniform: see group_reduce
-    const int64_t r = r0 + threadIdx.x / GROUP;
-    const bool active = r < rows;
+    const int64_t r = r0 + (GROUP < kThreads ? threadIdx.x / GROUP : 0);
+    const bool active = GROUP == kThreads || r < rows;  // a whole block's row always is
     const int64_t size = active ? row_size : 0;  // an empty row for a group without one
     const T* p = a + r * size;
     T shift;
@@ -347,8 +347,8 @@ __global__ void __launch_bounds__(kThreads)
   const int lane = threadIdx.x % GROUP;
   for (int64_t r0 = blockIdx.x * static_cast<int64_t>(kGroups); r0 < rows;
        r0 += static_cast<int64_t>(gridDim.x) * kGroups) {  // block-uniform: see group_reduce
-    const int64_t r = r0 + threadIdx.x / GROUP;
-    const bool active = r < rows;
+    const int64_t r = r0 + (GROUP < kThreads ? threadIdx.x / GROUP : 0);
+    const bool active = GROUP == kThreads || r < rows;  // a whole block's row always is
     const int64_t size = active ? row_size : 0;  // an empty row for a group without one
     T shift;
     typename AccOf<T>::type total;
@@ -370,8 +370,8 @@ __global__ void __launch_bounds__(kThreads)
   const int lane = threadIdx.x % GROUP;
   for (int64_t r0 = blockIdx.x * static_cast<int64_t>(kGroups); r0 < rows;
        r0 += static_cast<int64_t>(gridDim.x) * kGroups) {  // block-uniform: see group_reduce
-    const int64_t r = r0 + threadIdx.x / GROUP;
-    const bool active = r < rows;
+    const int64_t r = r0 + (GROUP < kThreads ? threadIdx.x / GROUP : 0);
+    const bool active = GROUP == kThreads || r < rows;  // a whole block's row always is
     const int64_t size = active ? row_size : 0;  // an empty row for a group without one
     const T* p = a + r * size;
     Acc s = 0;

@@ -8,7 +8,7 @@
 // header maps the CUDA names the backend uses onto HIP-CPU's and defines
 // launch_kernel, through which every kernel launch goes: the triple-chevron
 // launch under nvcc, hipLaunchKernelGGL under emulation. One source, two
-// compilers. docs/cuda-testing.md says what emulation can and cannot catch.
+// compilers. docs/guides/cuda-testing.md says what emulation can and cannot catch.
 #pragma once
 
 #ifndef LAMINA_CUDA_EMULATE
@@ -70,7 +70,7 @@ inline cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr, int device
 // The kernels' warps are 32 threads by their own layout (lane = tid % 32,
 // xor masks below 32); HIP-CPU's warpSize is 64, so the width is given
 // explicitly. HIP-CPU builds shuffles on block-wide barriers: every thread of
-// the block must reach them the same number of times (docs/cuda-testing.md).
+// the block must reach them the same number of times (docs/guides/cuda-testing.md).
 template <class T>
 inline T __shfl_xor_sync(unsigned /*mask*/, T v, int lane_mask) {
   return __shfl_xor(v, lane_mask, 32);
