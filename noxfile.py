@@ -109,7 +109,9 @@ TBB_REQUIREMENT = "tbb-devel==2023.2.0"
 
 
 def hip_cpu_dir() -> Path:
-    return Path(os.environ.get("LAMINA_HIP_CPU_DIR") or ROOT.parent / "shared" / "tools" / "hip-cpu")
+    """``$LAMINA_HIP_CPU_DIR``, else ``../shared/tools/hip-cpu`` beside the checkout."""
+    env = os.environ.get("LAMINA_HIP_CPU_DIR")
+    return Path(env) if env else ROOT.parent / "shared" / "tools" / "hip-cpu"
 
 
 def emulation_missing() -> str:
@@ -148,7 +150,7 @@ def install_emulated_cuda(session: nox.Session, build_dir: str, sanitize: bool =
 # The autograd and nn tests that run on cuda under emulation (with LAMINA_DEVICE=cuda): every
 # op's values and gradients, the engine, and one test file per kind of layer. The rest of those
 # suites (models trained for many steps, datasets, serialization, CLI) runs kernels these already
-# cover and would take the emulator longer than CI allows (docs/guides/cuda-testing.md has timings).
+# cover and would take the emulator longer than CI allows (docs/guides/cuda-testing.md).
 EMULATED_SUITES = {
     "autograd": ["test_ops.py", "test_engine.py", "test_gradcheck.py"],
     "nn": ["test_layers.py", "test_losses.py", "test_conv.py", "test_pooling.py",
@@ -170,7 +172,10 @@ def backend_cuda_emulated(session: nox.Session) -> None:
     session.install(*install_args(keys))
     # last: pip rebuilds a local package on every install, which would be the nvcc build
     install_emulated_cuda(session, "build/emulated")
-    session.run("python", "-m", "lamina.ndarray")
+    listing = str(session.run("python", "-m", "lamina.ndarray", silent=True))
+    session.log(listing)
+    if "cuda: CPU emulation" not in listing:
+        session.error("python -m lamina.ndarray does not describe cuda as the CPU emulation")
     cuda_dir = PACKAGES["backend_cuda"][0]
     env = {"LAMINA_CUDA_REQUIRE": "1", "LAMINA_CUDA_SYNC": "1"}
     session.run("pytest", "-q", "-rs", f"{cuda_dir}/tests", *session.posargs, env=env)
