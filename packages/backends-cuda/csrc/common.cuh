@@ -7,8 +7,6 @@
 // by tests/ (import and availability everywhere, kernels with -m cuda on a GPU).
 #pragma once
 
-#include "runtime.cuh"
-
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -18,6 +16,8 @@
 #include <string>
 #include <type_traits>
 #include <vector>
+
+#include "runtime.cuh"
 
 namespace lamina_cuda {
 
@@ -204,8 +204,8 @@ struct StridedLayout {
 // ValueError unless every element of a view with at least one element lies in
 // [0, buffer_size); a view whose reach overflows int64 lies outside too. `what`
 // names the view in the message ("view", "a view").
-void require_view_inside(const char* op, const char* what, const Shape& shape,
-                         const Shape& strides, int64_t offset, int64_t buffer_size);
+void require_view_inside(const char* op, const char* what, const Shape& shape, const Shape& strides,
+                         int64_t offset, int64_t buffer_size);
 
 // stride * n, or INT64_MIN (a step no view can take) when that overflows: for
 // deciding whether dims merge, whose product may exceed what the view reaches.

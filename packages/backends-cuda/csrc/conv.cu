@@ -73,8 +73,8 @@ ConvShape conv_shape(const char* op, int64_t n, int64_t c, int64_t h, int64_t w,
                              const char* axis) {
     int64_t padded = 0, span = 0, room = 0;
     if (__builtin_mul_overflow(pad, int64_t{2}, &padded) ||
-        __builtin_add_overflow(in, padded, &padded) ||
-        __builtin_mul_overflow(dil, k - 1, &span) || __builtin_add_overflow(span, int64_t{1}, &span))
+        __builtin_add_overflow(in, padded, &padded) || __builtin_mul_overflow(dil, k - 1, &span) ||
+        __builtin_add_overflow(span, int64_t{1}, &span))
       value_error(op, ": padding ", pad, ", dilation ", dil, " and kernel ", k, " along ", axis,
                   " overflow int64");
     room = padded - span;  // both >= 0: cannot overflow
@@ -113,8 +113,8 @@ void im2col(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t
   dispatch_float("im2col", a.dtype(), [&](auto t) {
     using T = decltype(t);
     if (total == 0) return;
-    launch_kernel(&im2col_kernel<T>, grid_for(total, ctx.device), kThreads, 0, ctx.stream, a.data<T>(),
-                                                                               out.data<T>(), s, total);
+    launch_kernel(&im2col_kernel<T>, grid_for(total, ctx.device), kThreads, 0, ctx.stream,
+                  a.data<T>(), out.data<T>(), s, total);
     check_launch("im2col_kernel", ctx.stream);
   });
 }
@@ -132,8 +132,8 @@ void col2im(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t
   dispatch_float("col2im", a.dtype(), [&](auto t) {
     using T = decltype(t);
     if (total == 0) return;
-    launch_kernel(&col2im_kernel<T>, grid_for(total, ctx.device), kThreads, 0, ctx.stream, a.data<T>(),
-                                                                               out.data<T>(), s, total);
+    launch_kernel(&col2im_kernel<T>, grid_for(total, ctx.device), kThreads, 0, ctx.stream,
+                  a.data<T>(), out.data<T>(), s, total);
     check_launch("col2im_kernel", ctx.stream);
   });
 }

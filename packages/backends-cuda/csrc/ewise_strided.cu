@@ -73,15 +73,19 @@ void launch_op(DType dt, const void* a, const void* b, void* out, int64_t n, con
     const T* pb = static_cast<const T*>(b);
     T* po = static_cast<T*>(out);
     if (is_compact_pair(l)) {
-      launch_kernel(&ewise_strided_compact_kernel<T, Op>, ewise_grid(n, pack_width<T>(), ctx.device), kThreads, 0, ctx.stream, pa, pb, po, n);
+      launch_kernel(&ewise_strided_compact_kernel<T, Op>,
+                    ewise_grid(n, pack_width<T>(), ctx.device), kThreads, 0, ctx.stream, pa, pb, po,
+                    n);
       check_launch("ewise_strided_compact_kernel", ctx.stream);
       return;
     }
     const unsigned grid = grid_for(n, ctx.device);
     if (n <= std::numeric_limits<int32_t>::max())
-      launch_kernel(&ewise_strided_kernel<T, Op, int32_t>, grid, kThreads, 0, ctx.stream, pa, pb, po, n, l);
+      launch_kernel(&ewise_strided_kernel<T, Op, int32_t>, grid, kThreads, 0, ctx.stream, pa, pb,
+                    po, n, l);
     else
-      launch_kernel(&ewise_strided_kernel<T, Op, int64_t>, grid, kThreads, 0, ctx.stream, pa, pb, po, n, l);
+      launch_kernel(&ewise_strided_kernel<T, Op, int64_t>, grid, kThreads, 0, ctx.stream, pa, pb,
+                    po, n, l);
     check_launch("ewise_strided_kernel", ctx.stream);
   });
 }
@@ -121,8 +125,7 @@ void coalesce(Shape& shape, std::initializer_list<Shape*> strides) {
   for (std::size_t k = 0; k < shape.size(); ++k) {
     if (shape[k] == 1) continue;
     bool merge = kept > 0;
-    for (const Shape* s : strides)
-      merge = merge && (*s)[kept - 1] == step_over((*s)[k], shape[k]);
+    for (const Shape* s : strides) merge = merge && (*s)[kept - 1] == step_over((*s)[k], shape[k]);
     if (merge) {
       shape[kept - 1] *= shape[k];
       for (Shape* s : strides) (*s)[kept - 1] = (*s)[k];

@@ -174,7 +174,8 @@ void launch_reduce(const char* kernel, const T* a, void* out, int64_t rows, int6
   using Acc = typename Op::Acc;
   if (size <= kWarpRowMax) {
     const unsigned grid = grid_for((rows + kThreads / 32 - 1) / (kThreads / 32), ctx.device, 1);
-    launch_kernel(&reduce_rows_kernel<T, Op, 32, true>, grid, kThreads, 0, ctx.stream, a, out, rows, size, 1, size);
+    launch_kernel(&reduce_rows_kernel<T, Op, 32, true>, grid, kThreads, 0, ctx.stream, a, out, rows,
+                  size, 1, size);
     check_launch(kernel, ctx.stream);
     return;
   }
@@ -185,19 +186,19 @@ void launch_reduce(const char* kernel, const T* a, void* out, int64_t rows, int6
   if (chunks > kWarpRowMax) chunks = kWarpRowMax;
   if (chunks <= 1) {
     const unsigned grid = grid_for(rows, ctx.device, 1);
-    launch_kernel(&reduce_rows_kernel<T, Op, kThreads, true>, grid, kThreads, 0, ctx.stream, a, out, rows, size, 1, size);
+    launch_kernel(&reduce_rows_kernel<T, Op, kThreads, true>, grid, kThreads, 0, ctx.stream, a, out,
+                  rows, size, 1, size);
     check_launch(kernel, ctx.stream);
     return;
   }
   const int64_t chunk_len = (size + chunks - 1) / chunks;
   Scratch partial(ctx.device, static_cast<std::size_t>(rows * chunks) * sizeof(Acc));
-  launch_kernel(&reduce_rows_kernel<T, Op, kThreads, false>, grid_for(rows * chunks, ctx.device, 1), kThreads, 0,
-                                                ctx.stream, a, partial.as<void>(), rows, size,
-                                                              chunks, chunk_len);
+  launch_kernel(&reduce_rows_kernel<T, Op, kThreads, false>, grid_for(rows * chunks, ctx.device, 1),
+                kThreads, 0, ctx.stream, a, partial.as<void>(), rows, size, chunks, chunk_len);
   check_launch(kernel, ctx.stream);
   const unsigned grid = grid_for((rows + kThreads / 32 - 1) / (kThreads / 32), ctx.device, 1);
-  launch_kernel(&reduce_rows_kernel<Acc, Op, 32, true>, grid, kThreads, 0, ctx.stream, 
-      partial.as<Acc>(), out, rows, chunks, 1, chunks);
+  launch_kernel(&reduce_rows_kernel<Acc, Op, 32, true>, grid, kThreads, 0, ctx.stream,
+                partial.as<Acc>(), out, rows, chunks, 1, chunks);
   check_launch(kernel, ctx.stream);
 }
 
@@ -293,8 +294,8 @@ void reduce_sum_axis(const Array& a, Array& out, int64_t outer, int64_t size, in
   dispatch_float("reduce_sum_axis", a.dtype(), [&](auto t) {
     using T = decltype(t);
     const int64_t strips = (inner + 31) / 32;
-    launch_kernel(&reduce_sum_axis_kernel<T>, grid_for(outer * strips, ctx.device, 1), kThreads, 0, ctx.stream, 
-        a.data<T>(), out.data<T>(), outer, size, inner, strips);
+    launch_kernel(&reduce_sum_axis_kernel<T>, grid_for(outer * strips, ctx.device, 1), kThreads, 0,
+                  ctx.stream, a.data<T>(), out.data<T>(), outer, size, inner, strips);
     check_launch("reduce_sum_axis_kernel", ctx.stream);
   });
 }
@@ -328,7 +329,7 @@ __global__ void __launch_bounds__(kThreads)
        r0 += static_cast<int64_t>(gridDim.x) * kGroups) {  // block-uniform: see group_reduce
     const int64_t r = r0 + (GROUP < kThreads ? threadIdx.x / GROUP : 0);
     const bool active = GROUP == kThreads || r < rows;  // a whole block's row always is
-    const int64_t size = active ? row_size : 0;  // an empty row for a group without one
+    const int64_t size = active ? row_size : 0;         // an empty row for a group without one
     const T* p = a + r * size;
     T shift;
     typename AccOf<T>::type total;
@@ -349,7 +350,7 @@ __global__ void __launch_bounds__(kThreads)
        r0 += static_cast<int64_t>(gridDim.x) * kGroups) {  // block-uniform: see group_reduce
     const int64_t r = r0 + (GROUP < kThreads ? threadIdx.x / GROUP : 0);
     const bool active = GROUP == kThreads || r < rows;  // a whole block's row always is
-    const int64_t size = active ? row_size : 0;  // an empty row for a group without one
+    const int64_t size = active ? row_size : 0;         // an empty row for a group without one
     T shift;
     typename AccOf<T>::type total;
     row_stats<GROUP>(a + r * size, size, lane, true, &shift, &total);
@@ -372,7 +373,7 @@ __global__ void __launch_bounds__(kThreads)
        r0 += static_cast<int64_t>(gridDim.x) * kGroups) {  // block-uniform: see group_reduce
     const int64_t r = r0 + (GROUP < kThreads ? threadIdx.x / GROUP : 0);
     const bool active = GROUP == kThreads || r < rows;  // a whole block's row always is
-    const int64_t size = active ? row_size : 0;  // an empty row for a group without one
+    const int64_t size = active ? row_size : 0;         // an empty row for a group without one
     const T* p = a + r * size;
     Acc s = 0;
     for (int64_t k = lane; k < size; k += GROUP) s += p[k];
@@ -408,11 +409,11 @@ void softmax_last(const Array& a, Array& out, int64_t size) {
   dispatch_float("softmax_last", a.dtype(), [&](auto t) {
     using T = decltype(t);
     if (size <= kWarpRowMax)
-      launch_kernel(&softmax_last_kernel<T, 32>, grid_for((rows + 7) / 8, ctx.device, 1), kThreads, 0, ctx.stream, 
-          a.data<T>(), out.data<T>(), rows, size);
+      launch_kernel(&softmax_last_kernel<T, 32>, grid_for((rows + 7) / 8, ctx.device, 1), kThreads,
+                    0, ctx.stream, a.data<T>(), out.data<T>(), rows, size);
     else
-      launch_kernel(&softmax_last_kernel<T, kThreads>, grid_for(rows, ctx.device, 1), kThreads, 0, ctx.stream, 
-          a.data<T>(), out.data<T>(), rows, size);
+      launch_kernel(&softmax_last_kernel<T, kThreads>, grid_for(rows, ctx.device, 1), kThreads, 0,
+                    ctx.stream, a.data<T>(), out.data<T>(), rows, size);
     check_launch("softmax_last_kernel", ctx.stream);
   });
 }
@@ -425,11 +426,11 @@ void logsumexp_last(const Array& a, Array& out, int64_t size) {
   dispatch_float("logsumexp_last", a.dtype(), [&](auto t) {
     using T = decltype(t);
     if (size <= kWarpRowMax)
-      launch_kernel(&logsumexp_last_kernel<T, 32>, grid_for((rows + 7) / 8, ctx.device, 1), kThreads, 0, ctx.stream, 
-          a.data<T>(), out.data<T>(), rows, size);
+      launch_kernel(&logsumexp_last_kernel<T, 32>, grid_for((rows + 7) / 8, ctx.device, 1),
+                    kThreads, 0, ctx.stream, a.data<T>(), out.data<T>(), rows, size);
     else
-      launch_kernel(&logsumexp_last_kernel<T, kThreads>, grid_for(rows, ctx.device, 1), kThreads, 0, ctx.stream, 
-          a.data<T>(), out.data<T>(), rows, size);
+      launch_kernel(&logsumexp_last_kernel<T, kThreads>, grid_for(rows, ctx.device, 1), kThreads, 0,
+                    ctx.stream, a.data<T>(), out.data<T>(), rows, size);
     check_launch("logsumexp_last_kernel", ctx.stream);
   });
 }
@@ -453,9 +454,9 @@ void layer_norm_last(const Array& a, const Array& weight, const Array& bias, Arr
     using T = decltype(t);
     const bool warp = size <= kWarpRowMax;
     const auto kernel = warp ? &layer_norm_last_kernel<T, 32> : &layer_norm_last_kernel<T, kThreads>;
-    launch_kernel(kernel, grid_for(warp ? (rows + 7) / 8 : rows, ctx.device, 1), kThreads, 0, ctx.stream, 
-        a.data<T>(), weight.data<T>(), bias.data<T>(), out.data<T>(), mean.data<T>(),
-        rstd.data<T>(), rows, size, eps);
+    launch_kernel(kernel, grid_for(warp ? (rows + 7) / 8 : rows, ctx.device, 1), kThreads, 0,
+                  ctx.stream, a.data<T>(), weight.data<T>(), bias.data<T>(), out.data<T>(),
+                  mean.data<T>(), rstd.data<T>(), rows, size, eps);
     check_launch("layer_norm_last_kernel", ctx.stream);
   });
 }

@@ -16,8 +16,8 @@
 
 namespace lamina_cuda {
 
-void require_view_inside(const char* op, const char* what, const Shape& shape,
-                         const Shape& strides, int64_t offset, int64_t buffer_size) {
+void require_view_inside(const char* op, const char* what, const Shape& shape, const Shape& strides,
+                         int64_t offset, int64_t buffer_size) {
   int64_t lo = offset, hi = offset;
   bool overflow = false;
   for (std::size_t k = 0; k < shape.size(); ++k) {
@@ -128,9 +128,11 @@ void compact_into(const Array& a, void* out, const StridedLayout& l, const Launc
     const unsigned grid = grid_for(l.size, ctx.device);
     T* dst = static_cast<T*>(out);
     if (fits_int32(l))
-      launch_kernel(&compact_kernel<T, int32_t>, grid, kThreads, 0, ctx.stream, a.data<T>(), dst, l);
+      launch_kernel(&compact_kernel<T, int32_t>, grid, kThreads, 0, ctx.stream, a.data<T>(), dst,
+                    l);
     else
-      launch_kernel(&compact_kernel<T, int64_t>, grid, kThreads, 0, ctx.stream, a.data<T>(), dst, l);
+      launch_kernel(&compact_kernel<T, int64_t>, grid, kThreads, 0, ctx.stream, a.data<T>(), dst,
+                    l);
     check_launch("compact_kernel", ctx.stream);
   });
 }
@@ -164,9 +166,11 @@ void ewise_setitem(const Array& a, Array& out, const Shape& shape, const Shape& 
     using T = decltype(t);
     const unsigned grid = grid_for(l.size, ctx.device);
     if (fits_int32(l))
-      launch_kernel(&ewise_setitem_kernel<T, int32_t>, grid, kThreads, 0, ctx.stream, a.data<T>(), out.data<T>(), l);
+      launch_kernel(&ewise_setitem_kernel<T, int32_t>, grid, kThreads, 0, ctx.stream, a.data<T>(),
+                    out.data<T>(), l);
     else
-      launch_kernel(&ewise_setitem_kernel<T, int64_t>, grid, kThreads, 0, ctx.stream, a.data<T>(), out.data<T>(), l);
+      launch_kernel(&ewise_setitem_kernel<T, int64_t>, grid, kThreads, 0, ctx.stream, a.data<T>(),
+                    out.data<T>(), l);
     check_launch("ewise_setitem_kernel", ctx.stream);
   });
 }
@@ -182,9 +186,11 @@ void scalar_setitem(int64_t size, const Scalar& value, Array& out, const Shape& 
     using T = decltype(t);
     const unsigned grid = grid_for(l.size, ctx.device);
     if (fits_int32(l))
-      launch_kernel(&scalar_setitem_kernel<T, int32_t>, grid, kThreads, 0, ctx.stream, value.as<T>(), out.data<T>(), l);
+      launch_kernel(&scalar_setitem_kernel<T, int32_t>, grid, kThreads, 0, ctx.stream,
+                    value.as<T>(), out.data<T>(), l);
     else
-      launch_kernel(&scalar_setitem_kernel<T, int64_t>, grid, kThreads, 0, ctx.stream, value.as<T>(), out.data<T>(), l);
+      launch_kernel(&scalar_setitem_kernel<T, int64_t>, grid, kThreads, 0, ctx.stream,
+                    value.as<T>(), out.data<T>(), l);
     check_launch("scalar_setitem_kernel", ctx.stream);
   });
 }
@@ -194,8 +200,8 @@ void fill(Array& out, const Scalar& value) {
   if (out.size() == 0) return;
   dispatch_all(out.dtype(), [&](auto t) {
     using T = decltype(t);
-    launch_kernel(&fill_kernel<T>, grid_for(out.size(), ctx.device), kThreads, 0, ctx.stream, 
-        value.as<T>(), out.data<T>(), out.size());
+    launch_kernel(&fill_kernel<T>, grid_for(out.size(), ctx.device), kThreads, 0, ctx.stream,
+                  value.as<T>(), out.data<T>(), out.size());
     check_launch("fill_kernel", ctx.stream);
   });
 }
