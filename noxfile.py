@@ -127,10 +127,12 @@ def emulation_missing() -> str:
     return ""
 
 
-def install_emulated_cuda(session: nox.Session, build_dir: str, sanitize: bool = False) -> None:
+def install_emulated_cuda(session: nox.Session, build_dir: str, sanitize: bool = False,
+                          env: dict[str, str] | None = None) -> None:
     """Build lamina-backend-cuda with LAMINA_CUDA_EMULATE=ON into ``build_dir``
     (under packages/backends-cuda, kept between runs: only changed files recompile),
-    or skip the session, saying why, where HIP-CPU or a C++ compiler is missing."""
+    or skip the session, saying why, where HIP-CPU or a C++ compiler is missing.
+    ``env`` is the environment the built module is imported in (sanitizer runtimes)."""
     missing = emulation_missing()
     if missing:
         session.skip(missing)
@@ -144,7 +146,8 @@ def install_emulated_cuda(session: nox.Session, build_dir: str, sanitize: bool =
                     env={"CMAKE_BUILD_PARALLEL_LEVEL": os.environ.get(
                         "CMAKE_BUILD_PARALLEL_LEVEL", "2")})
     session.run("python", "-c", "from lamina_backend_cuda import _core, backend; "
-                "assert _core.emulated() and backend.is_available(), backend.unavailable_reason()")
+                "assert _core.emulated() and backend.is_available(), backend.unavailable_reason()",
+                env=env)
 
 
 # The autograd and nn suites run on cuda under emulation (LAMINA_DEVICE=cuda), their tests
@@ -261,11 +264,11 @@ def sanitize(session: nox.Session) -> None:
     if missing:
         session.log(f"the emulated CUDA backend is not checked: {missing}")
         return
-    install_emulated_cuda(session, "build/emulated-sanitize", sanitize=True)
     env.pop("LAMINA_CACHE_BYTES")
     env.update({"LAMINA_CUDA_EXACT_ALLOC": "1", "LAMINA_CUDA_REQUIRE": "1",
                 # HIP-CPU switches stacks between a block's fibers, which ASan cannot follow
                 "ASAN_OPTIONS": "detect_leaks=0:detect_stack_use_after_return=0"})
+    install_emulated_cuda(session, "build/emulated-sanitize", sanitize=True, env=env)
     session.run("pytest", "-q", f"{PACKAGES['backend_cuda'][0]}/tests", *session.posargs,
                 env=env)
 

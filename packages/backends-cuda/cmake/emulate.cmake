@@ -20,7 +20,12 @@ endif()
 
 execute_process(COMMAND "${Python_EXECUTABLE}" -c "import sys; print(sys.prefix)"
                 OUTPUT_VARIABLE _py_prefix OUTPUT_STRIP_TRAILING_WHITESPACE)
-find_package(TBB CONFIG REQUIRED HINTS "${_py_prefix}" "${_py_prefix}/lib/cmake/tbb")
+find_package(TBB CONFIG HINTS "${_py_prefix}" "${_py_prefix}/lib/cmake/tbb")
+if(NOT TBB_FOUND)
+  message(FATAL_ERROR "LAMINA_CUDA_EMULATE: TBB's CMake package was not found in ${_py_prefix} "
+                      "or CMAKE_PREFIX_PATH: `pip install tbb-devel` into the environment and "
+                      "build with --no-build-isolation, or set TBB_ROOT")
+endif()
 message(STATUS "LAMINA_CUDA_EMULATE: HIP-CPU at ${LAMINA_HIP_CPU_DIR}, TBB ${TBB_VERSION}")
 
 set_source_files_properties(${LAMINA_CUDA_SOURCES} PROPERTIES LANGUAGE CXX COMPILE_OPTIONS "-xc++")
