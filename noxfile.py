@@ -152,8 +152,8 @@ def install_emulated_cuda(session: nox.Session, build_dir: str, sanitize: bool =
 
 # The autograd and nn suites run on cuda under emulation (LAMINA_DEVICE=cuda), their tests
 # parametrized over other devices deselected, and these four too: each trains a model for many
-# steps (150 s, 52 s, 41 s and 39 s under emulation on a shared 2-core machine, two thirds of
-# the nn suite's time there) with kernels the rest of the suites already check on cuda;
+# steps (150 s, 52 s, 41 s and 39 s under emulation on a loaded 2-core machine, two thirds of
+# the time of the nn files they sit in) with kernels the rest of the suites check on cuda;
 # verify_gpu.sh runs them on a GPU and the tests session on cpu.
 EMULATION_TOO_SLOW = ("test_lamina_train_cifar10_cli", "test_resnet9_training_steps_lower_the_loss",
                       "test_training_steps_lower_the_loss_and_checkpoint_generates",
