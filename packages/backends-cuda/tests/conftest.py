@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 
 cuda = lamina_backend_cuda.backend
-EMULATED = cuda.emulated
 ref = pytest.importorskip("lamina.ndarray._numpy_backend").backend
 
 FLOATS = ("float32", "float64")
