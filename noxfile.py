@@ -170,6 +170,9 @@ def backend_cuda_emulated(session: nox.Session) -> None:
     training whose accuracy must match the same run on ``cpu``. Skips with a
     message where HIP-CPU or a compiler is missing.
     """
+    missing = emulation_missing()
+    if missing:  # before installing anything
+        session.skip(missing)
     keys = ["ndarray", "autograd", "nn"] + (["backend_cpu"] if built("backend_cpu") else [])
     session.install(*install_args(keys))
     # last: pip rebuilds a local package on every install, which would be the nvcc build
