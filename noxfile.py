@@ -8,6 +8,7 @@ runs under.
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -102,6 +103,112 @@ def backend_cuda(session: nox.Session) -> None:
     run_package_tests(session, "backend_cuda", [])
 
 
+# The CPU emulation of the CUDA backend (docs/guides/cuda-testing.md): HIP-CPU is a test
+# tool kept outside the repository, found through LAMINA_HIP_CPU_DIR or beside the checkout.
+TBB_REQUIREMENT = "tbb-devel==2023.2.0"
+
+
+def hip_cpu_dir() -> Path:
+    """``$LAMINA_HIP_CPU_DIR``, else ``../shared/tools/hip-cpu`` beside the checkout."""
+    env = os.environ.get("LAMINA_HIP_CPU_DIR")
+    return Path(env) if env else ROOT.parent / "shared" / "tools" / "hip-cpu"
+
+
+def emulation_missing() -> str:
+    """Why the emulated CUDA backend cannot be built here, or ''."""
+    if not built("backend_cuda"):
+        return "packages/backends-cuda has no code yet"
+    hip = hip_cpu_dir()
+    if not (hip / "include" / "hip" / "hip_runtime.h").is_file():
+        return (f"HIP-CPU was not found at {hip} (set LAMINA_HIP_CPU_DIR to a HIP-CPU "
+                "checkout): the emulated CUDA backend cannot be built here")
+    if shutil.which("c++") is None and shutil.which("g++") is None:
+        return "no C++ compiler (c++ or g++) on PATH: the emulated CUDA backend cannot be built"
+    return ""
+
+
+def install_emulated_cuda(session: nox.Session, build_dir: str, sanitize: bool = False,
+                          env: dict[str, str] | None = None) -> None:
+    """Build lamina-backend-cuda with LAMINA_CUDA_EMULATE=ON into ``build_dir``
+    (under packages/backends-cuda, kept between runs: only changed files recompile),
+    or skip the session, saying why, where HIP-CPU or a C++ compiler is missing.
+    ``env`` is the environment the built module is imported in (sanitizer runtimes)."""
+    missing = emulation_missing()
+    if missing:
+        session.skip(missing)
+    hip = hip_cpu_dir()
+    session.install("scikit-build-core>=0.9", "pybind11>=2.12", TBB_REQUIREMENT)
+    defines = [f"-Ccmake.define.LAMINA_HIP_CPU_DIR={hip.resolve()}",
+               "-Ccmake.define.LAMINA_CUDA_EMULATE=ON",
+               f"-Ccmake.define.LAMINA_SANITIZE={'ON' if sanitize else 'OFF'}"]
+    session.install("--no-build-isolation", "--no-deps", f"-Cbuild-dir={build_dir}", *defines,
+                    f"./{PACKAGES['backend_cuda'][0]}",
+                    env={"CMAKE_BUILD_PARALLEL_LEVEL": os.environ.get(
+                        "CMAKE_BUILD_PARALLEL_LEVEL", "2")})
+    session.run("python", "-c", "from lamina_backend_cuda import _core, backend; "
+                "assert _core.emulated() and backend.is_available(), backend.unavailable_reason()",
+                env=env)
+
+
+# The autograd and nn suites run on cuda under emulation (LAMINA_DEVICE=cuda), their tests
+# parametrized over other devices deselected, and these four too: each trains a model for many
+# steps (150 s, 52 s, 41 s and 39 s under emulation on a loaded 2-core machine, two thirds of
+# the time of the nn files they sit in) with kernels the rest of the suites check on cuda;
+# verify_gpu.sh runs them on a GPU and the tests session on cpu.
+EMULATION_TOO_SLOW = ("test_lamina_train_cifar10_cli", "test_resnet9_training_steps_lower_the_loss",
+                      "test_training_steps_lower_the_loss_and_checkpoint_generates",
+                      "test_a_few_training_epochs_lower_the_loss")
+
+
+@nox.session
+def backend_cuda_emulated(session: nox.Session) -> None:
+    """The CUDA backend's kernels executed on the CPU (HIP-CPU), as device ``cuda``.
+
+    Builds the emulated backend, then runs on ``cuda``: the backend's own tests
+    (GPU tests included; none may skip for want of a GPU), the conformance kit,
+    the autograd and nn suites (but EMULATION_TOO_SLOW), and a short MNIST
+    training whose accuracy must match the same run on ``cpu``. Skips with a
+    message where HIP-CPU or a compiler is missing.
+    """
+    missing = emulation_missing()
+    if missing:  # before installing anything
+        session.skip(missing)
+    keys = ["ndarray", "autograd", "nn"] + (["backend_cpu"] if built("backend_cpu") else [])
+    session.install(*install_args(keys))
+    # last: pip rebuilds a local package on every install, which would be the nvcc build
+    install_emulated_cuda(session, "build/emulated")
+    listing = str(session.run("python", "-m", "lamina.ndarray", silent=True))
+    session.log(listing)
+    if "cuda: CPU emulation" not in listing:
+        session.error("python -m lamina.ndarray does not describe cuda as the CPU emulation")
+    cuda_dir = PACKAGES["backend_cuda"][0]
+    env = {"LAMINA_CUDA_REQUIRE": "1", "LAMINA_CUDA_SYNC": "1"}
+    session.run("pytest", "-q", "-rs", f"{cuda_dir}/tests", *session.posargs, env=env)
+    session.run("python", "-m", "lamina.ndarray.conformance", "cuda", "-q", env=env)
+    env["LAMINA_DEVICE"] = "cuda"
+    select = f"not numpy and not cpu and not ({' or '.join(EMULATION_TOO_SLOW)})"
+    for key in ("autograd", "nn"):
+        session.run("pytest", "-q", "-k", select, f"{PACKAGES[key][0]}/tests", env=env)
+    reference = "cpu" if built("backend_cpu") else "numpy"
+    logs = Path(session.create_tmp())
+    for device in ("cuda", reference):
+        session.run("lamina-train", "mnist", "--device", device, "--epochs", "2", "--hidden", "128",
+                    "--no-progress", "--log", str(logs / f"mnist-{device}.json"), env=env)
+    session.run("python", f"{cuda_dir}/scripts/compare_training.py",
+                str(logs / "mnist-cuda.json"), str(logs / f"mnist-{reference}.json"))
+
+
+@nox.session
+def cuda_resources(session: nox.Session) -> None:
+    """Static checks of the real nvcc build, no GPU needed: every kernel compiled for sm_80 and
+    sm_90 with --Werror=all-warnings and ptxas -v; fails on any register spill or a kernel that
+    cannot launch with its block size. Writes build/cuda-resources.txt."""
+    if not cuda_buildable():
+        session.skip("nvcc was not found on PATH: the CUDA resource report needs it")
+    session.run("python", f"{PACKAGES['backend_cuda'][0]}/scripts/resource_report.py",
+                "--arch", "80", "--arch", "90", "--out", "build/cuda-resources.txt")
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
     """Every package in one environment, then the conformance kit on every backend."""
@@ -126,7 +233,9 @@ def conformance(session: nox.Session) -> None:
 
 @nox.session
 def sanitize(session: nox.Session) -> None:
-    """The CPU backend built with ASan + UBSan, under the conformance kit and its own tests.
+    """The CPU backend built with ASan + UBSan, under the conformance kit and its own tests;
+    then, where HIP-CPU is found, the CUDA backend's CPU emulation built the same way
+    (LAMINA_CUDA_EXACT_ALLOC=1: exact-size buffers) under the cuda backend's tests.
 
     The instrumented build goes to its own build directory (it must not replace
     an everyday build), and ``build_info()`` proves the instrumented one is the
@@ -151,6 +260,19 @@ def sanitize(session: nox.Session) -> None:
                 env=env)
     session.run("python", "-m", "lamina.ndarray.conformance", "cpu", "-q", env=env)
     session.run("pytest", "-q", f"{PACKAGES['backend_cpu'][0]}/tests", *session.posargs,
+                env=env)
+    # The CUDA kernels under the CPU emulation, instrumented the same way, with the
+    # allocator handing out exact-size buffers so one element past the end is reported.
+    missing = emulation_missing()
+    if missing:
+        session.log(f"the emulated CUDA backend is not checked: {missing}")
+        return
+    env.pop("LAMINA_CACHE_BYTES")
+    env.update({"LAMINA_CUDA_EXACT_ALLOC": "1", "LAMINA_CUDA_REQUIRE": "1",
+                # HIP-CPU switches stacks between a block's fibers, which ASan cannot follow
+                "ASAN_OPTIONS": "detect_leaks=0:detect_stack_use_after_return=0"})
+    install_emulated_cuda(session, "build/emulated-sanitize", sanitize=True, env=env)
+    session.run("pytest", "-q", f"{PACKAGES['backend_cuda'][0]}/tests", *session.posargs,
                 env=env)
 
 

@@ -11,6 +11,13 @@
 // freed by the host is only overwritten by work queued after the work that
 // last used it. empty_cache() returns every cached block to the driver; a
 // failed cudaMalloc empties the cache and tries once more before raising.
+//
+// LAMINA_CUDA_EXACT_ALLOC=1 (read once) turns the cache off: every buffer is
+// its own cudaMalloc of exactly the bytes asked for, freed at once. Under the
+// CPU emulation built with AddressSanitizer, a kernel that reads or writes one
+// element past its buffer is then reported instead of landing in the slack of
+// a rounded block, and a use after free is not hidden by reuse.
+#include <cstdlib>
 #include <map>
 #include <mutex>
 
@@ -45,7 +52,16 @@ Allocator& allocator() {
   return *a;
 }
 
+bool exact_alloc() {
+  static const bool exact = [] {
+    const char* v = std::getenv("LAMINA_CUDA_EXACT_ALLOC");
+    return v != nullptr && v[0] == '1';
+  }();
+  return exact;
+}
+
 std::size_t round_size(std::size_t bytes) {
+  if (exact_alloc()) return bytes;
   const std::size_t g = bytes < kSmall ? kSmallGranule : kLargeGranule;
   return (bytes + g - 1) / g * g;
 }
@@ -74,7 +90,7 @@ void* cached_alloc(int device, std::size_t bytes, std::size_t* granted) {
   Pool& pool = a.pools[device];
   auto it = pool.free_blocks.lower_bound(size);
   void* ptr = nullptr;
-  if (it != pool.free_blocks.end() && it->first <= 2 * size) {
+  if (!exact_alloc() && it != pool.free_blocks.end() && it->first <= 2 * size) {
     ptr = it->second;
     *granted = it->first;
     pool.free_blocks.erase(it);
@@ -109,7 +125,17 @@ void cached_free(int device, void* ptr, std::size_t granted) noexcept {
   std::lock_guard<std::mutex> lock(a.mutex);
   Pool& pool = a.pools[device];
   pool.allocated -= granted;
-  pool.free_blocks.emplace(granted, ptr);
+  if (!exact_alloc()) {
+    pool.free_blocks.emplace(granted, ptr);
+    return;
+  }
+  // cudaFree waits for the device, so work queued on the buffer is done.
+  if (cudaFree(ptr) == cudaSuccess) {
+    pool.reserved -= granted;
+    ++pool.cuda_free_calls;
+  } else {
+    cudaGetLastError();  // noexcept: a failed free leaks the block rather than throw
+  }
 }
 
 void empty_cache() {

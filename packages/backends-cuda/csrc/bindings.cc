@@ -89,6 +89,8 @@ PYBIND11_MODULE(_core, m) {
   LAMINA_DEF(is_available, "Whether a CUDA device and driver are usable.");
   LAMINA_DEF(unavailable_reason, "Why not (the CUDA error text), or ''.");
   LAMINA_DEF(device_count, "Number of CUDA devices (0 when unavailable).");
+  m.def("emulated", [] { return lamina_cuda::kEmulated; },
+        "True in the CPU emulation build (HIP-CPU, LAMINA_CUDA_EMULATE): not a GPU.");
   LAMINA_DEF(synchronize, "Wait until all queued work of every device is done.");
   LAMINA_DEF(empty_cache, "Return cached device blocks to the driver.");
   LAMINA_DEF(memory_stats, "device"_a = 0, "Allocator statistics of one device (bytes, counts).");

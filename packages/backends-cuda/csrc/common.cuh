@@ -7,8 +7,6 @@
 // by tests/ (import and availability everywhere, kernels with -m cuda on a GPU).
 #pragma once
 
-#include <cuda_runtime.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -18,6 +16,8 @@
 #include <string>
 #include <type_traits>
 #include <vector>
+
+#include "runtime.cuh"
 
 namespace lamina_cuda {
 
@@ -200,6 +200,16 @@ struct StridedLayout {
   int64_t shape[kMaxDims];
   int64_t strides[kMaxDims];
 };
+
+// ValueError unless every element of a view with at least one element lies in
+// [0, buffer_size); a view whose reach overflows int64 lies outside too. `what`
+// names the view in the message ("view", "a view").
+void require_view_inside(const char* op, const char* what, const Shape& shape, const Shape& strides,
+                         int64_t offset, int64_t buffer_size);
+
+// stride * n, or INT64_MIN (a step no view can take) when that overflows: for
+// deciding whether dims merge, whose product may exceed what the view reaches.
+int64_t step_over(int64_t stride, int64_t n);
 
 // Validates the view against a buffer of buffer_size elements (ValueError if it
 // reaches outside, or has more than kMaxDims dims after merging) and simplifies it.

@@ -67,12 +67,24 @@ ConvShape conv_shape(const char* op, int64_t n, int64_t c, int64_t h, int64_t w,
   for (int64_t v : {kh, kw, sh, sw, dh, dw})
     if (v < 1) value_error(op, ": kernel (", kh, ", ", kw, "), stride (", sh, ", ", sw,
                            ") and dilation (", dh, ", ", dw, ") must be >= 1");
-  const int64_t oh = (h + 2 * ph - dh * (kh - 1) - 1) / sh + 1;
-  const int64_t ow = (w + 2 * pw - dw * (kw - 1) - 1) / sw + 1;
-  if (h + 2 * ph - dh * (kh - 1) - 1 < 0 || w + 2 * pw - dw * (kw - 1) - 1 < 0 || oh <= 0 ||
-      ow <= 0)
-    value_error(op, ": kernel (", kh, ", ", kw, ") with dilation (", dh, ", ", dw,
-                ") does not fit the padded input (", h + 2 * ph, ", ", w + 2 * pw, ")");
+  // Output size (in + 2 pad - dil (k - 1) - 1) / stride + 1, in checked arithmetic:
+  // huge padding or dilation must be a ValueError, not a wrapped size.
+  const auto out_size = [op](int64_t in, int64_t pad, int64_t dil, int64_t k, int64_t stride,
+                             const char* axis) {
+    int64_t padded = 0, span = 0, room = 0;
+    if (__builtin_mul_overflow(pad, int64_t{2}, &padded) ||
+        __builtin_add_overflow(in, padded, &padded) || __builtin_mul_overflow(dil, k - 1, &span) ||
+        __builtin_add_overflow(span, int64_t{1}, &span))
+      value_error(op, ": padding ", pad, ", dilation ", dil, " and kernel ", k, " along ", axis,
+                  " overflow int64");
+    room = padded - span;  // both >= 0: cannot overflow
+    if (room < 0)
+      value_error(op, ": kernel ", k, " with dilation ", dil, " does not fit the padded input (",
+                  padded, ") along ", axis);
+    return room / stride + 1;
+  };
+  const int64_t oh = out_size(h, ph, dh, kh, sh, "height");
+  const int64_t ow = out_size(w, pw, dw, kw, sw, "width");
   return ConvShape{n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow};
 }
 
@@ -101,8 +113,8 @@ void im2col(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t
   dispatch_float("im2col", a.dtype(), [&](auto t) {
     using T = decltype(t);
     if (total == 0) return;
-    im2col_kernel<T><<<grid_for(total, ctx.device), kThreads, 0, ctx.stream>>>(a.data<T>(),
-                                                                               out.data<T>(), s, total);
+    launch_kernel(&im2col_kernel<T>, grid_for(total, ctx.device), kThreads, 0, ctx.stream,
+                  a.data<T>(), out.data<T>(), s, total);
     check_launch("im2col_kernel", ctx.stream);
   });
 }
@@ -120,8 +132,8 @@ void col2im(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t
   dispatch_float("col2im", a.dtype(), [&](auto t) {
     using T = decltype(t);
     if (total == 0) return;
-    col2im_kernel<T><<<grid_for(total, ctx.device), kThreads, 0, ctx.stream>>>(a.data<T>(),
-                                                                               out.data<T>(), s, total);
+    launch_kernel(&col2im_kernel<T>, grid_for(total, ctx.device), kThreads, 0, ctx.stream,
+                  a.data<T>(), out.data<T>(), s, total);
     check_launch("col2im_kernel", ctx.stream);
   });
 }

@@ -15,59 +15,56 @@ namespace lamina_cuda {
 
 // Defines ewise_NAME_kernel, scalar_NAME_kernel and their launchers.
 #define LAMINA_BINARY(NAME, OP, CMP)                                                        \
-  template <class T>                                                                       \
-  __global__ void ewise_##NAME##_kernel(const T* a, const T* b, T* out, int64_t n) {       \
-    binary_loop<T, OP, kEwise>(a, b, T(0), out, n);                                        \
-  }                                                                                        \
-  template <class T>                                                                       \
-  __global__ void scalar_##NAME##_kernel(const T* a, T value, T* out, int64_t n) {         \
-    binary_loop<T, OP, kScalar>(a, nullptr, value, out, n);                                \
-  }                                                                                        \
+  template <class T>                                                                        \
+  __global__ void ewise_##NAME##_kernel(const T* a, const T* b, T* out, int64_t n) {        \
+    binary_loop<T, OP, kEwise>(a, b, T(0), out, n);                                         \
+  }                                                                                         \
+  template <class T>                                                                        \
+  __global__ void scalar_##NAME##_kernel(const T* a, T value, T* out, int64_t n) {          \
+    binary_loop<T, OP, kScalar>(a, nullptr, value, out, n);                                 \
+  }                                                                                         \
   void ewise_##NAME(const Array& a, const Array& b, Array& out) {                           \
-    require_same_dtype("ewise_" #NAME, {&a, &b, &out});                                    \
-    const int64_t n = ewise_size("ewise_" #NAME, out, {&a, &b});                           \
-    const Launch ctx = launch_on("ewise_" #NAME, {&a, &b, &out});                          \
-    if (n == 0) return;                                                                    \
-    dispatch_kind<CMP>("ewise_" #NAME, out.dtype(), [&](auto t) {                    \
-      using T = decltype(t);                                                               \
-      ewise_##NAME##_kernel<T>                                                             \
-          <<<ewise_grid(n, pack_width<T>(), ctx.device), kThreads, 0, ctx.stream>>>(       \
-              a.data<T>(), b.data<T>(), out.data<T>(), n);                                 \
-      check_launch("ewise_" #NAME "_kernel", ctx.stream);                                  \
-    });                                                                                    \
-  }                                                                                        \
-  void scalar_##NAME(const Array& a, const Scalar& value, Array& out) {                    \
-    require_same_dtype("scalar_" #NAME, {&a, &out});                                       \
-    const int64_t n = ewise_size("scalar_" #NAME, out, {&a});                              \
-    const Launch ctx = launch_on("scalar_" #NAME, {&a, &out});                             \
-    if (n == 0) return;                                                                    \
-    dispatch_kind<CMP>("scalar_" #NAME, out.dtype(), [&](auto t) {                   \
-      using T = decltype(t);                                                               \
-      scalar_##NAME##_kernel<T>                                                            \
-          <<<ewise_grid(n, pack_width<T>(), ctx.device), kThreads, 0, ctx.stream>>>(       \
-              a.data<T>(), value.as<T>(), out.data<T>(), n);                               \
-      check_launch("scalar_" #NAME "_kernel", ctx.stream);                                 \
-    });                                                                                    \
+    require_same_dtype("ewise_" #NAME, {&a, &b, &out});                                     \
+    const int64_t n = ewise_size("ewise_" #NAME, out, {&a, &b});                            \
+    const Launch ctx = launch_on("ewise_" #NAME, {&a, &b, &out});                           \
+    if (n == 0) return;                                                                     \
+    dispatch_kind<CMP>("ewise_" #NAME, out.dtype(), [&](auto t) {                           \
+      using T = decltype(t);                                                                \
+      launch_kernel(&ewise_##NAME##_kernel<T>, ewise_grid(n, pack_width<T>(), ctx.device),  \
+                    kThreads, 0, ctx.stream, a.data<T>(), b.data<T>(), out.data<T>(), n);   \
+      check_launch("ewise_" #NAME "_kernel", ctx.stream);                                   \
+    });                                                                                     \
+  }                                                                                         \
+  void scalar_##NAME(const Array& a, const Scalar& value, Array& out) {                     \
+    require_same_dtype("scalar_" #NAME, {&a, &out});                                        \
+    const int64_t n = ewise_size("scalar_" #NAME, out, {&a});                               \
+    const Launch ctx = launch_on("scalar_" #NAME, {&a, &out});                              \
+    if (n == 0) return;                                                                     \
+    dispatch_kind<CMP>("scalar_" #NAME, out.dtype(), [&](auto t) {                          \
+      using T = decltype(t);                                                                \
+      launch_kernel(&scalar_##NAME##_kernel<T>, ewise_grid(n, pack_width<T>(), ctx.device), \
+                    kThreads, 0, ctx.stream, a.data<T>(), value.as<T>(), out.data<T>(), n); \
+      check_launch("scalar_" #NAME "_kernel", ctx.stream);                                  \
+    });                                                                                     \
   }
 
 // Defines scalar_rNAME_kernel (value OP a) and its launcher.
 #define LAMINA_REVERSED(NAME, OP)                                                           \
-  template <class T>                                                                       \
-  __global__ void scalar_##NAME##_kernel(const T* a, T value, T* out, int64_t n) {         \
-    binary_loop<T, OP, kReversed>(a, nullptr, value, out, n);                              \
-  }                                                                                        \
-  void scalar_##NAME(const Array& a, const Scalar& value, Array& out) {                    \
-    require_same_dtype("scalar_" #NAME, {&a, &out});                                       \
-    const int64_t n = ewise_size("scalar_" #NAME, out, {&a});                              \
-    const Launch ctx = launch_on("scalar_" #NAME, {&a, &out});                             \
-    if (n == 0) return;                                                                    \
-    dispatch_float("scalar_" #NAME, out.dtype(), [&](auto t) {                             \
-      using T = decltype(t);                                                               \
-      scalar_##NAME##_kernel<T>                                                            \
-          <<<ewise_grid(n, pack_width<T>(), ctx.device), kThreads, 0, ctx.stream>>>(       \
-              a.data<T>(), value.as<T>(), out.data<T>(), n);                               \
-      check_launch("scalar_" #NAME "_kernel", ctx.stream);                                 \
-    });                                                                                    \
+  template <class T>                                                                        \
+  __global__ void scalar_##NAME##_kernel(const T* a, T value, T* out, int64_t n) {          \
+    binary_loop<T, OP, kReversed>(a, nullptr, value, out, n);                               \
+  }                                                                                         \
+  void scalar_##NAME(const Array& a, const Scalar& value, Array& out) {                     \
+    require_same_dtype("scalar_" #NAME, {&a, &out});                                        \
+    const int64_t n = ewise_size("scalar_" #NAME, out, {&a});                               \
+    const Launch ctx = launch_on("scalar_" #NAME, {&a, &out});                              \
+    if (n == 0) return;                                                                     \
+    dispatch_float("scalar_" #NAME, out.dtype(), [&](auto t) {                              \
+      using T = decltype(t);                                                                \
+      launch_kernel(&scalar_##NAME##_kernel<T>, ewise_grid(n, pack_width<T>(), ctx.device), \
+                    kThreads, 0, ctx.stream, a.data<T>(), value.as<T>(), out.data<T>(), n); \
+      check_launch("scalar_" #NAME "_kernel", ctx.stream);                                  \
+    });                                                                                     \
   }
 
 LAMINA_BINARY(add, Add, false)

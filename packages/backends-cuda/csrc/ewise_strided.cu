@@ -73,16 +73,19 @@ void launch_op(DType dt, const void* a, const void* b, void* out, int64_t n, con
     const T* pb = static_cast<const T*>(b);
     T* po = static_cast<T*>(out);
     if (is_compact_pair(l)) {
-      ewise_strided_compact_kernel<T, Op>
-          <<<ewise_grid(n, pack_width<T>(), ctx.device), kThreads, 0, ctx.stream>>>(pa, pb, po, n);
+      launch_kernel(&ewise_strided_compact_kernel<T, Op>,
+                    ewise_grid(n, pack_width<T>(), ctx.device), kThreads, 0, ctx.stream, pa, pb, po,
+                    n);
       check_launch("ewise_strided_compact_kernel", ctx.stream);
       return;
     }
     const unsigned grid = grid_for(n, ctx.device);
     if (n <= std::numeric_limits<int32_t>::max())
-      ewise_strided_kernel<T, Op, int32_t><<<grid, kThreads, 0, ctx.stream>>>(pa, pb, po, n, l);
+      launch_kernel(&ewise_strided_kernel<T, Op, int32_t>, grid, kThreads, 0, ctx.stream, pa, pb,
+                    po, n, l);
     else
-      ewise_strided_kernel<T, Op, int64_t><<<grid, kThreads, 0, ctx.stream>>>(pa, pb, po, n, l);
+      launch_kernel(&ewise_strided_kernel<T, Op, int64_t>, grid, kThreads, 0, ctx.stream, pa, pb,
+                    po, n, l);
     check_launch("ewise_strided_kernel", ctx.stream);
   });
 }
@@ -114,25 +117,6 @@ const OpEntry& find_op(const std::string& op) {
               "maximum, minimum, eq, ne, lt, le, gt, ge");
 }
 
-// ValueError unless the lowest and highest elements the view reaches (n > 0)
-// lie in [0, size) of x; a reach that overflows int64 is outside too.
-void require_view_inside(const char* operand, const Array& x, const Shape& shape,
-                         const Shape& strides, int64_t offset) {
-  int64_t lo = offset, hi = offset;
-  bool overflow = false;
-  for (std::size_t k = 0; k < shape.size(); ++k) {
-    int64_t reach = 0;
-    overflow |= __builtin_mul_overflow(strides[k], shape[k] - 1, &reach);
-    int64_t& end = reach < 0 ? lo : hi;
-    overflow |= __builtin_add_overflow(end, reach, &end);
-  }
-  if (overflow || lo < 0 || hi >= x.size())
-    value_error(kName, ": ", operand, " view (shape ", shape_str(shape), ", strides ",
-                shape_str(strides), ", offset ", offset, ") reaches ",
-                overflow ? std::string("past int64") : cat("elements ", lo, "..", hi),
-                ", outside its buffer of ", x.size(), " elements");
-}
-
 // Drops size-1 dims and merges dim k into the one before it when every view
 // steps over it contiguously (stride[k-1] == stride[k] * shape[k]); out is
 // compact, so it always allows the merge.
@@ -141,7 +125,7 @@ void coalesce(Shape& shape, std::initializer_list<Shape*> strides) {
   for (std::size_t k = 0; k < shape.size(); ++k) {
     if (shape[k] == 1) continue;
     bool merge = kept > 0;
-    for (const Shape* s : strides) merge = merge && (*s)[kept - 1] == (*s)[k] * shape[k];
+    for (const Shape* s : strides) merge = merge && (*s)[kept - 1] == step_over((*s)[k], shape[k]);
     if (merge) {
       shape[kept - 1] *= shape[k];
       for (Shape* s : strides) (*s)[kept - 1] = (*s)[k];
@@ -195,8 +179,8 @@ void ewise_strided(const std::string& op, const Array& a, const Array& b, Array&
     value_error(kName, ": out has ", out.size(), " elements, shape ", shape_str(shape), " needs ",
                 n);
   if (n > 0) {
-    require_view_inside("a", a, shape, a_strides, a_offset);
-    require_view_inside("b", b, shape, b_strides, b_offset);
+    require_view_inside(kName, "a view", shape, a_strides, a_offset, a.size());
+    require_view_inside(kName, "b view", shape, b_strides, b_offset, b.size());
   }
   const Launch ctx = launch_on(kName, {&a, &b, &out});
   if (n == 0) return;

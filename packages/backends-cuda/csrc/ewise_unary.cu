@@ -71,23 +71,22 @@ struct CastTo {
 
 }  // namespace
 
-#define LAMINA_UNARY(NAME, OP)                                                            \
-  template <class T>                                                                     \
-  __global__ void ewise_##NAME##_kernel(const T* a, T* out, int64_t n) {                 \
-    unary_loop<T, T, OP>(a, out, n);                                                     \
-  }                                                                                      \
-  void ewise_##NAME(const Array& a, Array& out) {                                        \
-    require_same_dtype("ewise_" #NAME, {&a, &out});                                      \
-    const int64_t n = ewise_size("ewise_" #NAME, out, {&a});                             \
-    const Launch ctx = launch_on("ewise_" #NAME, {&a, &out});                            \
-    if (n == 0) return;                                                                  \
-    dispatch_float("ewise_" #NAME, out.dtype(), [&](auto t) {                            \
-      using T = decltype(t);                                                             \
-      ewise_##NAME##_kernel<T>                                                           \
-          <<<ewise_grid(n, pack_width<T>(), ctx.device), kThreads, 0, ctx.stream>>>(     \
-              a.data<T>(), out.data<T>(), n);                                            \
-      check_launch("ewise_" #NAME "_kernel", ctx.stream);                                \
-    });                                                                                  \
+#define LAMINA_UNARY(NAME, OP)                                                             \
+  template <class T>                                                                       \
+  __global__ void ewise_##NAME##_kernel(const T* a, T* out, int64_t n) {                   \
+    unary_loop<T, T, OP>(a, out, n);                                                       \
+  }                                                                                        \
+  void ewise_##NAME(const Array& a, Array& out) {                                          \
+    require_same_dtype("ewise_" #NAME, {&a, &out});                                        \
+    const int64_t n = ewise_size("ewise_" #NAME, out, {&a});                               \
+    const Launch ctx = launch_on("ewise_" #NAME, {&a, &out});                              \
+    if (n == 0) return;                                                                    \
+    dispatch_float("ewise_" #NAME, out.dtype(), [&](auto t) {                              \
+      using T = decltype(t);                                                               \
+      launch_kernel(&ewise_##NAME##_kernel<T>, ewise_grid(n, pack_width<T>(), ctx.device), \
+                    kThreads, 0, ctx.stream, a.data<T>(), out.data<T>(), n);               \
+      check_launch("ewise_" #NAME "_kernel", ctx.stream);                                  \
+    });                                                                                    \
   }
 
 LAMINA_UNARY(neg, Neg)
@@ -131,9 +130,9 @@ void ewise_where(const Array& cond, const Array& a, const Array& b, Array& out) 
     using T = decltype(t);
     auto launch = [&](auto c) {
       using C = decltype(c);
-      ewise_where_kernel<C, T>
-          <<<ewise_grid(n, pack_width<C, T>(), ctx.device), kThreads, 0, ctx.stream>>>(
-              cond.data<C>(), a.data<T>(), b.data<T>(), out.data<T>(), n);
+      launch_kernel(&ewise_where_kernel<C, T>, ewise_grid(n, pack_width<C, T>(), ctx.device),
+                    kThreads, 0, ctx.stream, cond.data<C>(), a.data<T>(), b.data<T>(),
+                    out.data<T>(), n);
       check_launch("ewise_where_kernel", ctx.stream);
     };
     if (cond.dtype() == DType::Int64) launch(int64_t{});
@@ -161,9 +160,9 @@ void ewise_cast(const Array& a, Array& out) {
       using TIn = decltype(ti);
       using TOut = decltype(to);
       if constexpr (!std::is_same_v<TIn, TOut>) {
-        ewise_cast_kernel<TIn, TOut>
-            <<<ewise_grid(n, pack_width<TIn, TOut>(), ctx.device), kThreads, 0, ctx.stream>>>(
-                a.data<TIn>(), out.data<TOut>(), n);
+        launch_kernel(&ewise_cast_kernel<TIn, TOut>,
+                      ewise_grid(n, pack_width<TIn, TOut>(), ctx.device), kThreads, 0, ctx.stream,
+                      a.data<TIn>(), out.data<TOut>(), n);
         check_launch("ewise_cast_kernel", ctx.stream);
       }
     });

@@ -73,8 +73,8 @@ void check_indices(const char* op, const Array& idx, int64_t axis_size, const La
   Scratch flag(ctx.device, sizeof(unsigned long long));
   LAMINA_CUDA_CHECK(cudaMemsetAsync(flag.as<void>(), 0xff, sizeof(unsigned long long), ctx.stream),
                     op);
-  index_check_kernel<<<grid_for(n, ctx.device), kThreads, 0, ctx.stream>>>(
-      idx.data<int64_t>(), n, axis_size, flag.as<unsigned long long>());
+  launch_kernel(&index_check_kernel, grid_for(n, ctx.device), kThreads, 0, ctx.stream,
+                idx.data<int64_t>(), n, axis_size, flag.as<unsigned long long>());
   check_launch("index_check_kernel", ctx.stream);
   unsigned long long bad = 0;
   LAMINA_CUDA_CHECK(cudaMemcpyAsync(&bad, flag.as<void>(), sizeof bad, cudaMemcpyDeviceToHost,
@@ -106,8 +106,8 @@ void index_gather(const Array& a, const Array& idx, Array& out, int64_t outer, i
   if (total == 0) return;
   dispatch_all(a.dtype(), [&](auto t) {
     using T = decltype(t);
-    index_gather_kernel<T><<<grid_for(total, ctx.device), kThreads, 0, ctx.stream>>>(
-        a.data<T>(), idx.data<int64_t>(), out.data<T>(), total, n, axis_size, inner);
+    launch_kernel(&index_gather_kernel<T>, grid_for(total, ctx.device), kThreads, 0, ctx.stream,
+                  a.data<T>(), idx.data<int64_t>(), out.data<T>(), total, n, axis_size, inner);
     check_launch("index_gather_kernel", ctx.stream);
   });
 }
@@ -126,8 +126,9 @@ void index_scatter_add(const Array& a, const Array& idx, Array& out, int64_t out
     using T = decltype(t);
     check_indices("index_scatter_add", idx, axis_size, ctx);
     if (total == 0) return;
-    index_scatter_add_kernel<T><<<grid_for(total, ctx.device), kThreads, 0, ctx.stream>>>(
-        a.data<T>(), idx.data<int64_t>(), out.data<T>(), total, n, axis_size, inner);
+    launch_kernel(&index_scatter_add_kernel<T>, grid_for(total, ctx.device), kThreads, 0,
+                  ctx.stream, a.data<T>(), idx.data<int64_t>(), out.data<T>(), total, n, axis_size,
+                  inner);
     check_launch("index_scatter_add_kernel", ctx.stream);
   });
 }

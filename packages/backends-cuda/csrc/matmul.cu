@@ -283,8 +283,8 @@ void launch_gemm(const GemmCall<T>& g, const Launch& ctx) {
   for (int64_t b0 = 0; b0 < g.batch; b0 += kMaxGridZ) {
     const dim3 grid(static_cast<unsigned>(tiles), 1,
                     static_cast<unsigned>(std::min(kMaxGridZ, g.batch - b0)));
-    matmul_kernel<T, BM, BN, BK, TM, TN, VEC, LA, LB><<<grid, THREADS, 0, ctx.stream>>>(
-        g.a, g.b, g.out, g.m, g.n, g.p, g.oa.s, g.ob.s, b0);
+    launch_kernel(&matmul_kernel<T, BM, BN, BK, TM, TN, VEC, LA, LB>, grid, THREADS, 0, ctx.stream,
+                  g.a, g.b, g.out, g.m, g.n, g.p, g.oa.s, g.ob.s, b0);
     check_launch("matmul_kernel", ctx.stream);
   }
 }

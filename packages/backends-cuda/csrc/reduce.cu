@@ -96,8 +96,11 @@ __device__ __forceinline__ ValIdx<T> shfl_xor(ValIdx<T> v, int mask) {
 }
 
 // Reduces v over a group of GROUP threads (32: a warp, or the whole block);
-// every thread of the group gets the result. For GROUP > 32 all threads of
-// the block must call it.
+// every thread of the group gets the result. All threads of the block must
+// call it equally often, even for GROUP == 32: a GPU needs that only for
+// GROUP > 32, but the CPU emulation (HIP-CPU) builds warp shuffles on block
+// barriers, so the row loops around it are block-uniform, warps without a row
+// taking part with an empty one.
 template <int GROUP, class Op, class Acc>
 __device__ __forceinline__ Acc group_reduce(Acc v) {
 #pragma unroll
@@ -134,16 +137,18 @@ __global__ void __launch_bounds__(kThreads)
   constexpr int kGroups = kThreads / GROUP;
   const int lane = threadIdx.x % GROUP;
   const int64_t tasks = rows * chunks;
-  for (int64_t t = blockIdx.x * static_cast<int64_t>(kGroups) + threadIdx.x / GROUP; t < tasks;
-       t += static_cast<int64_t>(gridDim.x) * kGroups) {
+  for (int64_t t0 = blockIdx.x * static_cast<int64_t>(kGroups); t0 < tasks;
+       t0 += static_cast<int64_t>(gridDim.x) * kGroups) {  // block-uniform: see group_reduce
+    const int64_t t = t0 + (GROUP < kThreads ? threadIdx.x / GROUP : 0);
+    const bool active = GROUP == kThreads || t < tasks;  // a whole block's task always is
     const int64_t row = t / chunks;
     const int64_t begin = (t % chunks) * chunk_len;
-    const int64_t end = begin + chunk_len < size ? begin + chunk_len : size;
+    const int64_t end = !active ? begin : begin + chunk_len < size ? begin + chunk_len : size;
     const In* p = in + row * size;
     Acc acc = Op::identity();
     for (int64_t k = begin + lane; k < end; k += GROUP) acc = Op::combine(acc, to_acc<Op>(p[k], k));
     acc = group_reduce<GROUP, Op>(acc);
-    if (lane == 0) {
+    if (active && lane == 0) {
       if constexpr (FINAL) static_cast<typename Op::Out*>(out)[t] = Op::finish(acc);
       else static_cast<Acc*>(out)[t] = acc;
     }
@@ -169,7 +174,8 @@ void launch_reduce(const char* kernel, const T* a, void* out, int64_t rows, int6
   using Acc = typename Op::Acc;
   if (size <= kWarpRowMax) {
     const unsigned grid = grid_for((rows + kThreads / 32 - 1) / (kThreads / 32), ctx.device, 1);
-    reduce_rows_kernel<T, Op, 32, true><<<grid, kThreads, 0, ctx.stream>>>(a, out, rows, size, 1, size);
+    launch_kernel(&reduce_rows_kernel<T, Op, 32, true>, grid, kThreads, 0, ctx.stream, a, out, rows,
+                  size, 1, size);
     check_launch(kernel, ctx.stream);
     return;
   }
@@ -180,19 +186,19 @@ void launch_reduce(const char* kernel, const T* a, void* out, int64_t rows, int6
   if (chunks > kWarpRowMax) chunks = kWarpRowMax;
   if (chunks <= 1) {
     const unsigned grid = grid_for(rows, ctx.device, 1);
-    reduce_rows_kernel<T, Op, kThreads, true><<<grid, kThreads, 0, ctx.stream>>>(a, out, rows, size, 1, size);
+    launch_kernel(&reduce_rows_kernel<T, Op, kThreads, true>, grid, kThreads, 0, ctx.stream, a, out,
+                  rows, size, 1, size);
     check_launch(kernel, ctx.stream);
     return;
   }
   const int64_t chunk_len = (size + chunks - 1) / chunks;
   Scratch partial(ctx.device, static_cast<std::size_t>(rows * chunks) * sizeof(Acc));
-  reduce_rows_kernel<T, Op, kThreads, false><<<grid_for(rows * chunks, ctx.device, 1), kThreads, 0,
-                                                ctx.stream>>>(a, partial.as<void>(), rows, size,
-                                                              chunks, chunk_len);
+  launch_kernel(&reduce_rows_kernel<T, Op, kThreads, false>, grid_for(rows * chunks, ctx.device, 1),
+                kThreads, 0, ctx.stream, a, partial.as<void>(), rows, size, chunks, chunk_len);
   check_launch(kernel, ctx.stream);
   const unsigned grid = grid_for((rows + kThreads / 32 - 1) / (kThreads / 32), ctx.device, 1);
-  reduce_rows_kernel<Acc, Op, 32, true><<<grid, kThreads, 0, ctx.stream>>>(
-      partial.as<Acc>(), out, rows, chunks, 1, chunks);
+  launch_kernel(&reduce_rows_kernel<Acc, Op, 32, true>, grid, kThreads, 0, ctx.stream,
+                partial.as<Acc>(), out, rows, chunks, 1, chunks);
   check_launch(kernel, ctx.stream);
 }
 
@@ -279,7 +285,7 @@ void reduce_sum_axis(const Array& a, Array& out, int64_t outer, int64_t size, in
   require_nonneg("reduce_sum_axis", "inner", inner);
   const int64_t need = checked_mul(checked_mul(outer, size, "reduce_sum_axis"), inner,
                                    "reduce_sum_axis");
-  if (a.size() < need || out.size() != outer * inner)
+  if (a.size() < need || out.size() != checked_mul(outer, inner, "reduce_sum_axis"))
     value_error("reduce_sum_axis: buffers of ", a.size(), " and ", out.size(),
                 " do not fit (", outer, ", ", size, ", ", inner, ")");
   if (inner == 1) return reduce_sum(a, out, size);
@@ -288,8 +294,8 @@ void reduce_sum_axis(const Array& a, Array& out, int64_t outer, int64_t size, in
   dispatch_float("reduce_sum_axis", a.dtype(), [&](auto t) {
     using T = decltype(t);
     const int64_t strips = (inner + 31) / 32;
-    reduce_sum_axis_kernel<T><<<grid_for(outer * strips, ctx.device, 1), kThreads, 0, ctx.stream>>>(
-        a.data<T>(), out.data<T>(), outer, size, inner, strips);
+    launch_kernel(&reduce_sum_axis_kernel<T>, grid_for(outer * strips, ctx.device, 1), kThreads, 0,
+                  ctx.stream, a.data<T>(), out.data<T>(), outer, size, inner, strips);
     check_launch("reduce_sum_axis_kernel", ctx.stream);
   });
 }
@@ -315,11 +321,15 @@ __device__ __forceinline__ void row_stats(const T* p, int64_t size, int lane, bo
 // out[r, k] = exp(a[r, k] - max_r) / sum_k exp(a[r, k] - max_r).
 template <class T, int GROUP>
 __global__ void __launch_bounds__(kThreads)
-    softmax_last_kernel(const T* __restrict__ a, T* __restrict__ out, int64_t rows, int64_t size) {
+    softmax_last_kernel(const T* __restrict__ a, T* __restrict__ out, int64_t rows,
+                        int64_t row_size) {
   constexpr int kGroups = kThreads / GROUP;
   const int lane = threadIdx.x % GROUP;
-  for (int64_t r = blockIdx.x * static_cast<int64_t>(kGroups) + threadIdx.x / GROUP; r < rows;
-       r += static_cast<int64_t>(gridDim.x) * kGroups) {
+  for (int64_t r0 = blockIdx.x * static_cast<int64_t>(kGroups); r0 < rows;
+       r0 += static_cast<int64_t>(gridDim.x) * kGroups) {  // block-uniform: see group_reduce
+    const int64_t r = r0 + (GROUP < kThreads ? threadIdx.x / GROUP : 0);
+    const bool active = GROUP == kThreads || r < rows;  // a whole block's row always is
+    const int64_t size = active ? row_size : 0;         // an empty row for a group without one
     const T* p = a + r * size;
     T shift;
     typename AccOf<T>::type total;
@@ -332,15 +342,19 @@ __global__ void __launch_bounds__(kThreads)
 // out[r] = log(sum_k exp(a[r, k] - s)) + s with s the row max, or 0 if it is not finite.
 template <class T, int GROUP>
 __global__ void __launch_bounds__(kThreads)
-    logsumexp_last_kernel(const T* __restrict__ a, T* __restrict__ out, int64_t rows, int64_t size) {
+    logsumexp_last_kernel(const T* __restrict__ a, T* __restrict__ out, int64_t rows,
+                          int64_t row_size) {
   constexpr int kGroups = kThreads / GROUP;
   const int lane = threadIdx.x % GROUP;
-  for (int64_t r = blockIdx.x * static_cast<int64_t>(kGroups) + threadIdx.x / GROUP; r < rows;
-       r += static_cast<int64_t>(gridDim.x) * kGroups) {
+  for (int64_t r0 = blockIdx.x * static_cast<int64_t>(kGroups); r0 < rows;
+       r0 += static_cast<int64_t>(gridDim.x) * kGroups) {  // block-uniform: see group_reduce
+    const int64_t r = r0 + (GROUP < kThreads ? threadIdx.x / GROUP : 0);
+    const bool active = GROUP == kThreads || r < rows;  // a whole block's row always is
+    const int64_t size = active ? row_size : 0;         // an empty row for a group without one
     T shift;
     typename AccOf<T>::type total;
     row_stats<GROUP>(a + r * size, size, lane, true, &shift, &total);
-    if (lane == 0) out[r] = static_cast<T>(log(total)) + shift;
+    if (active && lane == 0) out[r] = static_cast<T>(log(total)) + shift;
   }
 }
 
@@ -351,12 +365,15 @@ template <class T, int GROUP>
 __global__ void __launch_bounds__(kThreads)
     layer_norm_last_kernel(const T* __restrict__ a, const T* __restrict__ weight,
                            const T* __restrict__ bias, T* __restrict__ out, T* __restrict__ mean,
-                           T* __restrict__ rstd, int64_t rows, int64_t size, double eps) {
+                           T* __restrict__ rstd, int64_t rows, int64_t row_size, double eps) {
   using Acc = typename AccOf<T>::type;
   constexpr int kGroups = kThreads / GROUP;
   const int lane = threadIdx.x % GROUP;
-  for (int64_t r = blockIdx.x * static_cast<int64_t>(kGroups) + threadIdx.x / GROUP; r < rows;
-       r += static_cast<int64_t>(gridDim.x) * kGroups) {
+  for (int64_t r0 = blockIdx.x * static_cast<int64_t>(kGroups); r0 < rows;
+       r0 += static_cast<int64_t>(gridDim.x) * kGroups) {  // block-uniform: see group_reduce
+    const int64_t r = r0 + (GROUP < kThreads ? threadIdx.x / GROUP : 0);
+    const bool active = GROUP == kThreads || r < rows;  // a whole block's row always is
+    const int64_t size = active ? row_size : 0;         // an empty row for a group without one
     const T* p = a + r * size;
     Acc s = 0;
     for (int64_t k = lane; k < size; k += GROUP) s += p[k];
@@ -371,7 +388,7 @@ __global__ void __launch_bounds__(kThreads)
     const Acc inv = 1 / sqrt(group_reduce<GROUP, SumOp<T>>(sq) / size + eps);
     for (int64_t k = lane; k < size; k += GROUP)
       out[r * size + k] = static_cast<T>((p[k] - mu) * inv * weight[k] + bias[k]);
-    if (lane == 0) {
+    if (active && lane == 0) {
       mean[r] = static_cast<T>(mu);
       rstd[r] = static_cast<T>(inv);
     }
@@ -392,11 +409,11 @@ void softmax_last(const Array& a, Array& out, int64_t size) {
   dispatch_float("softmax_last", a.dtype(), [&](auto t) {
     using T = decltype(t);
     if (size <= kWarpRowMax)
-      softmax_last_kernel<T, 32><<<grid_for((rows + 7) / 8, ctx.device, 1), kThreads, 0, ctx.stream>>>(
-          a.data<T>(), out.data<T>(), rows, size);
+      launch_kernel(&softmax_last_kernel<T, 32>, grid_for((rows + 7) / 8, ctx.device, 1), kThreads,
+                    0, ctx.stream, a.data<T>(), out.data<T>(), rows, size);
     else
-      softmax_last_kernel<T, kThreads><<<grid_for(rows, ctx.device, 1), kThreads, 0, ctx.stream>>>(
-          a.data<T>(), out.data<T>(), rows, size);
+      launch_kernel(&softmax_last_kernel<T, kThreads>, grid_for(rows, ctx.device, 1), kThreads, 0,
+                    ctx.stream, a.data<T>(), out.data<T>(), rows, size);
     check_launch("softmax_last_kernel", ctx.stream);
   });
 }
@@ -409,11 +426,11 @@ void logsumexp_last(const Array& a, Array& out, int64_t size) {
   dispatch_float("logsumexp_last", a.dtype(), [&](auto t) {
     using T = decltype(t);
     if (size <= kWarpRowMax)
-      logsumexp_last_kernel<T, 32><<<grid_for((rows + 7) / 8, ctx.device, 1), kThreads, 0, ctx.stream>>>(
-          a.data<T>(), out.data<T>(), rows, size);
+      launch_kernel(&logsumexp_last_kernel<T, 32>, grid_for((rows + 7) / 8, ctx.device, 1),
+                    kThreads, 0, ctx.stream, a.data<T>(), out.data<T>(), rows, size);
     else
-      logsumexp_last_kernel<T, kThreads><<<grid_for(rows, ctx.device, 1), kThreads, 0, ctx.stream>>>(
-          a.data<T>(), out.data<T>(), rows, size);
+      launch_kernel(&logsumexp_last_kernel<T, kThreads>, grid_for(rows, ctx.device, 1), kThreads, 0,
+                    ctx.stream, a.data<T>(), out.data<T>(), rows, size);
     check_launch("logsumexp_last_kernel", ctx.stream);
   });
 }
@@ -437,9 +454,9 @@ void layer_norm_last(const Array& a, const Array& weight, const Array& bias, Arr
     using T = decltype(t);
     const bool warp = size <= kWarpRowMax;
     const auto kernel = warp ? &layer_norm_last_kernel<T, 32> : &layer_norm_last_kernel<T, kThreads>;
-    kernel<<<grid_for(warp ? (rows + 7) / 8 : rows, ctx.device, 1), kThreads, 0, ctx.stream>>>(
-        a.data<T>(), weight.data<T>(), bias.data<T>(), out.data<T>(), mean.data<T>(),
-        rstd.data<T>(), rows, size, eps);
+    launch_kernel(kernel, grid_for(warp ? (rows + 7) / 8 : rows, ctx.device, 1), kThreads, 0,
+                  ctx.stream, a.data<T>(), weight.data<T>(), bias.data<T>(), out.data<T>(),
+                  mean.data<T>(), rstd.data<T>(), rows, size, eps);
     check_launch("layer_norm_last_kernel", ctx.stream);
   });
 }

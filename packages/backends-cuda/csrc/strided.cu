@@ -10,10 +10,33 @@
 // divisions that turn i into a position.
 #include <algorithm>
 #include <limits>
+#include <string>
 
 #include "common.cuh"
 
 namespace lamina_cuda {
+
+void require_view_inside(const char* op, const char* what, const Shape& shape, const Shape& strides,
+                         int64_t offset, int64_t buffer_size) {
+  int64_t lo = offset, hi = offset;
+  bool overflow = false;
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    int64_t reach = 0;
+    overflow |= __builtin_mul_overflow(strides[k], shape[k] - 1, &reach);
+    int64_t& end = reach < 0 ? lo : hi;
+    overflow |= __builtin_add_overflow(end, reach, &end);
+  }
+  if (overflow || lo < 0 || hi >= buffer_size)
+    value_error(op, ": ", what, " (shape ", shape_str(shape), ", strides ", shape_str(strides),
+                ", offset ", offset, ") reaches ",
+                overflow ? std::string("past int64") : cat("elements ", lo, "..", hi),
+                ", outside its buffer of ", buffer_size, " elements");
+}
+
+int64_t step_over(int64_t stride, int64_t n) {
+  int64_t span = 0;
+  return __builtin_mul_overflow(stride, n, &span) ? INT64_MIN : span;
+}
 
 StridedLayout make_layout(const char* op, const Shape& shape, const Shape& strides,
                           int64_t offset, int64_t buffer_size) {
@@ -30,20 +53,12 @@ StridedLayout make_layout(const char* op, const Shape& shape, const Shape& strid
   l.offset = offset;
   l.ndim = 0;
   if (size == 0) return l;
-  int64_t lo = offset, hi = offset;
-  for (std::size_t k = 0; k < shape.size(); ++k) {
-    const int64_t reach = strides[k] * (shape[k] - 1);
-    (reach < 0 ? lo : hi) += reach;
-  }
-  if (lo < 0 || hi >= buffer_size)
-    value_error(op, ": view (shape ", shape_str(shape), ", strides ", shape_str(strides),
-                ", offset ", offset, ") reaches elements ", lo, "..", hi, " of a buffer of ",
-                buffer_size);
+  require_view_inside(op, "view", shape, strides, offset, buffer_size);
   // Drop size-1 dims, merge dim k into k-1 when k-1 steps exactly over k.
   Shape dims, steps;
   for (std::size_t k = 0; k < shape.size(); ++k) {
     if (shape[k] == 1) continue;
-    if (!dims.empty() && steps.back() == strides[k] * shape[k]) {
+    if (!dims.empty() && steps.back() == step_over(strides[k], shape[k])) {
       dims.back() *= shape[k];
       steps.back() = strides[k];
     } else {
@@ -113,9 +128,11 @@ void compact_into(const Array& a, void* out, const StridedLayout& l, const Launc
     const unsigned grid = grid_for(l.size, ctx.device);
     T* dst = static_cast<T*>(out);
     if (fits_int32(l))
-      compact_kernel<T, int32_t><<<grid, kThreads, 0, ctx.stream>>>(a.data<T>(), dst, l);
+      launch_kernel(&compact_kernel<T, int32_t>, grid, kThreads, 0, ctx.stream, a.data<T>(), dst,
+                    l);
     else
-      compact_kernel<T, int64_t><<<grid, kThreads, 0, ctx.stream>>>(a.data<T>(), dst, l);
+      launch_kernel(&compact_kernel<T, int64_t>, grid, kThreads, 0, ctx.stream, a.data<T>(), dst,
+                    l);
     check_launch("compact_kernel", ctx.stream);
   });
 }
@@ -149,11 +166,11 @@ void ewise_setitem(const Array& a, Array& out, const Shape& shape, const Shape& 
     using T = decltype(t);
     const unsigned grid = grid_for(l.size, ctx.device);
     if (fits_int32(l))
-      ewise_setitem_kernel<T, int32_t>
-          <<<grid, kThreads, 0, ctx.stream>>>(a.data<T>(), out.data<T>(), l);
+      launch_kernel(&ewise_setitem_kernel<T, int32_t>, grid, kThreads, 0, ctx.stream, a.data<T>(),
+                    out.data<T>(), l);
     else
-      ewise_setitem_kernel<T, int64_t>
-          <<<grid, kThreads, 0, ctx.stream>>>(a.data<T>(), out.data<T>(), l);
+      launch_kernel(&ewise_setitem_kernel<T, int64_t>, grid, kThreads, 0, ctx.stream, a.data<T>(),
+                    out.data<T>(), l);
     check_launch("ewise_setitem_kernel", ctx.stream);
   });
 }
@@ -169,11 +186,11 @@ void scalar_setitem(int64_t size, const Scalar& value, Array& out, const Shape& 
     using T = decltype(t);
     const unsigned grid = grid_for(l.size, ctx.device);
     if (fits_int32(l))
-      scalar_setitem_kernel<T, int32_t>
-          <<<grid, kThreads, 0, ctx.stream>>>(value.as<T>(), out.data<T>(), l);
+      launch_kernel(&scalar_setitem_kernel<T, int32_t>, grid, kThreads, 0, ctx.stream,
+                    value.as<T>(), out.data<T>(), l);
     else
-      scalar_setitem_kernel<T, int64_t>
-          <<<grid, kThreads, 0, ctx.stream>>>(value.as<T>(), out.data<T>(), l);
+      launch_kernel(&scalar_setitem_kernel<T, int64_t>, grid, kThreads, 0, ctx.stream,
+                    value.as<T>(), out.data<T>(), l);
     check_launch("scalar_setitem_kernel", ctx.stream);
   });
 }
@@ -183,8 +200,8 @@ void fill(Array& out, const Scalar& value) {
   if (out.size() == 0) return;
   dispatch_all(out.dtype(), [&](auto t) {
     using T = decltype(t);
-    fill_kernel<T><<<grid_for(out.size(), ctx.device), kThreads, 0, ctx.stream>>>(
-        value.as<T>(), out.data<T>(), out.size());
+    launch_kernel(&fill_kernel<T>, grid_for(out.size(), ctx.device), kThreads, 0, ctx.stream,
+                  value.as<T>(), out.data<T>(), out.size());
     check_launch("fill_kernel", ctx.stream);
   });
 }

@@ -1,11 +1,15 @@
 """Shared helpers: the cuda backend, the numpy reference, and `run`, which
 executes one kernel on both with the same inputs and returns both outputs.
 
-Tests marked ``cuda`` need a GPU and skip (with the CUDA error text) without one.
+Tests marked ``cuda`` need a GPU, or the CPU emulation build (LAMINA_CUDA_EMULATE),
+and skip (with the CUDA error text) without one; with LAMINA_CUDA_REQUIRE=1 (set by
+``nox -s backend_cuda_emulated``) they fail instead, so a broken build cannot pass
+by skipping.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,6 +29,9 @@ SUM_TOL = {"float32": dict(rtol=1e-4, atol=1e-4), "float64": dict(rtol=1e-10, at
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if cuda.is_available():
         return
+    if os.environ.get("LAMINA_CUDA_REQUIRE") == "1":
+        raise pytest.UsageError(f"LAMINA_CUDA_REQUIRE=1 but the cuda backend is unavailable: "
+                                f"{cuda.unavailable_reason()}")
     skip = pytest.mark.skip(reason=f"no usable GPU: {cuda.unavailable_reason()}")
     for item in items:
         if "cuda" in item.keywords:

@@ -9,6 +9,9 @@ index paths of the strided kernels.
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -421,6 +424,8 @@ def test_im2col_col2im(conv: tuple, dtype: str) -> None:
     check("col2im", [cols, "OUT", *conv], (image.size, dtype), SUM_TOL[dtype])
 
 
+@pytest.mark.skipif(os.environ.get("LAMINA_CUDA_EXACT_ALLOC") == "1",
+                    reason="LAMINA_CUDA_EXACT_ALLOC=1 turns the block cache off")
 def test_allocator_reuses_blocks() -> None:
     a = put(cuda, rand(1 << 20, "float32", 24))
     cuda.synchronize()
@@ -443,6 +448,28 @@ def test_allocator_reuses_blocks() -> None:
     assert after["peak"] >= after["allocated"] > 0
     cuda.empty_cache()
     assert cuda.memory_stats()["reserved"] == cuda.memory_stats()["allocated"]
+
+
+EXACT_ALLOC_CHECK = """
+import numpy as np
+from lamina_backend_cuda import backend as cuda
+start = cuda.memory_stats()
+for n in (1, 3, 1000, 1):
+    a = cuda.Array(n, "float32")
+    cuda.from_numpy(np.arange(n, dtype=np.float32), a)
+    np.testing.assert_array_equal(cuda.to_numpy(a, (n,), (1,), 0), np.arange(n))
+    del a
+end = cuda.memory_stats()
+assert end["cuda_malloc_calls"] - start["cuda_malloc_calls"] == 4, (start, end)
+assert end["cuda_free_calls"] - start["cuda_free_calls"] == 4, (start, end)
+assert end["cache_hits"] == start["cache_hits"] and end["reserved"] == end["allocated"] == 0
+assert end["peak"] == 4000, end  # exactly the bytes asked for, not a rounded block
+"""
+
+
+def test_exact_alloc_switch_allocates_exact_sizes_and_frees_at_once() -> None:
+    env = dict(os.environ, LAMINA_CUDA_EXACT_ALLOC="1")
+    subprocess.run([sys.executable, "-c", EXACT_ALLOC_CHECK], env=env, check=True)
 
 
 def test_devices_and_errors() -> None:

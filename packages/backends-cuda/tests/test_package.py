@@ -44,7 +44,19 @@ def test_extension_is_built_and_linked_statically() -> None:
     assert b"libcudart.so" not in image
 
 
-@pytest.mark.skipif(cuda.is_available(), reason="a GPU is available")
+def test_emulation_says_so() -> None:
+    from lamina_backend_cuda import _core
+
+    assert cuda.emulated is bool(_core.emulated())
+    assert ("CPU emulation" in cuda.description) is cuda.emulated
+    assert ("not a GPU" in repr(cuda)) is cuda.emulated
+    if cuda.emulated:
+        assert cuda.is_available() and cuda.device_count() == 1
+
+
+@pytest.mark.skipif(cuda.is_available(),
+                    reason="the backend is available (a GPU, or the CPU emulation build): "
+                           "these tests check the unavailable state")
 class TestWithoutGPU:
     def test_reason_carries_the_cuda_error(self) -> None:
         reason = cuda.unavailable_reason()

@@ -64,6 +64,20 @@ class CudaBackend:
     api_version = 1
     dtypes = ("float32", "float64", "int64")
 
+    @property
+    def emulated(self) -> bool:
+        """True for the CPU emulation build (``LAMINA_CUDA_EMULATE=ON``, HIP-CPU): the
+        CUDA kernels run on the CPU, for testing only; there is no GPU behind it."""
+        return _core is not None and bool(_core.emulated())
+
+    @property
+    def description(self) -> str:
+        """One line saying what executes the kernels."""
+        if self.emulated:
+            return ("CPU emulation of the CUDA kernels (HIP-CPU build, LAMINA_CUDA_EMULATE): "
+                    "for tests, not a GPU")
+        return "NVIDIA GPUs through CUDA"
+
     def is_available(self) -> bool:
         return _core is not None and bool(_core.is_available())
 
@@ -84,7 +98,8 @@ class CudaBackend:
 
     def __repr__(self) -> str:
         state = "available" if self.is_available() else "unavailable"
-        return f"<lamina cuda backend ({state})>"
+        emulated = ", CPU emulation (HIP-CPU), not a GPU" if self.emulated else ""
+        return f"<lamina cuda backend ({state}{emulated})>"
 
 
 backend = CudaBackend()

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from ._errors import DeviceError
-from ._registry import ENV_VAR, BackendInfo, default_device, list_backends
+from ._registry import ENV_VAR, BackendInfo, _load, default_device, list_backends
 
 _COLUMNS = ("name", "distribution", "version", "api", "dtypes", "status")
 
@@ -54,6 +54,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         print("no backends found in the 'lamina.backends' entry-point group; "
               "reinstall lamina-ndarray")
+    # A backend may say in one line what runs its kernels (the cuda backend built as
+    # a CPU emulation says so, so that nobody mistakes it for a GPU).
+    for info in infos:
+        loaded = _load(info.name) if info.status == "available" else None
+        note = getattr(loaded[1], "description", "") if loaded else ""
+        if isinstance(note, str) and note:
+            print(f"{info.name}: {note}")
     if args.traceback:
         for info in infos:
             if info.traceback:
