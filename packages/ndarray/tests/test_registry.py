@@ -428,3 +428,37 @@ def test_refresh_forgets_the_caches(fresh_registry):
 def test_get_device_rejects_other_types():
     with pytest.raises(TypeError, match="get_device: expected a device name"):
         get_device(3)  # type: ignore[arg-type]
+
+
+def kit(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(path), *filter(None, [env.get("PYTHONPATH")])])
+    return subprocess.run([sys.executable, "-m", "lamina.ndarray.conformance", *args],
+                          env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("name,why", [
+    ("broken", "failed to load: import failed: ImportError: libfake.so.1"),
+    ("partial", "is incompatible: missing required kernels: matmul, reduce_argmax"),
+    ("fakegpu", "is unavailable: no CUDA-capable device is detected"),
+])
+def test_kit_fails_for_a_backend_that_is_not_usable(fakes, name, why):
+    proc = kit(fakes, name, "-q")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert why in proc.stderr and "the kit needs a backend that loads" in proc.stderr
+
+
+def test_kit_fails_when_every_test_was_skipped(fakes):
+    # "multi" lists no float64, so every selected test skips: nothing was checked.
+    proc = kit(fakes, "multi", "-q", "-k", "test_matmul_known_values and float64")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "no test passed against 'multi'" in proc.stderr
+    assert kit(fakes, "multi", "-q", "-k", "test_matmul_known_values").returncode == 0
+
+
+def test_kit_without_pytest_says_what_to_install(tmp_path):
+    (tmp_path / "pytest.py").write_text("raise ImportError(\"No module named 'pytest'\")\n")
+    proc = kit(tmp_path, "numpy")
+    assert proc.returncode == 2
+    assert "pip install 'lamina-ndarray[conformance]'" in proc.stderr
+    assert "Traceback" not in proc.stderr

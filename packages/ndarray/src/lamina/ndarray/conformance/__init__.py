@@ -18,6 +18,8 @@ or through pytest directly (the plugin comes with lamina-ndarray's
     pytest --pyargs lamina.ndarray.conformance --lamina-backend cpu
 
 Without ``--lamina-backend`` the backend is ``$LAMINA_CONFORMANCE_BACKEND``,
-else ``numpy``. A backend that is not usable on this machine (no GPU, say)
-skips the whole kit with the registry's reason.
+else ``numpy``. A backend that is not usable on this machine (failed to
+import, incompatible, no GPU) fails the kit with the registry's reason, and a
+run in which no test passed exits 1: a plugin's CI only passes when its
+kernels ran. The kit needs pytest: ``pip install 'lamina-ndarray[conformance]'``.
 """
