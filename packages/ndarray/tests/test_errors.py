@@ -76,3 +76,24 @@ def test_write_through_broadcast_view_is_refused():
 def test_item_on_many_elements():
     with pytest.raises(nd.ShapeError, match=r"item: only one-element arrays"):
         nd.zeros(2, device="numpy").item()
+
+
+@pytest.mark.parametrize("make", [nd.zeros, nd.ones, nd.empty, nd.rand, nd.randn,
+                                  lambda s, device: nd.full(s, 2.0, device=device)])
+@pytest.mark.parametrize("shape,message", [
+    ((-2, -3), r"negative dimension in shape \(-2, -3\)"),
+    ((2.5, 3), r"shape must be a sequence of ints, got \(2.5, 3\) \(2.5 is a float\)"),
+    ((True, 3), r"shape must be a sequence of ints, got \(True, 3\) \(True is a bool\)"),
+    ((2**32, 2**32), r"shape \(4294967296, 4294967296\) has 18446744073709551616 elements "
+                     r"\(\d+ bytes\), more than a buffer can hold"),
+])
+def test_creation_validates_the_shape_once(make, shape, message):
+    with pytest.raises(nd.ShapeError, match=r"^\w+: " + message):
+        make(shape, device="numpy")
+
+
+def test_an_allocation_that_fails_names_the_op_shape_and_device():
+    # 4 TiB: a possible size that no test machine has.
+    with pytest.raises(MemoryError, match=r"zeros: cannot allocate shape \(1048576, 1048576\) "
+                       r"of float32 \(4.0 TiB\) on device numpy: "):
+        nd.zeros((2**20, 2**20), device="numpy")

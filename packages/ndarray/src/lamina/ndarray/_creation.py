@@ -15,6 +15,8 @@ from ._errors import DeviceError, DTypeError, ShapeError
 from ._ndarray import NDArray
 from ._registry import Device, get_device
 
+Shape = tuple[int, ...]
+
 _rng = np.random.default_rng()
 
 
@@ -75,37 +77,50 @@ def array(obj: Any, dtype: Any = None, device: Any = None) -> NDArray:
 
 def empty(*shape: Any, dtype: Any = float32, device: Any = None) -> NDArray:
     """An uninitialised compact array."""
-    dt = as_dtype(dtype, "empty")
-    return NDArray._empty(L.normalize_shape(shape, "empty"), dt, _device_for(device, dt,
-                                                                             "empty"))
+    return _new(shape, dtype, device, "empty")
+
+
+def _new(shape: Any, dtype: Any, device: Any, op: str) -> NDArray:
+    dt = as_dtype(dtype, op)
+    return NDArray._empty(L.normalize_shape(shape, op), dt, _device_for(device, dt, op), op)
 
 
 def full(shape: Any, value: float, dtype: Any = float32, device: Any = None) -> NDArray:
     """A compact array with every element ``value``."""
-    out = empty(shape, dtype=dtype, device=device)
+    return _full(shape, value, dtype, device, "full")
+
+
+def _full(shape: Any, value: float, dtype: Any, device: Any, op: str) -> NDArray:
+    out = _new(shape, dtype, device, op)
     if out.size:
         out._device.backend.fill(out._buf, value)
     return out
 
 
 def zeros(*shape: Any, dtype: Any = float32, device: Any = None) -> NDArray:
-    return full(L.normalize_shape(shape, "zeros"), 0, dtype=dtype, device=device)
+    return _full(shape, 0, dtype, device, "zeros")
 
 
 def ones(*shape: Any, dtype: Any = float32, device: Any = None) -> NDArray:
-    return full(L.normalize_shape(shape, "ones"), 1, dtype=dtype, device=device)
+    return _full(shape, 1, dtype, device, "ones")
+
+
+def _host_shape(shape: Any, op: str) -> Shape:
+    """A validated shape for host sampling (float64 on the host, whatever the dtype)."""
+    dims = L.normalize_shape(shape, op)
+    L.checked_size(dims, 8, op)
+    return dims
 
 
 def rand(*shape: Any, dtype: Any = float32, device: Any = None) -> NDArray:
     """Uniform samples in [0, 1) from the seeded host generator."""
-    dims = L.normalize_shape(shape, "rand")
-    return array(_rng.random(dims), dtype=dtype, device=device)
+    return array(_rng.random(_host_shape(shape, "rand")), dtype=dtype, device=device)
 
 
 def randn(*shape: Any, dtype: Any = float32, device: Any = None) -> NDArray:
     """Standard normal samples from the seeded host generator."""
-    dims = L.normalize_shape(shape, "randn")
-    return array(_rng.standard_normal(dims), dtype=dtype, device=device)
+    return array(_rng.standard_normal(_host_shape(shape, "randn")), dtype=dtype,
+                 device=device)
 
 
 def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any = None,
