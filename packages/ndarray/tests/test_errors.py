@@ -1,6 +1,7 @@
 """Bad input raises the documented class with a message naming the op and values."""
 
 import lamina.ndarray as nd
+import numpy as np
 import pytest
 
 
@@ -97,3 +98,21 @@ def test_an_allocation_that_fails_names_the_op_shape_and_device():
     with pytest.raises(MemoryError, match=r"zeros: cannot allocate shape \(1048576, 1048576\) "
                        r"of float32 \(4.0 TiB\) on device numpy: "):
         nd.zeros((2**20, 2**20), device="numpy")
+
+
+@pytest.mark.parametrize("obj,dtype,bad", [
+    ([2**63], "int64", "9223372036854775808"), ([2**63], None, "9223372036854775808"),
+    ([2**64], None, "18446744073709551616"), ([-(2**63) - 1], "int64", "-9223372036854775809"),
+    (np.array([2**63], np.uint64), None, "9223372036854775808"),
+    ([float("nan")], "int64", "nan"), ([1e30], "int64", "1e\\+30"),
+])
+def test_array_raises_overflow_instead_of_wrapping_int64(obj, dtype, bad):
+    with pytest.raises(OverflowError, match=f"^array: {bad} does not fit int64 "):
+        nd.array(obj, dtype=dtype, device="numpy")
+
+
+def test_array_keeps_the_int64_extremes():
+    extremes = [2**63 - 1, -(2**63)]
+    assert nd.array(extremes, device="numpy").tolist() == extremes
+    assert nd.array(np.array([2**63 - 1], np.uint64), device="numpy").tolist() == [2**63 - 1]
+    assert nd.array([2.7, -2.7], dtype="int64", device="numpy").tolist() == [2, -2]
