@@ -5,7 +5,9 @@ backend under test and on the numpy reference backend, with the same inputs,
 and the results are compared with a per-dtype tolerance: compact,
 non-contiguous, offset, broadcast (stride 0), negative-stride, zero-size and
 large (1,000,003-element) inputs on every dtype the backend lists, each
-optional kernel the backend provides, and the documented error types.
+optional kernel the backend provides, and the documented error types,
+including sizes, strides and offsets whose products or sums overflow 64-bit
+integers (``test_overflow``).
 
 Run it against an installed backend by name::
 

@@ -19,6 +19,11 @@ BIG = 2**62
 MAX = 2**63 - 1
 HALF = 2**32  # HALF * HALF == 2**64 wraps to 0
 
+
+def _need(backend, kernel):
+    if not hasattr(backend, kernel):
+        pytest.skip(f"backend has no {kernel} (optional)")
+
 # (id, shape, strides, offset) over a 12-element buffer.
 VIEWS = [
     ("stride-product-wraps", (3,), (MAX,), 5),        # reach 2 * MAX wraps to -2
@@ -62,8 +67,7 @@ MATMUL_STRIDED = [
 
 @pytest.mark.parametrize("case", MATMUL_STRIDED, ids=[c[0] for c in MATMUL_STRIDED])
 def test_matmul_strided_with_overflowing_layout_raises(lamina_backend, case):
-    if not hasattr(lamina_backend, "matmul_strided"):
-        pytest.skip("backend has no matmul_strided (optional)")
+    _need(lamina_backend, "matmul_strided")
     m, n, p, *layout = case[1:]
     a, b, out = (put(lamina_backend, np.ones(12, np.float32)) for _ in range(3))
     with pytest.raises(ValueError):
@@ -104,8 +108,7 @@ def test_reduce_with_overflowing_size_raises(lamina_backend, kernel):
 
 
 def test_reduce_sum_axis_with_overflowing_size_raises(lamina_backend):
-    if not hasattr(lamina_backend, "reduce_sum_axis"):
-        pytest.skip("backend has no reduce_sum_axis (optional)")
+    _need(lamina_backend, "reduce_sum_axis")
     a = put(lamina_backend, np.ones(12, np.float32))
     out = put(lamina_backend, np.zeros(4, np.float32))
     with pytest.raises(ValueError):
@@ -130,3 +133,51 @@ def test_array_too_large_to_allocate_raises(lamina_backend, dtype, size):
     # size * itemsize wraps in 64-bit bytes: the buffer must not come out small.
     with pytest.raises((MemoryError, ValueError)):
         lamina_backend.Array(size, dtype)
+
+
+@pytest.mark.parametrize("case", VIEWS, ids=[c[0] for c in VIEWS])
+@pytest.mark.parametrize("operand", ["a", "b"])
+def test_ewise_strided_with_overflowing_layout_raises(lamina_backend, operand, case):
+    _need(lamina_backend, "ewise_strided")
+    _, shape, strides, offset = case
+    a, b, out = (put(lamina_backend, np.ones(12, np.float32)) for _ in range(3))
+    plain = ((0,) * len(shape), 0)  # the other operand: one element, broadcast
+    views = (strides, offset) + plain if operand == "a" else plain + (strides, offset)
+    with pytest.raises(ValueError):
+        lamina_backend.ewise_strided("add", a, b, out, shape, *views)
+
+
+# (id, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw) over 12-element buffers.
+CONV = [
+    ("n*c-wraps", HALF, HALF, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1),
+    ("padding-wraps", 1, 1, 1, 1, 1, 1, 1, 1, BIG, BIG, 1, 1),
+    ("dilation-wraps", 1, 1, 3, 3, 3, 3, 1, 1, 0, 0, MAX, MAX),
+]
+
+
+@pytest.mark.parametrize("case", CONV, ids=[c[0] for c in CONV])
+@pytest.mark.parametrize("kernel", ["im2col", "col2im"])
+def test_im2col_col2im_with_overflowing_layout_raises(lamina_backend, kernel, case):
+    _need(lamina_backend, kernel)
+    a, out = (put(lamina_backend, np.ones(12, np.float32)) for _ in range(2))
+    with pytest.raises(ValueError):
+        getattr(lamina_backend, kernel)(a, out, *case[1:])
+
+
+@pytest.mark.parametrize("kernel", ["softmax_last", "logsumexp_last", "layer_norm_last"])
+def test_row_kernels_with_overflowing_size_raise(lamina_backend, kernel):
+    _need(lamina_backend, kernel)
+    a = put(lamina_backend, np.ones(12, np.float32))
+    rows = [put(lamina_backend, np.zeros(4, np.float32)) for _ in range(2)]
+    args = {"softmax_last": (a, put(lamina_backend, np.zeros(12, np.float32)), BIG),
+            "logsumexp_last": (a, rows[0], BIG),
+            "layer_norm_last": (a, a, a, put(lamina_backend, np.zeros(12, np.float32)),
+                                rows[0], rows[1], BIG, 1e-5)}[kernel]
+    with pytest.raises(ValueError):
+        getattr(lamina_backend, kernel)(*args)
+
+
+def test_scalar_setitem_with_a_huge_size_raises(lamina_backend):
+    out = put(lamina_backend, np.zeros(12, np.float32))
+    with pytest.raises(ValueError):
+        lamina_backend.scalar_setitem(MAX, 1.0, out, (3,), (1,), 0)
