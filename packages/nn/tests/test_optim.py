@@ -203,3 +203,12 @@ def test_clip_grad_norm_propagates_a_nonfinite_gradient_like_torch(norm_type, ba
         assert_close(p.grad, p_t.grad)
     with pytest.raises(RuntimeError, match="total norm of order"):
         nn.utils.clip_grad_norm_(model.parameters(), 0.1, norm_type, error_if_nonfinite=True)
+
+
+def test_lamina_train_with_lr_nan_fails_before_training(capsys):
+    from lamina.models._cli import main
+
+    assert main(["mnist", "--lr", "nan", "--epochs", "1", "--device", "numpy"]) == 1
+    out, err = capsys.readouterr()
+    assert "lamina-train mnist: error: Adam: invalid lr nan" in err
+    assert "epoch" not in out.lower()
