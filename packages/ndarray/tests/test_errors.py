@@ -116,3 +116,13 @@ def test_array_keeps_the_int64_extremes():
     assert nd.array(extremes, device="numpy").tolist() == extremes
     assert nd.array(np.array([2**63 - 1], np.uint64), device="numpy").tolist() == [2**63 - 1]
     assert nd.array([2.7, -2.7], dtype="int64", device="numpy").tolist() == [2, -2]
+
+
+def test_a_result_too_large_for_any_buffer_names_the_op():
+    # Stride-0 operands: nothing large exists until the result would.
+    col = nd.ones((1, 1), device="numpy").broadcast_to((2**32, 1))
+    row = nd.ones((1, 1), device="numpy").broadcast_to((1, 2**32))
+    with pytest.raises(nd.ShapeError, match=r"^add: shape \(4294967296, 4294967296\) has "):
+        col + row
+    with pytest.raises(nd.ShapeError, match=r"^matmul: shape \(4294967296, 4294967296\) has "):
+        col @ row

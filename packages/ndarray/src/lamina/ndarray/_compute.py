@@ -47,7 +47,7 @@ def binary(a: NDArray, b: Any, op: str) -> NDArray:
             shape = L.broadcast_shapes(a._shape, b._shape, op=op)
             a, b = _broadcast_view(a, shape, op), _broadcast_view(b, shape, op)
         backend = a._device.backend
-        out = NDArray._empty(a._shape, a._dtype, a._device)
+        out = NDArray._empty(a._shape, a._dtype, a._device, op=op)
         if not out._buf.size:
             return out
         if not (a.is_compact() and b.is_compact()) and hasattr(backend, "ewise_strided"):
@@ -193,19 +193,19 @@ def matmul(a: NDArray, b: NDArray) -> NDArray:
     batch = L.broadcast_shapes(a2._shape[:-2], b2._shape[:-2], op="matmul")
     backend = a._device.backend
     if not batch:
-        out = NDArray._empty((m, p), a._dtype, a._device)
+        out = NDArray._empty((m, p), a._dtype, a._device, op="matmul")
         if out.size:
             _gemm(backend, a2, b2, out, m, n, p)
     elif b2.ndim == 2 and a2._shape[:-2] == batch and a2.is_compact():
         # (..., m, n) @ (n, p): one GEMM over all rows, no copy of b
-        flat = NDArray._empty((prod(batch) * m, p), a._dtype, a._device)
+        flat = NDArray._empty((prod(batch) * m, p), a._dtype, a._device, op="matmul")
         if flat.size:
             _gemm(backend, a2.reshape(prod(batch) * m, n), b2, flat, prod(batch) * m, n, p)
         out = flat.reshape(batch + (m, p))
     else:
         a3 = a2.broadcast_to(batch + (m, n)).compact()
         b3 = b2.broadcast_to(batch + (n, p)).compact()
-        out = NDArray._empty(batch + (m, p), a._dtype, a._device)
+        out = NDArray._empty(batch + (m, p), a._dtype, a._device, op="matmul")
         if out.size:
             if n == 0:
                 backend.fill(out._buf, 0)
