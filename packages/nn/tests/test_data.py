@@ -236,3 +236,10 @@ def test_breaking_out_of_an_epoch_stops_the_workers():
     assert seen == [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]]
     assert not [p for p in multiprocessing.active_children()
                 if p.name.startswith("lamina-data-worker")]
+
+
+def test_a_batch_that_cannot_be_sent_back_is_an_error_not_a_dead_worker():
+    loader = DataLoader(_Slow(4, 0.0), batch_size=2, num_workers=1, as_tensor=False,
+                        collate_fn=lambda samples: (lambda: samples))  # a lambda: unpicklable
+    with pytest.raises(AttributeError, match="Can't pickle local object"):
+        list(loader)

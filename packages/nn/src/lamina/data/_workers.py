@@ -39,9 +39,15 @@ def _loop(build: Build, dataset: Any, collate_fn: Callable[[list[Any]], Any],
             return
         i, indices, seed = task
         try:
-            results.send((i, build(dataset, collate_fn, indices, seed), None))
+            reply = (i, build(dataset, collate_fn, indices, seed), None)
         except Exception as exc:
-            results.send((i, None, _portable(exc)))
+            reply = (i, None, _portable(exc))
+        try:
+            results.send(reply)  # pickles first: a failure there writes nothing
+        except OSError:
+            return  # the main process stopped listening (an epoch left early)
+        except Exception as exc:
+            results.send((i, None, _portable(exc)))  # a batch that cannot be pickled
 
 
 def _portable(exc: Exception) -> Exception:
