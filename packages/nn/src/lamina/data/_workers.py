@@ -38,6 +38,7 @@ def _loop(build: Build, dataset: Any, collate_fn: Callable[[list[Any]], Any],
         if task is None:
             return
         i, indices, seed = task
+        reply: tuple[int, Any, Exception | None]
         try:
             reply = (i, build(dataset, collate_fn, indices, seed), None)
         except Exception as exc:
