@@ -19,7 +19,7 @@ from lamina import autograd
 from ._mnist import DatasetFileError
 from ._text import CharTokenizer, Vocabulary, WordTokenizer
 
-__all__ = ["PTB", "BPTTBatches", "TextCorpus", "batchify", "read_utf8"]
+__all__ = ["PTB", "BPTTBatches", "TextCorpus", "batchify"]
 
 _SPLITS = ("train", "valid", "test")
 
