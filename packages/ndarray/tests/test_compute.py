@@ -234,3 +234,45 @@ def test_item_tolist_repr_to(device):
     assert f"device={device}" in repr(a)
     assert a.to("numpy").device.name == "numpy"
     assert np.asarray(a).shape == (1, 2)
+
+
+# Reductions over broadcast (stride-0) views: values against numpy, and memory
+# that stays that of the un-broadcast input, whatever the broadcast size.
+BROADCAST_REDUCTIONS = [
+    # (base shape, broadcast shape, axis)
+    ((3, 1), (3, 5), 1), ((3, 1), (3, 5), 0), ((3, 1), (3, 5), None),
+    ((1, 4), (6, 4), 0), ((1, 4), (6, 4), (0, 1)), ((4,), (2, 3, 4), (0, 2)),
+    ((2, 1, 3), (2, 5, 3), 1), ((2, 1, 3), (4, 2, 5, 3), (0, 3)),
+]
+
+
+@pytest.mark.parametrize("base,target,axis,op", [
+    (*case, op) for case in BROADCAST_REDUCTIONS for op in ("sum", "max", "min", "mean",
+                                                           "argmax")
+    if op != "argmax" or not isinstance(case[2], tuple)], ids=str)  # argmax: one axis
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_reduce_broadcast_view_matches_numpy(base, target, axis, op, keepdims):
+    host = np.random.default_rng(0).standard_normal(base).astype(np.float32)
+    view = nd.array(host, device="numpy").broadcast_to(target)
+    want = getattr(np.broadcast_to(host, target), op)(axis=axis, keepdims=keepdims)
+    got = getattr(view, op)(axis=axis, keepdims=keepdims)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("op,want", [("sum", 2.0**26), ("mean", 1.0), ("max", 1.0),
+                                     ("min", 1.0), ("argmax", 0)])
+def test_reduce_over_a_huge_broadcast_allocates_nothing_large(op, want):
+    import tracemalloc
+
+    view = nd.ones((1,), device="numpy").broadcast_to((2**26,))  # 256 MiB if copied
+    rows = nd.ones((3, 1), device="numpy").broadcast_to((3, 2**24))
+    tracemalloc.start()
+    try:
+        got = getattr(view, op)().item()
+        per_row = getattr(rows, op)(axis=1).tolist()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert got == want and per_row == [want / 4 if op == "sum" else want] * 3
+    assert peak < 2 * 2**20, f"{op} allocated {peak} bytes at peak"

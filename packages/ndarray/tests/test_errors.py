@@ -1,6 +1,7 @@
 """Bad input raises the documented class with a message naming the op and values."""
 
 import lamina.ndarray as nd
+import numpy as np
 import pytest
 
 
@@ -76,3 +77,52 @@ def test_write_through_broadcast_view_is_refused():
 def test_item_on_many_elements():
     with pytest.raises(nd.ShapeError, match=r"item: only one-element arrays"):
         nd.zeros(2, device="numpy").item()
+
+
+@pytest.mark.parametrize("make", [nd.zeros, nd.ones, nd.empty, nd.rand, nd.randn,
+                                  lambda s, device: nd.full(s, 2.0, device=device)])
+@pytest.mark.parametrize("shape,message", [
+    ((-2, -3), r"negative dimension in shape \(-2, -3\)"),
+    ((2.5, 3), r"shape must be a sequence of ints, got \(2.5, 3\) \(2.5 is a float\)"),
+    ((True, 3), r"shape must be a sequence of ints, got \(True, 3\) \(True is a bool\)"),
+    ((2**32, 2**32), r"shape \(4294967296, 4294967296\) has 18446744073709551616 elements "
+                     r"\(\d+ bytes\), more than a buffer can hold"),
+])
+def test_creation_validates_the_shape_once(make, shape, message):
+    with pytest.raises(nd.ShapeError, match=r"^\w+: " + message):
+        make(shape, device="numpy")
+
+
+def test_an_allocation_that_fails_names_the_op_shape_and_device():
+    # 4 TiB: a possible size that no test machine has.
+    with pytest.raises(MemoryError, match=r"zeros: cannot allocate shape \(1048576, 1048576\) "
+                       r"of float32 \(4.0 TiB\) on device numpy: "):
+        nd.zeros((2**20, 2**20), device="numpy")
+
+
+@pytest.mark.parametrize("obj,dtype,bad", [
+    ([2**63], "int64", "9223372036854775808"), ([2**63], None, "9223372036854775808"),
+    ([2**64], None, "18446744073709551616"), ([-(2**63) - 1], "int64", "-9223372036854775809"),
+    (np.array([2**63], np.uint64), None, "9223372036854775808"),
+    ([float("nan")], "int64", "nan"), ([1e30], "int64", "1e\\+30"),
+])
+def test_array_raises_overflow_instead_of_wrapping_int64(obj, dtype, bad):
+    with pytest.raises(OverflowError, match=f"^array: {bad} does not fit int64 "):
+        nd.array(obj, dtype=dtype, device="numpy")
+
+
+def test_array_keeps_the_int64_extremes():
+    extremes = [2**63 - 1, -(2**63)]
+    assert nd.array(extremes, device="numpy").tolist() == extremes
+    assert nd.array(np.array([2**63 - 1], np.uint64), device="numpy").tolist() == [2**63 - 1]
+    assert nd.array([2.7, -2.7], dtype="int64", device="numpy").tolist() == [2, -2]
+
+
+def test_a_result_too_large_for_any_buffer_names_the_op():
+    # Stride-0 operands: nothing large exists until the result would.
+    col = nd.ones((1, 1), device="numpy").broadcast_to((2**32, 1))
+    row = nd.ones((1, 1), device="numpy").broadcast_to((1, 2**32))
+    with pytest.raises(nd.ShapeError, match=r"^add: shape \(4294967296, 4294967296\) has "):
+        col + row
+    with pytest.raises(nd.ShapeError, match=r"^matmul: shape \(4294967296, 4294967296\) has "):
+        col @ row

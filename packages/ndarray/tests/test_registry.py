@@ -59,7 +59,9 @@ PLUGINS = {
                                extra="    def device_count(self):\n        return 2\n")),
 }
 
-CPU = {"cpu": ("fake-cpu", "9.9", "fake_cpu",
+# A stand-in for the real cpu plugin: it must come from the distribution that owns
+# the name (see RESERVED), or the registry refuses it.
+CPU = {"cpu": ("lamina-backend-cpu", "9.9", "fake_cpu",
                _DELEGATE.format(name="cpu", api_version=1, hidden=(), available=True,
                                 extra=""))}
 
@@ -70,11 +72,12 @@ def install(root: Path, plugins: dict[str, tuple[str, str, str, str]]) -> Path:
     for entry, (dist, version, module, source) in plugins.items():
         (root / f"{module}.py").write_text(source)
         info = root / f"{dist.replace('-', '_')}-{version}.dist-info"
-        info.mkdir()
+        info.mkdir(exist_ok=True)  # one distribution may register several names
         (info / "METADATA").write_text(
             f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
-        (info / "entry_points.txt").write_text(
-            f"[lamina.backends]\n{entry} = {module}:backend\n")
+        points = info / "entry_points.txt"
+        lines = points.read_text() if points.exists() else "[lamina.backends]\n"
+        points.write_text(f"{lines}{entry} = {module}:backend\n")
     return root
 
 
@@ -289,20 +292,89 @@ def test_main_traceback_and_bad_lamina_device(fakes):
     assert "default device: none (LAMINA_DEVICE='fakegpu' is not usable" in proc.stdout
 
 
-@bare_install
 def test_duplicate_name_is_listed_and_the_first_wins(tmp_path):
-    root = install(tmp_path / "dup", {"numpy": CPU["cpu"][:3] + (CPU["cpu"][3],)})
-    infos = run_json(root, """
+    first = install(tmp_path / "first", {"multi": PLUGINS["multi"]})
+    second = {"multi": ("other-multi", "2.0", "other_multi", PLUGINS["multi"][3])}
+    root = install(tmp_path / "second", second)
+    infos = run_json(Path(os.pathsep.join([str(first), str(root)])), """
         import json
         from lamina.ndarray import list_backends, get_device
         print(json.dumps([[b.name, b.distribution, b.status, b.reason]
-                          for b in list_backends()] + [get_device("numpy").type]))
+                          for b in list_backends() if b.name == "multi"]
+                         + [type(get_device("multi").backend).__module__]))
     """)
     *rows, winner = infos
-    assert winner == "numpy"
+    assert winner == "fake_multi"
     assert len(rows) == 2 and {r[2] for r in rows} == {"available", "failed"}
     failed = next(r for r in rows if r[2] == "failed")
+    assert failed[1] == "other-multi"
     assert "is already registered by" in failed[3] and "uninstall one of them" in failed[3]
+
+
+# A plugin that registers the built-in names, with an add that subtracts.
+HOSTILE = {name: ("evil-plugin", "6.6", f"evil_{name}",
+                  _DELEGATE.format(name=name, api_version=1, hidden=(), available=True,
+                                   extra="    def ewise_add(self, a, b, out):\n"
+                                         "        _numpy.ewise_sub(a, b, out)\n"))
+           for name in ("numpy", "cpu")}
+
+
+def test_another_distribution_cannot_take_over_a_builtin_name(tmp_path):
+    # First on sys.path, so before the fix it won the name and became the default.
+    root = install(tmp_path / "hostile", HOSTILE)
+    out = run_json(root, """
+        import json
+        import lamina.ndarray as ln
+        from lamina.ndarray import DeviceError, get_device, list_backends
+        rows = [[b.name, b.status, b.reason] for b in list_backends()
+                if b.distribution == "evil-plugin"]
+        try:
+            cpu = type(get_device("cpu").backend).__module__
+        except DeviceError as exc:
+            cpu = str(exc)
+        sums = {str(d): (ln.ones(3, device=d) + ln.ones(3, device=d)).tolist()
+                for d in ("numpy", None)}
+        print(json.dumps([rows, cpu, sums, type(ln.default_device().backend).__module__]))
+    """)
+    rows, cpu, sums, default_module = out
+    assert sorted(r[0] for r in rows) == ["cpu", "numpy"]
+    for name, status, reason in rows:
+        assert status == "failed"
+        owner = {"cpu": "lamina-backend-cpu", "numpy": "lamina-ndarray"}[name]
+        assert reason == (f"name {name!r} is reserved for {owner}; evil-plugin may not "
+                          "register it, so it is ignored; uninstall evil-plugin")
+    assert not cpu.startswith("evil")
+    if "cpu" not in REAL_PLUGINS:
+        assert cpu.startswith("device 'cpu' is not installed: name 'cpu' is reserved")
+    assert sums == {"numpy": [2.0, 2.0, 2.0], "None": [2.0, 2.0, 2.0]}
+    assert not default_module.startswith("evil")
+
+
+STUCK = {"stuck": ("fake-stuck", "0.1", "fake_stuck", "import time\ntime.sleep(20)\n")}
+
+
+def test_a_plugin_whose_import_hangs_stalls_only_its_own_device(tmp_path):
+    root = install(tmp_path / "stuck", STUCK)
+    out = run_json(root, """
+        import json, threading, time
+        import lamina.ndarray as ln
+        from lamina.ndarray import get_device, list_backends
+        threading.Thread(target=get_device, args=("stuck",), daemon=True).start()
+        time.sleep(0.5)  # the thread now imports fake_stuck
+        start = time.monotonic()
+        total = float((ln.ones(3, device="numpy") * 2).sum().item())
+        ln.default_device()
+        infos = {b.name: [b.status, b.reason] for b in list_backends(timeout=1.0)}
+        print(json.dumps([time.monotonic() - start, total, infos["stuck"],
+                          infos["numpy"][0]]))
+    """)
+    elapsed, total, stuck, numpy_status = out
+    assert elapsed < 10 and total == 6.0 and numpy_status == "available"
+    assert stuck == ["failed", "import did not finish within 1 s (still running; a plugin "
+                     "import that hangs stalls only this device)"]
+    proc = run(root, "", args=("--timeout", "1"))
+    assert proc.returncode == 0, proc.stderr
+    assert "failed: import did not finish within 1 s" in proc.stdout
 
 
 # In-process checks of the API on the real environment (numpy is always there).
@@ -356,3 +428,37 @@ def test_refresh_forgets_the_caches(fresh_registry):
 def test_get_device_rejects_other_types():
     with pytest.raises(TypeError, match="get_device: expected a device name"):
         get_device(3)  # type: ignore[arg-type]
+
+
+def kit(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(path), *filter(None, [env.get("PYTHONPATH")])])
+    return subprocess.run([sys.executable, "-m", "lamina.ndarray.conformance", *args],
+                          env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("name,why", [
+    ("broken", "failed to load: import failed: ImportError: libfake.so.1"),
+    ("partial", "is incompatible: missing required kernels: matmul, reduce_argmax"),
+    ("fakegpu", "is unavailable: no CUDA-capable device is detected"),
+])
+def test_kit_fails_for_a_backend_that_is_not_usable(fakes, name, why):
+    proc = kit(fakes, name, "-q")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert why in proc.stderr and "the kit needs a backend that loads" in proc.stderr
+
+
+def test_kit_fails_when_every_test_was_skipped(fakes):
+    # "multi" lists no float64, so every selected test skips: nothing was checked.
+    proc = kit(fakes, "multi", "-q", "-k", "test_matmul_known_values and float64")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "no test passed against 'multi'" in proc.stderr
+    assert kit(fakes, "multi", "-q", "-k", "test_matmul_known_values").returncode == 0
+
+
+def test_kit_without_pytest_says_what_to_install(tmp_path):
+    (tmp_path / "pytest.py").write_text("raise ImportError(\"No module named 'pytest'\")\n")
+    proc = kit(tmp_path, "numpy")
+    assert proc.returncode == 2
+    assert "pip install 'lamina-ndarray[conformance]'" in proc.stderr
+    assert "Traceback" not in proc.stderr

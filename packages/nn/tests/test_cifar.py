@@ -162,6 +162,16 @@ def test_tampered_contents(tmp_path):
         load_cifar_batch(path)
 
 
+@pytest.mark.parametrize("label,shown", [("3", "'3' \\(str\\)"), (2**70, f"{2**70} \\(int\\)"),
+                                         (1.0, "1.0 \\(float\\)"), (-1, "-1 \\(int\\)")])
+def test_labels_of_the_wrong_type_or_size_name_the_file(tmp_path, label, shown):
+    path = tmp_path / "data_batch_1"
+    _write_batch(path, 3, overrides={b"labels": [1, label, 2]})
+    with pytest.raises(DatasetFileError, match=f"data_batch_1: labels must be 0..9, "
+                       f"found {shown} at index 1"):
+        load_cifar_batch(path)
+
+
 class _RunsCode:
     def __reduce__(self):
         return (os.system, ("echo pwned > pwned.txt",))

@@ -160,3 +160,86 @@ def test_loader_yields_tensors():
     ds = TensorDataset(np.zeros((4, 3), np.float32), np.arange(4))
     x, y = next(iter(DataLoader(ds, batch_size=2)))
     assert x.shape == (2, 3) and x.dtype == "float32" and y.dtype == "int64"
+
+
+class _Slow(Dataset):
+    """Samples that take a while, so a worker can be killed mid-epoch."""
+
+    def __init__(self, n: int, delay: float) -> None:
+        self.n, self.delay = n, delay
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        import time
+        time.sleep(self.delay)
+        return np.full(3, i, np.float32)
+
+
+class _Failing(_Slow):
+    def __getitem__(self, i: int) -> np.ndarray:
+        if i == 5:
+            raise KeyError(f"sample {i} is missing")
+        return super().__getitem__(i)
+
+
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_a_worker_killed_mid_epoch_raises_naming_the_worker(context):
+    import os
+    import signal
+    import time
+
+    from lamina.data import WorkerError
+
+    loader = DataLoader(_Slow(400, 0.01), batch_size=4, num_workers=2, as_tensor=False,
+                        multiprocessing_context=context)
+    batches = iter(loader)
+    next(batches)
+    victim = [p for p in __import__("multiprocessing").active_children()
+              if p.name == "lamina-data-worker-1"][0]
+    os.kill(victim.pid, signal.SIGKILL)
+    start = time.monotonic()
+    with pytest.raises(WorkerError, match=rf"worker 1 \(pid {victim.pid}\) was killed by "
+                       r"signal SIGKILL while batches were pending"):
+        for _ in batches:
+            pass
+    assert time.monotonic() - start < 10
+    assert not [p for p in __import__("multiprocessing").active_children()
+                if p.name.startswith("lamina-data-worker")]
+
+
+def test_worker_errors_reach_the_main_process_and_timeout_bounds_the_wait():
+    from lamina.data import WorkerError
+
+    loader = DataLoader(_Failing(12, 0.0), batch_size=2, num_workers=2, as_tensor=False)
+    with pytest.raises(KeyError, match="sample 5 is missing"):
+        list(loader)
+    slow = DataLoader(_Slow(8, 2.0), batch_size=2, num_workers=1, as_tensor=False,
+                      timeout=0.5)
+    with pytest.raises(WorkerError, match=r"worker 0 \(pid \d+\) produced no batch within "
+                       r"timeout=0.5 s"):
+        next(iter(slow))
+    with pytest.raises(ValueError, match="timeout"):
+        DataLoader(_Slow(1, 0), timeout=-1)
+
+
+def test_breaking_out_of_an_epoch_stops_the_workers():
+    import multiprocessing
+
+    loader = DataLoader(_Slow(40, 0.0), batch_size=2, num_workers=2, as_tensor=False)
+    seen = []
+    for batch in loader:
+        seen.append(batch[:, 0].tolist())
+        if len(seen) == 3:
+            break
+    assert seen == [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]]
+    assert not [p for p in multiprocessing.active_children()
+                if p.name.startswith("lamina-data-worker")]
+
+
+def test_a_batch_that_cannot_be_sent_back_is_an_error_not_a_dead_worker():
+    loader = DataLoader(_Slow(4, 0.0), batch_size=2, num_workers=1, as_tensor=False,
+                        collate_fn=lambda samples: (lambda: samples))  # a lambda: unpicklable
+    with pytest.raises(AttributeError, match="Can't pickle local object"):
+        list(loader)

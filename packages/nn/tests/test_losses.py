@@ -88,3 +88,18 @@ def test_functional_matches_modules():
     assert_close(F.relu(x), torch.relu(torch.tensor(LOGITS)))
     assert_close(F.log_softmax(x, 0), torch.log_softmax(torch.tensor(LOGITS), 0))
     assert_close(F.dropout(x, 0.5, training=False), x)
+
+
+@pytest.mark.parametrize("loss_fn", ["cross_entropy", "nll_loss"])
+def test_minus_inf_in_a_non_target_entry_is_not_nan(loss_fn):
+    # A masked logit (-inf) that is not the target: PyTorch gives a finite loss
+    # and a zero gradient there; -inf * 0 in a one-hot product gave NaN.
+    logits = LOGITS.copy()
+    logits[0, 3] = logits[2, 0] = -np.inf
+    if loss_fn == "nll_loss":
+        logits = torch.log_softmax(torch.tensor(logits), 1).numpy()
+    x, xt = ag.tensor(logits, requires_grad=True), torch.tensor(logits, requires_grad=True)
+    loss = getattr(F, loss_fn)(x, ag.tensor(TARGET))
+    loss_t = getattr(torch.nn.functional, loss_fn)(xt, torch.tensor(TARGET))
+    assert np.isfinite(loss.item())
+    _compare(loss, loss_t, x, xt)

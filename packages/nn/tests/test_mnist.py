@@ -108,3 +108,21 @@ def test_download_failure_names_the_file(tmp_path):
     (tmp_path / "mirror" / "train-images-idx3-ubyte.gz").write_bytes(b"not mnist")
     with pytest.raises(RuntimeError, match="train-images-idx3-ubyte.gz.*MD5 mismatch"):
         download_mnist(tmp_path / "out", mirrors=[(tmp_path / "mirror").as_uri() + "/"])
+
+
+def test_dims_whose_product_overflows_are_a_dataset_file_error(tmp_path):
+    # Four dims of 2**16 multiply to 2**64: numpy's int64 product wraps to 0.
+    path = tmp_path / "big-idx4-ubyte"
+    path.write_bytes(struct.pack(">HBB", 0, 0x08, 4) + struct.pack(">4I", *[2**16] * 4))
+    with pytest.raises(DatasetFileError, match=r"big-idx4-ubyte holds 20 bytes but its header "
+                       r"\(65536, 65536, 65536, 65536\) needs 18446744073709551636"):
+        read_idx(path)
+
+
+@pytest.mark.parametrize("bad", [10, 255])
+def test_labels_out_of_range_are_a_dataset_file_error(tmp_path, bad):
+    _tiny_mnist(tmp_path)
+    _write_idx(tmp_path / "train-labels-idx1-ubyte.gz", np.array([0, bad, 1]))
+    with pytest.raises(DatasetFileError, match=rf"train-labels-idx1-ubyte.gz has label {bad} "
+                       r"at index 1; labels must be in \[0, 10\)"):
+        MNIST(tmp_path)

@@ -164,3 +164,51 @@ def test_clip_grad_norm_matches_torch(norm_type):
     for p, p_t in zip(model.parameters(), ref.parameters()):
         assert_close(p.grad, p_t.grad)
     assert optim.clip_grad_norm_ is nn.utils.clip_grad_norm_
+
+
+@pytest.mark.parametrize("make", [optim.SGD, optim.Adam, optim.AdamW, optim.RMSprop,
+                                  optim.Adagrad])
+@pytest.mark.parametrize("name", ["lr", "weight_decay"])
+def test_nan_hyperparameters_are_rejected_like_torch(make, name):
+    params = list(_models()[0].parameters())
+    with pytest.raises(ValueError, match=f"invalid {name} nan"):
+        make(params, **{"lr": 0.1, name: math.nan})
+
+
+def test_load_state_dict_rejects_a_nan_lr_and_changes_nothing():
+    params = list(_models()[0].parameters())
+    opt = optim.Adam(params, lr=0.01)
+    saved = opt.state_dict()
+    saved["param_groups"][0]["lr"] = math.nan
+    with pytest.raises(ValueError, match="group 0: Adam: invalid lr nan"):
+        opt.load_state_dict(saved)
+    assert opt.param_groups[0]["lr"] == 0.01
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf])
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, math.inf])
+def test_clip_grad_norm_propagates_a_nonfinite_gradient_like_torch(norm_type, bad):
+    model, ref = _models()
+    nn.CrossEntropyLoss()(model(ag.tensor(X)), ag.tensor(Y)).backward()
+    torch.nn.CrossEntropyLoss()(ref(torch.tensor(X)), torch.tensor(Y)).backward()
+    for p in (next(iter(model.parameters())), next(iter(ref.parameters()))):
+        grad = p.grad.numpy().copy()
+        grad.reshape(-1)[3] = bad
+        p.grad = type(p.grad)(grad) if isinstance(p.grad, torch.Tensor) else ag.tensor(grad)
+    total = nn.utils.clip_grad_norm_(model.parameters(), 0.1, norm_type)
+    total_t = torch.nn.utils.clip_grad_norm_(ref.parameters(), 0.1, norm_type)
+    assert str(float(total)) == str(float(total_t))
+    for p, p_t in zip(model.parameters(), ref.parameters()):
+        np.testing.assert_array_equal(np.isnan(p.grad.numpy()), np.isnan(p_t.grad.numpy()))
+        assert_close(p.grad, p_t.grad)
+    with pytest.raises(RuntimeError, match="total norm of order"):
+        nn.utils.clip_grad_norm_(model.parameters(), 0.1, norm_type, error_if_nonfinite=True)
+
+
+def test_lamina_train_with_lr_nan_fails_before_training(capsys):
+    from lamina.models._cli import main
+
+    assert main(["mnist", "--lr", "nan", "--epochs", "1", "--device", "numpy"]) == 1
+    out, err = capsys.readouterr()
+    assert "lamina-train mnist: error: Adam: invalid lr nan" in err
+    assert "epoch" not in out.lower()

@@ -79,3 +79,19 @@ def test_bptt_batches_shift_targets_and_continue():
         BPTTBatches(data, 0)
     with pytest.raises(ValueError, match=r"\(T, N\)"):
         BPTTBatches(np.arange(5), 2)
+
+
+def test_invalid_utf8_is_a_dataset_file_error_naming_the_file(tmp_path):
+    from lamina.data import DatasetFileError, Shakespeare
+
+    for split in ("train", "valid", "test"):
+        (tmp_path / f"ptb.{split}.txt").write_text(" a b\n")
+    (tmp_path / "ptb.valid.txt").write_bytes(b" a \xff b\n")
+    with pytest.raises(DatasetFileError, match=r"PTB: .*ptb.valid.txt is not valid UTF-8 text: "
+                       r"byte 0xff at offset 3"):
+        PTB(tmp_path)
+    with pytest.raises(DatasetFileError, match="TextCorpus: .*ptb.valid.txt is not valid"):
+        TextCorpus.from_files(*(tmp_path / f"ptb.{s}.txt" for s in ("train", "valid", "test")))
+    (tmp_path / "input.txt").write_bytes(b"hello \xc3(")
+    with pytest.raises(DatasetFileError, match="Shakespeare: .*input.txt is not valid UTF-8"):
+        Shakespeare(tmp_path / "input.txt")

@@ -116,3 +116,46 @@ def test_plain_safetensors_and_missing_file(tmp_path):
     assert isinstance(nn.load(path, as_numpy=True)["w"], np.ndarray)
     with pytest.raises(FileNotFoundError, match="no such checkpoint"):
         nn.load(tmp_path / "absent.safetensors")
+
+
+@pytest.mark.parametrize("stored,want", [
+    (np.array([0, 2**63 - 1], np.uint64), np.array([0, 2**63 - 1], np.int64)),
+    (np.array([0, 255], np.uint8), np.array([0, 255], np.int64)),
+    (np.array([-128, 127], np.int8), np.array([-128, 127], np.int64)),
+    (np.array([2**32 - 1], np.uint32), np.array([2**32 - 1], np.int64)),
+    (np.array([True, False]), np.array([1, 0], np.int64)),
+    (np.array([1.5, -2.25], np.float16), np.array([1.5, -2.25], np.float32)),
+], ids=lambda v: v.dtype.name if isinstance(v, np.ndarray) else None)
+def test_other_dtypes_load_only_where_every_value_is_kept(tmp_path, stored, want):
+    path = tmp_path / "plain.safetensors"
+    save_file({"w": stored}, str(path))
+    got = nn.load(path)["w"].numpy()
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    assert nn.load(path, as_numpy=True)["w"].dtype == stored.dtype
+
+
+@pytest.mark.parametrize("stored,why", [
+    (np.array([2**64 - 1], np.uint64), "uint64 and has values of 2\\*\\*63 or more"),
+    (np.array([1 + 2j], np.complex64), "complex64 and has no Lamina dtype"),
+], ids=["uint64-2**64-1", "complex64"])
+def test_other_dtypes_that_would_change_values_raise(tmp_path, stored, why):
+    path = tmp_path / "plain.safetensors"
+    save_file({"w": stored}, str(path))
+    with pytest.raises(nn.CheckpointError, match=f"entry 'w' of .*plain.safetensors is {why}"):
+        nn.load(path)
+    np.testing.assert_array_equal(nn.load(path, as_numpy=True)["w"], stored)
+
+
+def test_a_structure_nested_100k_deep_is_a_checkpoint_error(tmp_path):
+    from lamina.nn._serialization import _FORMAT, _digest
+
+    depth = 100_000
+    tree = '{"__list__": [' * depth + '{"__value__": 1}' + "]}" * depth
+    path = tmp_path / "deep.safetensors"
+    save_file({"w": np.ones(1, np.float32)}, str(path), metadata={
+        "format": _FORMAT, "tree": tree, "sha256": _digest({"w": np.ones(1, np.float32)},
+                                                           ["w"])})
+    with pytest.raises(nn.CheckpointError, match="nested deeper than the interpreter's "
+                       "recursion limit"):
+        nn.load(path)

@@ -16,6 +16,7 @@ it leaves float64 out, which the interface allows. It is registered by the
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any
 
@@ -73,32 +74,44 @@ def positions(buf: Array, shape: tuple, strides: tuple, offset: int, op: str) ->
     """
     if len(shape) != len(strides):
         raise ValueError(f"{op}: shape {shape} and strides {strides} differ in length")
+    if any(n < 0 for n in shape):
+        raise ValueError(f"{op}: negative dimension in shape {shape}")
+    # The first and last element reached, in Python ints: int64 arithmetic
+    # (numpy's included) would wrap for strides near 2**63.
+    lo = offset + sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+    hi = offset + sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
+    if 0 not in shape and (lo < 0 or hi >= buf.size):
+        raise ValueError(f"{op}: view (shape {shape}, strides {strides}, offset {offset}) "
+                         f"reaches outside a buffer of {buf.size} elements")
     pos = np.array(offset, dtype=np.int64)
     for n, s in zip(shape, strides):
         pos = pos[..., None] + np.arange(n, dtype=np.int64) * s
-    pos = pos.reshape(-1)
-    if pos.size and (pos.min() < 0 or pos.max() >= buf.size):
-        raise ValueError(f"{op}: view (shape {shape}, strides {strides}, offset {offset}) "
-                         f"reaches outside a buffer of {buf.size} elements")
-    return pos
+    return pos.reshape(-1)
+
+
+def count(op: str, shape: tuple, have: int, what: str) -> int:
+    """The number of elements of ``shape``, checked against the ``have`` of ``what``."""
+    n = math.prod(shape)
+    if n > have:
+        raise ValueError(f"{op}: a view of shape {shape} has {n} elements, {what} has {have}")
+    return n
 
 
 def compact(a: Array, out: Array, shape: tuple, strides: tuple, offset: int) -> None:
-    pos = positions(a, shape, strides, offset, "compact")
-    out.data[:pos.size] = a.data[pos]  # raises ValueError when out is too small
+    n = count("compact", shape, out.size, "out")
+    out.data[:n] = a.data[positions(a, shape, strides, offset, "compact")]
 
 
 def ewise_setitem(a: Array, out: Array, shape: tuple, strides: tuple, offset: int) -> None:
-    pos = positions(out, shape, strides, offset, "ewise_setitem")
-    out.data[pos] = first("ewise_setitem", pos.size, a)[0]
+    n = count("ewise_setitem", shape, a.size, "the source")
+    out.data[positions(out, shape, strides, offset, "ewise_setitem")] = a.data[:n]
 
 
 def scalar_setitem(size: int, value: float, out: Array, shape: tuple, strides: tuple,
                    offset: int) -> None:
-    pos = positions(out, shape, strides, offset, "scalar_setitem")
-    if pos.size != size:
+    if math.prod(shape) != size:
         raise ValueError(f"scalar_setitem: size {size} != prod(shape {shape})")
-    out.data[pos] = value
+    out.data[positions(out, shape, strides, offset, "scalar_setitem")] = value
 
 
 # ------------------------------------------------------------------ elementwise

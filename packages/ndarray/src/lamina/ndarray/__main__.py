@@ -3,7 +3,9 @@
 Prints every plugin of the ``lamina.backends`` entry-point group with its
 distribution, version, api_version, dtypes and status (or why it is not
 available), then the default device. ``--traceback`` adds the original
-traceback of each plugin that failed to load. Exits 1 when the default device
+traceback of each plugin that failed to load. A plugin whose import has not
+finished after ``--timeout`` seconds is listed as failed instead of hanging
+the table. Exits 1 when the default device
 cannot be resolved (for example a bad ``LAMINA_DEVICE``), else 0.
 """
 
@@ -46,9 +48,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="List the Lamina backends installed in this environment.")
     parser.add_argument("--traceback", action="store_true",
                         help="show the traceback of each plugin that failed to load")
+    parser.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
+                        help="how long to wait for plugin imports (default: %(default)s)")
     args = parser.parse_args(argv)
 
-    infos = list_backends()
+    infos = list_backends(timeout=args.timeout)
     if infos:
         print(format_table(infos))
     else:

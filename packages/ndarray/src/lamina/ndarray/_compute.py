@@ -47,7 +47,7 @@ def binary(a: NDArray, b: Any, op: str) -> NDArray:
             shape = L.broadcast_shapes(a._shape, b._shape, op=op)
             a, b = _broadcast_view(a, shape, op), _broadcast_view(b, shape, op)
         backend = a._device.backend
-        out = NDArray._empty(a._shape, a._dtype, a._device)
+        out = NDArray._empty(a._shape, a._dtype, a._device, op=op)
         if not out._buf.size:
             return out
         if not (a.is_compact() and b.is_compact()) and hasattr(backend, "ewise_strided"):
@@ -106,6 +106,39 @@ def reduce(a: NDArray, axis: Any, keepdims: bool, op: str) -> NDArray:
     size = prod(a._shape[i] for i in axes)
     if size == 0 and op != "sum" and all(kept):
         raise ShapeError(f"{op}: cannot reduce an empty axis (shape {a._shape}, axis {axis})")
+    if prod(a._shape) and any(s == 0 and n > 1 for n, s in zip(a._shape, a._strides)):
+        out = _reduce_broadcast(a, axes, op)
+    else:
+        out = _reduce(a, axes, kept, size, op)
+    if keepdims:
+        shape = tuple(1 if i in axes else n for i, n in enumerate(a._shape))
+        return out.reshape(shape)
+    return out
+
+
+def _reduce_broadcast(a: NDArray, axes: tuple[int, ...], op: str) -> NDArray:
+    """Reduce a view with stride-0 (broadcast) dims without materialising them.
+
+    Such a dim repeats one value: reduce the view with those dims at size 1,
+    multiply a sum by the repeat count, and broadcast the (output-sized)
+    result back over the kept ones (an argmax over a repeated dim is 0, the
+    first of equal values, as over a dim of size 1). Memory stays that of the
+    un-broadcast input plus the output, however large the broadcast.
+    """
+    repeated = [i for i, (n, s) in enumerate(zip(a._shape, a._strides)) if s == 0 and n > 1]
+    kept = tuple(n for i, n in enumerate(a._shape) if i not in axes)
+    base = a._as_strided(tuple(1 if i in repeated else n for i, n in enumerate(a._shape)),
+                         a._strides, a._offset)
+    base_kept = tuple(n for i, n in enumerate(base._shape) if i not in axes)
+    out = _reduce(base, axes, base_kept, prod(base._shape[i] for i in axes), op)
+    repeat = prod(a._shape[i] for i in repeated if i in axes)
+    if op == "sum" and repeat > 1:
+        out = binary(out, float(repeat), "mul")
+    return out if base_kept == kept else out.broadcast_to(kept).compact()
+
+
+def _reduce(a: NDArray, axes: tuple[int, ...], kept: tuple[int, ...], size: int,
+            op: str) -> NDArray:
     out_dtype = int64 if op == "argmax" else a._dtype
     out = NDArray._empty(kept, out_dtype, a._device)
     backend = a._device.backend
@@ -120,9 +153,6 @@ def reduce(a: NDArray, axis: Any, keepdims: bool, op: str) -> NDArray:
             rest = tuple(i for i in range(a.ndim) if i not in axes)
             src = a.permute(rest + axes).compact()
             getattr(backend, "reduce_" + op)(src._buf, out._buf, size)
-    if keepdims:
-        shape = tuple(1 if i in axes else n for i, n in enumerate(a._shape))
-        return out.reshape(shape)
     return out
 
 
@@ -163,19 +193,19 @@ def matmul(a: NDArray, b: NDArray) -> NDArray:
     batch = L.broadcast_shapes(a2._shape[:-2], b2._shape[:-2], op="matmul")
     backend = a._device.backend
     if not batch:
-        out = NDArray._empty((m, p), a._dtype, a._device)
+        out = NDArray._empty((m, p), a._dtype, a._device, op="matmul")
         if out.size:
             _gemm(backend, a2, b2, out, m, n, p)
     elif b2.ndim == 2 and a2._shape[:-2] == batch and a2.is_compact():
         # (..., m, n) @ (n, p): one GEMM over all rows, no copy of b
-        flat = NDArray._empty((prod(batch) * m, p), a._dtype, a._device)
+        flat = NDArray._empty((prod(batch) * m, p), a._dtype, a._device, op="matmul")
         if flat.size:
             _gemm(backend, a2.reshape(prod(batch) * m, n), b2, flat, prod(batch) * m, n, p)
         out = flat.reshape(batch + (m, p))
     else:
         a3 = a2.broadcast_to(batch + (m, n)).compact()
         b3 = b2.broadcast_to(batch + (n, p)).compact()
-        out = NDArray._empty(batch + (m, p), a._dtype, a._device)
+        out = NDArray._empty(batch + (m, p), a._dtype, a._device, op="matmul")
         if out.size:
             if n == 0:
                 backend.fill(out._buf, 0)

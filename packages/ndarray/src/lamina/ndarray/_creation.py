@@ -15,6 +15,8 @@ from ._errors import DeviceError, DTypeError, ShapeError
 from ._ndarray import NDArray
 from ._registry import Device, get_device
 
+Shape = tuple[int, ...]
+
 _rng = np.random.default_rng()
 
 
@@ -49,6 +51,36 @@ def _infer_dtype(raw: np.ndarray, from_numpy: bool) -> DType:
                      f"Lamina supports float32, float64 and int64")
 
 
+_INT64 = np.iinfo(np.int64)
+
+
+def _big_ints(raw: np.ndarray) -> np.ndarray:
+    """An object array of Python ints (numpy's result for ints beyond 64 bits): raise
+    OverflowError naming the first one that int64 cannot hold."""
+    flat = raw.reshape(-1)
+    if flat.size and all(isinstance(v, int) and not isinstance(v, bool) for v in flat):
+        bad = next((v for v in flat if not _INT64.min <= v <= _INT64.max), None)
+        if bad is not None:
+            raise OverflowError(f"array: {bad} does not fit int64 (range {_INT64.min}.."
+                                f"{_INT64.max})")
+    return raw
+
+
+def _check_int64_range(raw: np.ndarray) -> None:
+    """OverflowError where a conversion to int64 would wrap (uint64 above 2**63 - 1,
+    floats that are not finite or out of range) instead of a silent wrong value."""
+    if not raw.size or raw.dtype.kind not in "uf":
+        return
+    if raw.dtype.kind == "u":
+        bad = raw[raw > _INT64.max]
+    else:
+        # 2**63 is exact in every float dtype; the largest float below it fits.
+        bad = raw[~(np.isfinite(raw) & (raw >= -(2.0**63)) & (raw < 2.0**63))]
+    if bad.size:
+        raise OverflowError(f"array: {bad.reshape(-1)[0].item()!r} does not fit int64 (range "
+                            f"{_INT64.min}..{_INT64.max})")
+
+
 def array(obj: Any, dtype: Any = None, device: Any = None) -> NDArray:
     """An NDArray from nested lists, a numpy array, a scalar or another NDArray.
 
@@ -64,8 +96,12 @@ def array(obj: Any, dtype: Any = None, device: Any = None) -> NDArray:
         return out.to(device) if device is not None else out
     from_numpy = isinstance(obj, (np.ndarray, np.generic))
     raw = np.asarray(obj)
+    if raw.dtype.kind == "O" and dtype in (None, int64, "int64"):
+        raw = _big_ints(raw)
     dt = as_dtype(dtype, "array") if dtype is not None else _infer_dtype(raw, from_numpy)
     dev = _device_for(device, dt, "array")
+    if dt is int64:
+        _check_int64_range(raw)
     host = np.asarray(raw, dtype=dt.np, order="C")
     out = NDArray._empty(host.shape, dt, dev)
     if host.size:
@@ -75,37 +111,50 @@ def array(obj: Any, dtype: Any = None, device: Any = None) -> NDArray:
 
 def empty(*shape: Any, dtype: Any = float32, device: Any = None) -> NDArray:
     """An uninitialised compact array."""
-    dt = as_dtype(dtype, "empty")
-    return NDArray._empty(L.normalize_shape(shape, "empty"), dt, _device_for(device, dt,
-                                                                             "empty"))
+    return _new(shape, dtype, device, "empty")
+
+
+def _new(shape: Any, dtype: Any, device: Any, op: str) -> NDArray:
+    dt = as_dtype(dtype, op)
+    return NDArray._empty(L.normalize_shape(shape, op), dt, _device_for(device, dt, op), op)
 
 
 def full(shape: Any, value: float, dtype: Any = float32, device: Any = None) -> NDArray:
     """A compact array with every element ``value``."""
-    out = empty(shape, dtype=dtype, device=device)
+    return _full(shape, value, dtype, device, "full")
+
+
+def _full(shape: Any, value: float, dtype: Any, device: Any, op: str) -> NDArray:
+    out = _new(shape, dtype, device, op)
     if out.size:
         out._device.backend.fill(out._buf, value)
     return out
 
 
 def zeros(*shape: Any, dtype: Any = float32, device: Any = None) -> NDArray:
-    return full(L.normalize_shape(shape, "zeros"), 0, dtype=dtype, device=device)
+    return _full(shape, 0, dtype, device, "zeros")
 
 
 def ones(*shape: Any, dtype: Any = float32, device: Any = None) -> NDArray:
-    return full(L.normalize_shape(shape, "ones"), 1, dtype=dtype, device=device)
+    return _full(shape, 1, dtype, device, "ones")
+
+
+def _host_shape(shape: Any, op: str) -> Shape:
+    """A validated shape for host sampling (float64 on the host, whatever the dtype)."""
+    dims = L.normalize_shape(shape, op)
+    L.checked_size(dims, 8, op)
+    return dims
 
 
 def rand(*shape: Any, dtype: Any = float32, device: Any = None) -> NDArray:
     """Uniform samples in [0, 1) from the seeded host generator."""
-    dims = L.normalize_shape(shape, "rand")
-    return array(_rng.random(dims), dtype=dtype, device=device)
+    return array(_rng.random(_host_shape(shape, "rand")), dtype=dtype, device=device)
 
 
 def randn(*shape: Any, dtype: Any = float32, device: Any = None) -> NDArray:
     """Standard normal samples from the seeded host generator."""
-    dims = L.normalize_shape(shape, "randn")
-    return array(_rng.standard_normal(dims), dtype=dtype, device=device)
+    return array(_rng.standard_normal(_host_shape(shape, "randn")), dtype=dtype,
+                 device=device)
 
 
 def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any = None,

@@ -10,6 +10,8 @@ from functools import lru_cache
 from math import prod
 from typing import Any
 
+import numpy as np
+
 from ._errors import ShapeError
 
 Shape = tuple[int, ...]
@@ -43,17 +45,46 @@ def is_compact(shape: Shape, strides: Shape, offset: int) -> bool:
     return True
 
 
+MAX_BYTES = 2**63 - 1  # what a 64-bit size_t/ptrdiff_t can address: no buffer is larger
+
+
 def normalize_shape(shape: Any, op: str) -> Shape:
-    """Accept ``(2, 3)``, ``[2, 3]`` or ``((2, 3),)`` and return a tuple of ints."""
-    if isinstance(shape, int):
+    """Accept ``(2, 3)``, ``[2, 3]`` or ``((2, 3),)`` and return a tuple of ints.
+
+    Every entry must be an integer (a Python or numpy int, not a float or a
+    bool): ``(2.5, 3)`` raises instead of truncating. Signs are not checked
+    here (reshape takes -1, permute negative axes); see :func:`checked_size`.
+    """
+    if isinstance(shape, (int, np.integer)):
         shape = (shape,)
-    if len(shape) == 1 and not isinstance(shape[0], int):
+    if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
         shape = shape[0]
     try:
-        out = tuple(int(n) for n in shape)
+        items = tuple(shape)
     except TypeError:
         raise ShapeError(f"{op}: shape must be a sequence of ints, got {shape!r}") from None
-    return out
+    bad = [n for n in items if isinstance(n, (bool, np.bool_))
+           or not isinstance(n, (int, np.integer))]
+    if bad:
+        raise ShapeError(f"{op}: shape must be a sequence of ints, got {shape!r} "
+                         f"({bad[0]!r} is a {type(bad[0]).__name__})")
+    return tuple(int(n) for n in items)
+
+
+def checked_size(shape: Shape, itemsize: int, op: str) -> int:
+    """The element count of a new array of ``shape``, once it is known to be possible.
+
+    Raises ShapeError for a negative dimension and for a shape whose bytes
+    exceed what any 64-bit buffer can hold (where a C++ ``int64_t`` product
+    would wrap), naming the op, the shape and the size.
+    """
+    if any(n < 0 for n in shape):
+        raise ShapeError(f"{op}: negative dimension in shape {shape}")
+    size = prod(shape)
+    if size * itemsize > MAX_BYTES:
+        raise ShapeError(f"{op}: shape {shape} has {size} elements ({size * itemsize} "
+                         f"bytes), more than a buffer can hold (at most 2**63 - 1 bytes)")
+    return size
 
 
 def normalize_axis(axis: int, ndim: int, op: str) -> int:

@@ -31,6 +31,14 @@ Shape = tuple[int, ...]
 Axes = int | tuple[int, ...] | None
 
 
+def _bytes(n: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return f"{n} bytes"
+
+
 class NDArray:
     """A strided N-dimensional array on one device (see the module docstring)."""
 
@@ -75,9 +83,20 @@ class NDArray:
         return a
 
     @classmethod
-    def _empty(cls, shape: Shape, dtype: DType, device: Device) -> NDArray:
-        """A new compact array with an uninitialised buffer."""
-        buf = device.backend.Array(prod(shape), dtype.name)
+    def _empty(cls, shape: Shape, dtype: DType, device: Device, op: str = "empty") -> NDArray:
+        """A new compact array with an uninitialised buffer.
+
+        Every allocation goes through here: the shape is validated once
+        (:func:`_layout.checked_size`) and a backend that cannot allocate
+        raises MemoryError naming ``op``, the shape and the device.
+        """
+        size = L.checked_size(shape, dtype.itemsize, op)
+        try:
+            buf = device.backend.Array(size, dtype.name)
+        except MemoryError as exc:
+            raise MemoryError(f"{op}: cannot allocate shape {shape} of {dtype.name} "
+                              f"({_bytes(size * dtype.itemsize)}) on device {device}: "
+                              f"{exc}") from exc
         return cls._view(buf, shape, L.compact_strides(shape), 0, dtype, device)
 
     def _as_strided(self, shape: Shape, strides: Shape, offset: int) -> NDArray:

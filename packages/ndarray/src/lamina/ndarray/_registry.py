@@ -8,6 +8,13 @@ A plugin that fails to import, declares another ``api_version``, lacks a
 required kernel or finds no hardware is recorded with the reason and never
 breaks the others; asking for its device raises :class:`DeviceError` naming
 the plugin, its version and the reason.
+
+The built-in names ``numpy``, ``cpu`` and ``cuda`` belong to Lamina's own
+distributions (:data:`RESERVED`): an entry point of that name from any other
+distribution is refused, wherever it sits on ``sys.path``, so an installed
+package cannot silently take over a built-in device. Plugin imports run
+outside the registry's lock (one lock per backend), so a plugin whose import
+hangs stalls only its own device.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import time
 import traceback as _traceback
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
@@ -23,14 +31,18 @@ from typing import Any
 from ._errors import DeviceError
 from ._interface import API_VERSION, missing_kernels
 
-__all__ = ["BackendInfo", "Device", "default_device", "get_device", "list_backends",
-           "refresh", "set_default_device"]
+__all__ = ["RESERVED", "BackendInfo", "Device", "default_device", "get_device",
+           "list_backends", "refresh", "set_default_device"]
 
 GROUP = "lamina.backends"
 ENV_VAR = "LAMINA_DEVICE"
 
 _SPEC = re.compile(r"^([A-Za-z_][A-Za-z0-9_.\-]*)(?::(\d+))?$")
 _REQUIRED_DTYPES = ("float32", "int64")
+
+RESERVED = {"numpy": "lamina-ndarray", "cpu": "lamina-backend-cpu",
+            "cuda": "lamina-backend-cuda"}
+"""Built-in device names and the only distribution allowed to register each."""
 
 
 @dataclass(frozen=True)
@@ -117,12 +129,19 @@ class Device:
 
 
 class _Registry:
-    """Caches: entry points, load outcomes, Device objects and the default."""
+    """Caches: entry points, load outcomes, Device objects and the default.
+
+    ``lock`` guards these dictionaries only and is never held while a plugin
+    is imported; ``load_locks`` holds one lock per backend name so that two
+    threads asking for the same device import it once.
+    """
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
         self.entry_points: dict[str, EntryPoint] | None = None
         self.duplicates: list[tuple[EntryPoint, EntryPoint]] = []
+        self.refused: list[EntryPoint] = []
+        self.load_locks: dict[str, threading.Lock] = {}
         self.loaded: dict[str, tuple[BackendInfo, Any]] = {}
         self.devices: dict[str, Device] = {}
         self.default: Device | None = None
@@ -141,6 +160,8 @@ def refresh() -> None:
     with _state.lock:
         _state.entry_points = None
         _state.duplicates = []
+        _state.refused = []
+        _state.load_locks.clear()
         _state.loaded.clear()
         _state.devices.clear()
         _state.default = None
@@ -154,12 +175,21 @@ def _dist_of(ep: EntryPoint) -> tuple[str, str]:
     return str(name), str(dist.version or "?")
 
 
+def _canonical(dist: str) -> str:
+    return re.sub(r"[-_.]+", "-", dist).lower()
+
+
 def _discover() -> dict[str, EntryPoint]:
     with _state.lock:
         if _state.entry_points is None:
             found: dict[str, EntryPoint] = {}
             duplicates = []
+            refused = []
             for ep in entry_points(group=GROUP):
+                owner = RESERVED.get(ep.name)
+                if owner is not None and _canonical(_dist_of(ep)[0]) != owner:
+                    refused.append(ep)
+                    continue
                 if ep.name in found:
                     if found[ep.name].value != ep.value or _dist_of(ep) != _dist_of(
                             found[ep.name]):
@@ -168,6 +198,7 @@ def _discover() -> dict[str, EntryPoint]:
                 found[ep.name] = ep
             _state.entry_points = found
             _state.duplicates = duplicates
+            _state.refused = refused
         return _state.entry_points
 
 
@@ -221,38 +252,82 @@ def _load_entry(ep: EntryPoint) -> tuple[BackendInfo, Any]:
 
 
 def _load(name: str) -> tuple[BackendInfo, Any] | None:
-    """The cached load outcome for backend ``name``; ``None`` when not installed."""
+    """The cached load outcome for backend ``name``; ``None`` when not installed.
+
+    The import runs under the backend's own lock, not the registry's, so a
+    plugin that hangs while importing blocks only callers of that backend.
+    """
     with _state.lock:
-        if name not in _state.loaded:
-            ep = _discover().get(name)
-            if ep is None:
-                return None
-            _state.loaded[name] = _load_entry(ep)
-        return _state.loaded[name]
+        if name in _state.loaded:
+            return _state.loaded[name]
+        ep = _discover().get(name)
+        if ep is None:
+            return None
+        gate = _state.load_locks.setdefault(name, threading.Lock())
+    with gate:
+        with _state.lock:
+            if name in _state.loaded:
+                return _state.loaded[name]
+        outcome = _load_entry(ep)
+        with _state.lock:
+            return _state.loaded.setdefault(name, outcome)
 
 
-def list_backends() -> list[BackendInfo]:
+def _refusal(ep: EntryPoint) -> BackendInfo:
+    dist = _dist_of(ep)[0]
+    return _info(ep, "failed", f"name {ep.name!r} is reserved for {RESERVED[ep.name]}; "
+                 f"{dist} may not register it, so it is ignored; uninstall {dist}")
+
+
+def _pending(name: str, timeout: float) -> BackendInfo:
+    ep = _discover()[name]
+    return _info(ep, "failed", f"import did not finish within {timeout:g} s (still "
+                 "running; a plugin import that hangs stalls only this device)")
+
+
+def _load_all(names: list[str], timeout: float | None) -> dict[str, BackendInfo]:
+    """Load outcomes of ``names``; with a timeout, each load runs in its own thread."""
+    if timeout is None:
+        return {name: loaded[0] for name in names if (loaded := _load(name)) is not None}
+    workers = {name: threading.Thread(target=_load, args=(name,), daemon=True,
+                                      name=f"lamina-load-{name}") for name in names}
+    for worker in workers.values():
+        worker.start()
+    deadline = time.monotonic() + timeout
+    infos = {}
+    for name, worker in workers.items():
+        worker.join(max(0.0, deadline - time.monotonic()))
+        with _state.lock:
+            loaded = _state.loaded.get(name)
+        infos[name] = loaded[0] if loaded is not None else _pending(name, timeout)
+    return infos
+
+
+def list_backends(timeout: float | None = None) -> list[BackendInfo]:
     """Load every discovered plugin and report on each, sorted by name.
 
     Never raises for a broken plugin: its status and reason say what went
     wrong. A second distribution registering a name already taken is listed
-    as ``"failed"`` (the first one found on ``sys.path`` wins).
+    as ``"failed"`` (the first one found on ``sys.path`` wins), and so is a
+    distribution registering a :data:`RESERVED` name it does not own.
+
+    Args:
+        timeout: seconds to wait for plugin imports in all; a plugin still
+            importing then is listed as ``"failed"`` (not cached: a later
+            call waits for it again). ``None`` waits as long as imports take.
 
     Example:
         >>> [b.status for b in list_backends() if b.name == "numpy"]
         ['available']
     """
+    infos = list(_load_all(list(_discover()), timeout).values())
     with _state.lock:
-        infos = []
-        for name in _discover():
-            loaded = _load(name)
-            if loaded is not None:
-                infos.append(loaded[0])
         for kept, dup in _state.duplicates:
             k_dist, k_ver = _dist_of(kept)
             infos.append(_info(dup, "failed", f"name {dup.name!r} is already registered "
                                f"by {k_dist} {k_ver} ({kept.value}); this one is ignored; "
                                "uninstall one of them"))
+        infos.extend(_refusal(ep) for ep in _state.refused)
     return sorted(infos, key=lambda info: info.name)
 
 
@@ -318,15 +393,18 @@ def get_device(spec: str | Device | None = None) -> Device:
         cached = _state.devices.get(spec)
         if cached is not None:
             return cached
-        device = _resolve(spec)
-        _state.devices[spec] = device
-        return device
+    device = _resolve(spec)  # may import the plugin: outside the registry's lock
+    with _state.lock:
+        return _state.devices.setdefault(spec, device)
 
 
 def _resolve(spec: str) -> Device:
     type_, index = _parse(spec)
     loaded = _load(type_)
     if loaded is None:
+        refused = [ep for ep in _state.refused if ep.name == type_]
+        if refused:
+            raise DeviceError(f"device {spec!r} is not installed: {_refusal(refused[0]).reason}")
         known = ", ".join(sorted(_discover())) or "none"
         raise DeviceError(f"unknown device {spec!r}: installed backends are {known}; "
                           f"install a plugin that registers {type_!r} in the "
@@ -347,10 +425,8 @@ def _resolve(spec: str) -> Device:
             raise DeviceError(f"device {spec!r} is out of range: plugin {info.plugin} "
                               f"reports {count} device(s) ({have})")
         name = f"{type_}:{index}"
-    device = _state.devices.get(name)
-    if device is None:
-        device = _state.devices[name] = Device(type_, index, name, backend)
-    return device
+    with _state.lock:
+        return _state.devices.setdefault(name, Device(type_, index, name, backend))
 
 
 def default_device() -> Device:
@@ -364,8 +440,12 @@ def default_device() -> Device:
         DeviceError: ``LAMINA_DEVICE`` names a device that is not usable.
     """
     with _state.lock:
+        if _state.default is not None:
+            return _state.default
+    picked = _pick_default()
+    with _state.lock:
         if _state.default is None:
-            _state.default = _pick_default()
+            _state.default = picked
         return _state.default
 
 
@@ -394,7 +474,8 @@ def set_default_device(spec: str | Device | None) -> Device | None:
         The previous explicit or cached default, or ``None`` when none was
         resolved yet.
     """
+    device = None if spec is None else get_device(spec)
     with _state.lock:
         previous = _state.default
-        _state.default = None if spec is None else get_device(spec)
+        _state.default = device
         return previous

@@ -107,7 +107,8 @@ def load_cifar_batch(path: str | os.PathLike[str]) -> tuple[np.ndarray, np.ndarr
         batch = SafeUnpickler(io.BytesIO(raw), encoding="bytes").load()
     except pickle.UnpicklingError as exc:
         raise DatasetFileError(f"CIFAR10: {path} is not a valid CIFAR batch: {exc}") from exc
-    except (EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError) as exc:
+    except (EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError,
+            OverflowError, RecursionError, MemoryError) as exc:
         raise DatasetFileError(f"CIFAR10: {path} is truncated or corrupt "
                                f"({type(exc).__name__}: {exc})") from exc
     return _check_batch(batch, path)
@@ -127,11 +128,13 @@ def _check_batch(batch: Any, path: Path) -> tuple[np.ndarray, np.ndarray]:
     if not isinstance(labels, list) or len(labels) != data.shape[0]:
         count = len(labels) if isinstance(labels, list) else type(labels).__name__
         raise DatasetFileError(f"CIFAR10: {path}: {data.shape[0]} images but labels {count}")
-    targets = np.asarray(labels, dtype=np.int64)
-    if targets.size and (targets.min() < 0 or targets.max() > 9):
-        raise DatasetFileError(f"CIFAR10: {path}: labels must be 0..9, found "
-                               f"{targets.min()}..{targets.max()}")
-    return data.reshape(-1, 3, 32, 32), targets
+    # Checked one by one before any conversion: a string or a 2**70 among them
+    # would make numpy raise its own ValueError/OverflowError without the file.
+    for i, label in enumerate(labels):
+        if not isinstance(label, int) or isinstance(label, bool) or not 0 <= label <= 9:
+            raise DatasetFileError(f"CIFAR10: {path}: labels must be 0..9, found "
+                                   f"{label!r} ({type(label).__name__}) at index {i}")
+    return data.reshape(-1, 3, 32, 32), np.asarray(labels, dtype=np.int64)
 
 
 class CIFAR10(Dataset):

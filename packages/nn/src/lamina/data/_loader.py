@@ -3,12 +3,13 @@
 Workers build numpy batches (picklable, device-free); the main process turns
 them into Tensors. Each batch gets its own seed for random transforms, drawn
 from the loader's generator in the main process, so every batch is identical
-whatever ``num_workers`` is, and batches arrive in sampler order.
+whatever ``num_workers`` is, and batches arrive in sampler order. A worker
+that dies mid-epoch raises :class:`WorkerError` in the main process (see
+``_workers``).
 """
 
 from __future__ import annotations
 
-import collections
 import multiprocessing
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -17,8 +18,9 @@ import numpy as np
 
 from ._dataset import Dataset
 from ._random import as_generator, seed_transforms
+from ._workers import WorkerError, parallel_batches
 
-__all__ = ["DataLoader", "default_collate", "to_tensors"]
+__all__ = ["DataLoader", "WorkerError", "default_collate", "to_tensors"]
 
 
 def default_collate(samples: Sequence[Any]) -> Any:
@@ -75,24 +77,12 @@ def to_tensors(batch: Any, device: Any = None) -> Any:
     return batch
 
 
-_worker: dict[str, Any] = {}
-
-
-def _worker_init(dataset: Dataset, collate_fn: Callable[[list[Any]], Any]) -> None:
-    _worker["dataset"] = dataset
-    _worker["collate_fn"] = collate_fn
-
-
 def _build_batch(dataset: Dataset, collate_fn: Callable[[list[Any]], Any],
                  indices: list[int], seed: int) -> Any:
     seed_transforms(seed)
     getitems = getattr(dataset, "__getitems__", None)
     samples = getitems(indices) if getitems is not None else [dataset[i] for i in indices]
     return collate_fn(list(samples))
-
-
-def _worker_batch(indices: list[int], seed: int) -> Any:
-    return _build_batch(_worker["dataset"], _worker["collate_fn"], indices, seed)
 
 
 class DataLoader:
@@ -114,6 +104,9 @@ class DataLoader:
         prefetch_factor: batches in flight per worker.
         multiprocessing_context: ``"fork"``, ``"spawn"`` or ``"forkserver"``;
             defaults to fork where the platform has it.
+        timeout: with workers, seconds to wait for one batch before raising
+            :class:`WorkerError` (0 waits as long as it takes). A worker that
+            dies raises at once, whatever the timeout.
 
     Yields:
         Batches with the dataset's structure, each leaf of shape (B, ...).
@@ -130,13 +123,15 @@ class DataLoader:
                  drop_last: bool = False, collate_fn: Callable[[list[Any]], Any] | None = None,
                  num_workers: int = 0, generator: np.random.Generator | int | None = None,
                  device: Any = None, as_tensor: bool = True, prefetch_factor: int = 2,
-                 multiprocessing_context: str | None = None) -> None:
+                 multiprocessing_context: str | None = None, timeout: float = 0) -> None:
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"DataLoader: batch_size must be a positive int, got {batch_size!r}")
         if not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError(f"DataLoader: num_workers must be an int >= 0, got {num_workers!r}")
         if prefetch_factor < 1:
             raise ValueError(f"DataLoader: prefetch_factor must be >= 1, got {prefetch_factor}")
+        if not timeout >= 0:
+            raise ValueError(f"DataLoader: timeout must be >= 0, got {timeout!r}")
         self.dataset = dataset
         self.batch_size = batch_size
         self.shuffle = shuffle
@@ -148,6 +143,7 @@ class DataLoader:
         self.as_tensor = as_tensor
         self.prefetch_factor = prefetch_factor
         self.multiprocessing_context = multiprocessing_context
+        self.timeout = timeout
 
     def __len__(self) -> int:
         n = len(self.dataset)
@@ -177,18 +173,5 @@ class DataLoader:
         if method is None:
             method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         ctx = multiprocessing.get_context(method)
-        window = self.num_workers * self.prefetch_factor
-        with ctx.Pool(self.num_workers, initializer=_worker_init,
-                      initargs=(self.dataset, self.collate_fn)) as pool:
-            pending: collections.deque[Any] = collections.deque()
-            todo = iter(plan)
-            for job in todo:
-                pending.append(pool.apply_async(_worker_batch, job))
-                if len(pending) >= window:
-                    break
-            while pending:
-                result = pending.popleft().get()
-                following = next(todo, None)
-                if following is not None:
-                    pending.append(pool.apply_async(_worker_batch, following))
-                yield result
+        return parallel_batches(ctx, _build_batch, self.dataset, self.collate_fn, plan,
+                                self.num_workers, self.prefetch_factor, self.timeout)

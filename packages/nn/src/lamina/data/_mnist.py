@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import math
 import os
 import struct
 import urllib.request
@@ -84,7 +85,8 @@ def _parse_idx(raw: bytes, path: Path) -> np.ndarray:
         raise DatasetFileError(f"read_idx: {path} is truncated inside its header")
     dims = struct.unpack(f">{ndim}I", raw[4:header])
     dtype = np.dtype(_IDX_TYPES[code])
-    expected = header + int(np.prod(dims)) * dtype.itemsize
+    # math.prod in Python ints: numpy's prod of four uint32 dims wraps in int64.
+    expected = header + math.prod(dims) * dtype.itemsize
     if len(raw) != expected:
         raise DatasetFileError(f"read_idx: {path} holds {len(raw)} bytes but its header "
                                f"{dims} needs {expected}; the file is truncated or corrupt")
@@ -128,6 +130,18 @@ def _md5(data: bytes) -> str:
     return hashlib.md5(data, usedforsecurity=False).hexdigest()
 
 
+def _check_labels(labels: np.ndarray, path: Path, classes: int = 10) -> np.ndarray:
+    """``labels`` as int64 after checking each is a class index in [0, classes)."""
+    if labels.dtype.kind not in "iu":
+        raise DatasetFileError(f"MNIST: {path} holds {labels.dtype} values; labels must be "
+                               "integers (IDX type 0x08)")
+    bad = np.flatnonzero((labels < 0) | (labels >= classes))
+    if bad.size:
+        raise DatasetFileError(f"MNIST: {path} has label {labels[bad[0]]} at index {bad[0]}; "
+                               f"labels must be in [0, {classes})")
+    return labels.astype(np.int64)
+
+
 class MNIST(Dataset):
     """MNIST digits: samples are (uint8 image (28, 28), int64 label).
 
@@ -145,8 +159,9 @@ class MNIST(Dataset):
 
     Raises:
         FileNotFoundError: a file is missing; the message names it.
-        DatasetFileError: a file is truncated or corrupt, or images and labels
-            disagree in count.
+        DatasetFileError: a file is truncated or corrupt, images and labels
+            disagree in count, or a label is not in [0, 10); the message names
+            the file.
     """
 
     def __init__(self, root: str | os.PathLike[str] | None = None, train: bool = True,
@@ -167,11 +182,12 @@ class MNIST(Dataset):
                     f"MNIST: missing file {name} in {self.root}; point root (--data) at the "
                     f"folder holding the MNIST .gz files, or pass download=True")
         self.data = read_idx(self.root / names[0])
-        self.targets = read_idx(self.root / names[1]).astype(np.int64)
-        if self.data.ndim != 3 or self.targets.ndim != 1 or len(self.data) != len(self.targets):
+        labels = read_idx(self.root / names[1])
+        if self.data.ndim != 3 or labels.ndim != 1 or len(self.data) != len(labels):
             raise DatasetFileError(
                 f"MNIST: {names[0]} has shape {self.data.shape} and {names[1]} shape "
-                f"{self.targets.shape}; expected (N, 28, 28) images and N labels")
+                f"{labels.shape}; expected (N, 28, 28) images and N labels")
+        self.targets = _check_labels(labels, self.root / names[1])
 
     def __len__(self) -> int:
         return int(self.targets.shape[0])

@@ -16,11 +16,23 @@ from typing import Any
 import numpy as np
 from lamina import autograd
 
+from ._mnist import DatasetFileError
 from ._text import CharTokenizer, Vocabulary, WordTokenizer
 
 __all__ = ["PTB", "BPTTBatches", "TextCorpus", "batchify"]
 
 _SPLITS = ("train", "valid", "test")
+
+
+def read_utf8(path: Path, owner: str) -> str:
+    """The text of ``path``; DatasetFileError naming the file and the byte offset
+    when it is not valid UTF-8."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DatasetFileError(f"{owner}: {path} is not valid UTF-8 text: byte "
+                               f"0x{exc.object[exc.start]:02x} at offset {exc.start} "
+                               f"({exc.reason})") from None
 
 
 class TextCorpus:
@@ -63,12 +75,13 @@ class TextCorpus:
     @classmethod
     def from_files(cls, train: str | Path, valid: str | Path, test: str | Path,
                    level: str = "word") -> TextCorpus:
-        """Reads three UTF-8 text files; a missing one raises FileNotFoundError naming it."""
+        """Reads three UTF-8 text files; a missing one raises FileNotFoundError naming it,
+        one that is not UTF-8 DatasetFileError."""
         texts = []
         for path in (Path(train), Path(valid), Path(test)):
             if not path.is_file():
                 raise FileNotFoundError(f"TextCorpus: no such file {path}")
-            texts.append(path.read_text(encoding="utf-8"))
+            texts.append(read_utf8(path, "TextCorpus"))
         return cls(texts[0], texts[1], texts[2], level=level)
 
     def __repr__(self) -> str:
@@ -95,7 +108,7 @@ class PTB(TextCorpus):
             path = root / f"ptb.{split}.txt"
             if not path.is_file():
                 raise FileNotFoundError(f"PTB: {path.name} not found in {root}")
-            texts.append(path.read_text(encoding="utf-8"))
+            texts.append(read_utf8(path, "PTB"))
         super().__init__(texts[0], texts[1], texts[2], level="word")
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ._dataset import Dataset
+from ._ptb import read_utf8
 from ._text import CharTokenizer
 
 __all__ = ["Shakespeare", "default_shakespeare_dir"]
@@ -59,7 +60,7 @@ class Shakespeare(Dataset):
         if not path.is_file():
             raise FileNotFoundError(f"Shakespeare: {path} not found; pass the folder holding "
                                     f"Tiny Shakespeare's {_FILE} (e.g. ../shared/data/shakespeare)")
-        text = path.read_text(encoding="utf-8")
+        text = read_utf8(path, "Shakespeare")
         self.tokenizer = CharTokenizer(text)
         ids = self.tokenizer.encode(text)
         cut = int(len(ids) * train_fraction)

@@ -8,6 +8,13 @@ stored as JSON in the file's metadata, with each array replaced by a
 reference to its entry. A SHA-256 over the entries' bytes is stored too, so
 a damaged file is rejected before anything is built from it. Any plain
 safetensors file loads as a flat dict.
+
+Lamina computes in float32, float64 and int64, so a loaded entry of another
+dtype is converted only where no value changes: float16 to float32; bool and
+the 8- to 32-bit integers, and uint64 entries below 2**63, to int64. Anything
+else (a uint64 value of 2**63 or more, complex numbers) raises
+:class:`CheckpointError` naming the entry; ``as_numpy=True`` returns every
+entry in its stored dtype.
 """
 
 from __future__ import annotations
@@ -127,41 +134,57 @@ def load(path: str | os.PathLike[str], device: Any = None, as_numpy: bool = Fals
         raise CheckpointError(f"load: {path} is not a readable safetensors checkpoint "
                               f"(truncated or corrupt?): {exc}") from exc
     if metadata.get("format") != _FORMAT:
-        return {name: _restore(array, "numpy" if as_numpy else "tensor", device)
+        return {name: _restore(array, "numpy" if as_numpy else "tensor", device, name, path)
                 for name, array in tensors.items()}
     if _digest(tensors, sorted(tensors)) != metadata.get("sha256"):
         raise CheckpointError(f"load: {path} is corrupt: its data does not match the "
                               f"checksum written with it")
     try:
         tree = json.loads(metadata["tree"])
-        return _decode(tree, tensors, device, as_numpy)
+        return _decode(tree, tensors, device, as_numpy, path)
+    except RecursionError:
+        # json.loads and _decode recurse once per level; a hostile file nests
+        # deeper than Python's stack, which no checkpoint of ours does.
+        raise CheckpointError(f"load: {path} has a damaged structure record: nested deeper "
+                              f"than the interpreter's recursion limit") from None
     except (KeyError, TypeError, ValueError) as exc:
         raise CheckpointError(f"load: {path} has a damaged structure record: {exc}") from exc
 
 
-def _decode(node: Any, tensors: dict[str, np.ndarray], device: Any, as_numpy: bool) -> Any:
+def _decode(node: Any, tensors: dict[str, np.ndarray], device: Any, as_numpy: bool,
+            path: Path) -> Any:
     if "__array__" in node:
         kind = "numpy" if as_numpy else node["kind"]
-        return _restore(tensors[node["__array__"]], kind, device)
+        return _restore(tensors[node["__array__"]], kind, device, node["__array__"], path)
     if "__dict__" in node:
-        return {k: _decode(v, tensors, device, as_numpy) for k, v in node["__dict__"]}
+        return {k: _decode(v, tensors, device, as_numpy, path) for k, v in node["__dict__"]}
     if "__intdict__" in node:
-        return {int(k): _decode(v, tensors, device, as_numpy) for k, v in node["__intdict__"]}
+        return {int(k): _decode(v, tensors, device, as_numpy, path)
+                for k, v in node["__intdict__"]}
     if "__list__" in node:
-        return [_decode(v, tensors, device, as_numpy) for v in node["__list__"]]
+        return [_decode(v, tensors, device, as_numpy, path) for v in node["__list__"]]
     if "__tuple__" in node:
-        return tuple(_decode(v, tensors, device, as_numpy) for v in node["__tuple__"])
+        return tuple(_decode(v, tensors, device, as_numpy, path) for v in node["__tuple__"])
     return node["__value__"]
 
 
-def _restore(array: np.ndarray, kind: str, device: Any) -> Any:
+def _restore(array: np.ndarray, kind: str, device: Any, name: str, path: Path) -> Any:
     if kind == "numpy":
         return array
-    data = nd.array(array, dtype=_lamina_dtype(array), device=device)
+    data = nd.array(_lossless(array, name, path), device=device)
     return data if kind == "ndarray" else Tensor(data)
 
 
-def _lamina_dtype(array: np.ndarray) -> Any:
-    if array.dtype.kind == "f":
-        return nd.float64 if array.dtype == np.float64 else nd.float32
-    return nd.int64
+def _lossless(array: np.ndarray, name: str, path: Path) -> np.ndarray:
+    """``array`` in the Lamina dtype that holds each of its values exactly."""
+    kind, size = array.dtype.kind, array.dtype.itemsize
+    if kind == "f":
+        return array if size >= 4 else array.astype(np.float32)
+    if kind == "b" or (kind in "iu" and size < 8) or array.dtype == np.int64:
+        return array.astype(np.int64)
+    if array.dtype == np.uint64 and (array.size == 0 or int(array.max()) < 2**63):
+        return array.astype(np.int64)
+    why = ("has values of 2**63 or more, which int64 cannot hold" if kind == "u"
+           else "has no Lamina dtype (float32, float64, int64)")
+    raise CheckpointError(f"load: entry {name!r} of {path} is {array.dtype.name} and {why}; "
+                          "load it with as_numpy=True to get the stored values")

@@ -116,8 +116,14 @@ def nll_loss(log_probs: Tensor, target: Tensor, reduction: str = "mean") -> Tens
         reduction: ``"mean"``, ``"sum"`` or ``"none"`` (returns (N,)).
     """
     _check_targets("nll_loss", log_probs, target)
-    picked = (log_probs * one_hot(target, log_probs.shape[1], log_probs.dtype)).sum(1)
-    return _reduce("nll_loss", -picked, reduction)
+    return _reduce("nll_loss", -_picked(log_probs, target), reduction)
+
+
+def _picked(log_probs: Tensor, target: Tensor) -> Tensor:
+    """``log_probs[i, target[i]]`` (N,). Selected with where, not multiplied by a
+    one-hot: a -inf log-probability times 0 would be NaN (PyTorch gives 0 there)."""
+    mask = one_hot(target, log_probs.shape[1], log_probs.dtype)
+    return ag.where(mask, log_probs, 0.0).sum(1)
 
 
 def cross_entropy(logits: Tensor, target: Tensor, reduction: str = "mean",
@@ -143,7 +149,7 @@ def cross_entropy(logits: Tensor, target: Tensor, reduction: str = "mean",
                          f"got {label_smoothing}")
     _check_targets("cross_entropy", logits, target)
     log_probs = logits.log_softmax(1)
-    nll = -(log_probs * one_hot(target, logits.shape[1], log_probs.dtype)).sum(1)
+    nll = -_picked(log_probs, target)
     if label_smoothing:
         nll = nll * (1.0 - label_smoothing) - log_probs.mean(1) * label_smoothing
     return _reduce("cross_entropy", nll, reduction)

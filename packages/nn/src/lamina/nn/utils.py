@@ -25,7 +25,9 @@ def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float,
 
     The norm is taken over all gradients together, as if concatenated; when
     it exceeds ``max_norm`` every gradient is multiplied by
-    ``max_norm / (norm + 1e-6)``.
+    ``max_norm / (norm + 1e-6)``. A NaN or infinite norm (a NaN or inf
+    gradient) propagates into every gradient, as in PyTorch, unless
+    ``error_if_nonfinite`` asks for an error instead.
 
     Args:
         parameters: tensors whose ``.grad`` to clip (those without one are skipped).
@@ -38,7 +40,7 @@ def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float,
     """
     params = [parameters] if isinstance(parameters, Tensor) else list(parameters)
     grads = [p.grad.data for p in params if p.grad is not None]
-    if max_norm < 0:
+    if not max_norm >= 0:  # NaN too
         raise ValueError(f"clip_grad_norm_: max_norm must be >= 0, got {max_norm}")
     if not grads:
         return autograd.tensor(0.0)
@@ -52,7 +54,9 @@ def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float,
         raise RuntimeError(f"clip_grad_norm_: the total norm of order {norm_type} of the "
                            f"gradients is {total}; pass error_if_nonfinite=False to allow it")
     coef = max_norm / (total + 1e-6)
-    if coef < 1.0:
+    # A NaN norm scales every gradient by NaN, as PyTorch does: a NaN gradient
+    # must not pass through unscaled as if it were small.
+    if coef < 1.0 or math.isnan(coef):
         for p in params:
             if p.grad is not None:
                 p.grad.data = p.grad.data * coef

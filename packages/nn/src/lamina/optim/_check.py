@@ -7,9 +7,13 @@ from typing import Any
 
 def check_range(owner: str, group: dict[str, Any], name: str, low: float = 0.0,
                 high: float | None = None, high_open: bool = False) -> None:
-    """Raise ValueError unless ``low <= group[name]`` and it is below/at ``high``."""
+    """Raise ValueError unless ``low <= group[name]`` and it is below/at ``high``.
+
+    NaN fails every comparison, so it is rejected too (as PyTorch does), rather
+    than training to NaN.
+    """
     value = group[name]
-    bad = not isinstance(value, (int, float)) or value < low
+    bad = not isinstance(value, (int, float)) or not value >= low
     if high is not None and not bad:
         bad = value >= high if high_open else value > high
     if bad:

@@ -171,11 +171,18 @@ class Optimizer:
                 continue
             new_state[param] = {name: _restore(value, param, f"{key}.{name}", problems)
                                 for name, value in entries.items()}
+        merged = [{**group, **{k: _plain(v) for k, v in saved.items() if k != "params"}}
+                  for saved, group in zip(groups, self.param_groups)]
+        for i, group in enumerate(merged):
+            try:
+                self._validate(group)  # a checkpoint may carry lr=nan too
+            except ValueError as exc:
+                problems.append(f"group {i}: {exc}")
         if problems:
             raise ValueError(f"{type(self).__name__}.load_state_dict: nothing was loaded:\n  "
                              + "\n  ".join(problems))
-        for saved, group in zip(groups, self.param_groups):
-            group.update({k: _plain(v) for k, v in saved.items() if k != "params"})
+        for group, new in zip(self.param_groups, merged):
+            group.update(new)
         self.state = new_state
 
     def __repr__(self) -> str:

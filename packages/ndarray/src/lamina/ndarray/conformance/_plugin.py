@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from .._errors import DeviceError
-from .._registry import get_device, list_backends
+from .._registry import get_device
 
 ENV_VAR = "LAMINA_CONFORMANCE_BACKEND"
 
@@ -43,17 +43,15 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 def lamina_backend(request: pytest.FixtureRequest) -> Any:
     """The backend object under test.
 
-    Skips when the backend is installed but not usable here (no hardware, a
-    failed or incompatible plugin: the registry's reason is the skip reason);
-    fails when no installed plugin has that name.
+    Fails (never skips) when the backend is not usable: not installed, failed
+    to import, incompatible or without hardware, with the registry's reason,
+    so that a plugin's CI cannot pass without its kernels having run.
     """
     name = backend_name(request.config)
     try:
         return get_device(name).backend
     except DeviceError as exc:
-        if name not in {info.name for info in list_backends()}:
-            pytest.fail(str(exc), pytrace=False)
-        pytest.skip(f"backend {name!r} is not usable here: {exc}")
+        pytest.fail(f"backend {name!r} is not usable here: {exc}", pytrace=False)
 
 
 @pytest.fixture(scope="session")
