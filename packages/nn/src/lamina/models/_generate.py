@@ -22,10 +22,9 @@ from typing import Any
 
 import numpy as np
 from lamina import autograd as ag
-from lamina import nn
 from lamina.data import CharTokenizer
 
-from ._gpt import GPT, GPTConfig
+from ._gpt import GPT
 
 __all__ = ["generate", "generate_tokens", "load_gpt_checkpoint", "main", "sample_next"]
 
@@ -126,16 +125,17 @@ def generate(model: GPT, prompt: Any, max_new_tokens: int, temperature: float = 
 
 
 def load_gpt_checkpoint(path: str, device: Any = None) -> tuple[GPT, CharTokenizer]:
-    """A GPT and its character tokenizer from a ``lamina-train shakespeare --save`` file."""
-    ckpt = nn.load(path)
-    missing = [k for k in ("model", "config", "vocab") if k not in ckpt]
-    if missing:
-        raise ValueError(f"load_gpt_checkpoint: {path} is not a GPT checkpoint (missing "
-                         f"{', '.join(missing)}); save one with lamina-train shakespeare --save")
-    model = GPT(GPTConfig(**ckpt["config"]))
-    model.load_state_dict(ckpt["model"])
-    if device is not None:
-        model.to(device)
+    """A GPT and its character tokenizer from a ``lamina-train shakespeare`` checkpoint
+    (``--save``, ``--checkpoint-dir`` or Ctrl-C); the model is rebuilt by :func:`load_model`."""
+    from ._checkpoint import model_from_checkpoint, read_checkpoint
+
+    ckpt = read_checkpoint(path, device)
+    if ckpt["recipe"] != "shakespeare" or "vocab" not in ckpt:
+        raise ValueError(f"load_gpt_checkpoint: {path} is a {ckpt['recipe']} checkpoint, not "
+                         f"a GPT; write one with lamina-train shakespeare --save")
+    model = model_from_checkpoint(ckpt, device)
+    if not isinstance(model, GPT):
+        raise ValueError(f"load_gpt_checkpoint: {path} does not hold a GPT")
     return model, CharTokenizer(ckpt["vocab"])
 
 
