@@ -47,7 +47,7 @@ class TrainingInterrupted(Exception):
 
 def rng_state(generator: np.random.Generator) -> dict[str, Any]:
     """A copy of ``generator``'s state (JSON-able: nested dicts of ints and strings)."""
-    return copy.deepcopy(generator.bit_generator.state)
+    return copy.deepcopy(dict(generator.bit_generator.state))
 
 
 def set_rng_state(generator: np.random.Generator, state: dict[str, Any]) -> None:
@@ -67,7 +67,8 @@ class Checkpoints:
     Args:
         recipe: the recipe's name (files are named ``{recipe}-{unit}{n}.safetensors``).
         options: the recipe's options (JSON-able values), replayed on resume.
-        directory: the folder of periodic and Ctrl-C checkpoints (created if missing).
+        directory: the folder of periodic and Ctrl-C checkpoints (created with
+            the first one).
         every: a periodic checkpoint every this many epochs or iterations; 0 for none.
         keep: how many periodic checkpoints of this recipe to keep in ``directory``.
         resume: a checkpoint read by :func:`read_checkpoint` to continue, or None.
@@ -133,6 +134,8 @@ class Checkpoints:
     def save(self, path: str | Path, position: dict[str, Any]) -> Path:
         """Write the checkpoint for ``position`` to ``path`` (atomically, see :func:`nn.save`)."""
         path = Path(path)
+        if path.parent == self.directory:
+            self.directory.mkdir(parents=True, exist_ok=True)
         nn.save(self.state(position), path)
         return path
 

@@ -46,7 +46,8 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
         if ("%(default)" in text or not action.option_strings
-                or action.default in (None, False, argparse.SUPPRESS)):
+                or action.default is None or action.default is False
+                or action.default == argparse.SUPPRESS):
             return text
         return f"{text} (default: %(default)s)".lstrip()
 
@@ -124,12 +125,12 @@ def _check_arguments(args: argparse.Namespace) -> str | None:
             import matplotlib  # noqa: F401
         except ImportError:
             return "--plot needs matplotlib: pip install 'lamina-nn[plot]'"
-    try:
-        Path(args.checkpoint_dir).mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        return f"--checkpoint-dir {args.checkpoint_dir}: cannot create it ({exc})"
-    if not os.access(args.checkpoint_dir, os.W_OK):
-        return f"--checkpoint-dir {args.checkpoint_dir} is not writable"
+    # the folder is created with the first checkpoint; here, that it can be
+    folder = Path(args.checkpoint_dir)
+    existing = next(p for p in (folder, *folder.parents) if p.exists() or p == Path("."))
+    if not existing.is_dir() or not os.access(existing, os.W_OK):
+        return (f"--checkpoint-dir {args.checkpoint_dir}: {existing} is not a writable "
+                f"folder")
     return None
 
 

@@ -109,6 +109,7 @@ def generate(model: GPT, prompt: Any, max_new_tokens: int, temperature: float = 
     Arguments as :func:`generate_tokens`; ``on_token`` is called with each new (N,) token.
 
     Example:
+        >>> from lamina.models import GPTConfig
         >>> model = GPT(GPTConfig(vocab_size=10, block_size=8, n_layer=1, n_head=2, n_embd=8))
         >>> generate(model, [[1, 2]], 5, temperature=0).shape
         (1, 7)

@@ -161,7 +161,8 @@ def train_lm_epoch(model: LanguageModel, batches: Iterable[Any], optimizer: opti
         ``{"loss": mean loss per token, "ppl": exp(loss)}``.
     """
     model.train()
-    run = dict(totals) if totals else {"batch": 0, "loss": 0.0, "tokens": 0, "hidden": None}
+    run: dict[str, Any] = dict(totals) if totals else {"batch": 0, "loss": 0.0, "tokens": 0,
+                                                       "hidden": None}
     hidden = model.init_hidden(batch_size) if run["hidden"] is None else run["hidden"]
     skip = run["batch"]
     for i, (x, y) in enumerate(batches):

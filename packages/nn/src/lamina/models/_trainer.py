@@ -45,7 +45,8 @@ def train_epoch(model: nn.Module, loader: Iterable[Any], optimizer: optim.Optimi
         ``{"loss": mean loss per sample, "acc": accuracy}``.
     """
     model.train()
-    run = dict(totals) if totals else {"batch": 0, "loss": 0.0, "correct": 0, "seen": 0}
+    run: dict[str, Any] = dict(totals) if totals else {"batch": 0, "loss": 0.0, "correct": 0,
+                                                       "seen": 0}
     skip = run["batch"]
     for i, (x, y) in enumerate(loader):
         if i < skip:

@@ -1,0 +1,187 @@
+"""lamina-train never loses work: outputs checked first, periodic and Ctrl-C
+checkpoints, --resume bit for bit; and its output (device, --help, plain lines
+when not on a terminal, load_model)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from lamina import ndarray as nd
+from lamina import nn
+from lamina.models import load_model
+from lamina.models._cli import main
+
+# A small MLP-ResNet: dropout (Lamina's generator), BatchNorm buffers, Adam
+# state and a per-batch OneCycle schedule all have to come back on resume.
+TINY = ["mnist", "--model", "mlp-resnet", "--hidden", "16", "--batch-size", "250",
+        "--epochs", "4", "--no-progress"]
+
+
+def _weights(path: Path) -> dict[str, np.ndarray]:
+    ckpt = nn.load(path, as_numpy=True)
+    return {**{f"model.{k}": v for k, v in ckpt["model"].items()},
+            **{f"adam.{i}.{k}": v for i, s in ckpt["optimizer"]["state"].items()
+               for k, v in s.items() if isinstance(v, np.ndarray)}}
+
+
+def _assert_same_weights(a: Path, b: Path) -> None:
+    wa, wb = _weights(a), _weights(b)
+    assert sorted(wa) == sorted(wb) and len(wa) > 10
+    for key in wa:
+        np.testing.assert_array_equal(wa[key], wb[key], err_msg=key)
+
+
+def _without_times(history: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k != "epoch_time"} for r in history]
+
+
+@pytest.fixture(scope="module")
+def straight(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The 4-epoch run, done once: its checkpoints and final --save."""
+    folder = tmp_path_factory.mktemp("straight")
+    code = main([*TINY, "--checkpoint-dir", str(folder / "ck"), "--keep-checkpoints", "3",
+                 "--save", str(folder / "final.safetensors")])
+    assert code == 0
+    return folder
+
+
+def test_four_epochs_equal_two_then_resume_two(straight, tmp_path, capsys):
+    # keep-last-K: of the four periodic checkpoints the newest three remain
+    kept = sorted(p.name for p in (straight / "ck").iterdir())
+    assert kept == [f"mnist-epoch000000{i}.safetensors" for i in (2, 3, 4)]
+    capsys.readouterr()
+    resumed = tmp_path / "resumed.safetensors"
+    assert main(["mnist", "--resume", str(straight / "ck" / "mnist-epoch0000002.safetensors"),
+                 "--no-progress", "--checkpoint-dir", str(tmp_path / "again"),
+                 "--save", str(resumed)]) == 0
+    out = capsys.readouterr().out
+    assert "epoch 1:" not in out and "epoch 3:" in out and "epoch 4:" in out
+    _assert_same_weights(straight / "final.safetensors", resumed)
+    a, b = nn.load(straight / "final.safetensors"), nn.load(resumed)
+    assert _without_times(a["position"]["history"]) == _without_times(b["position"]["history"])
+    assert a["scheduler"] == b["scheduler"] and a["rng"] == b["rng"]
+
+
+def test_ctrl_c_writes_a_checkpoint_exits_130_and_resumes_bit_for_bit(straight, tmp_path):
+    folder = tmp_path / "ck"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lamina.models._cli", *TINY, "--checkpoint-dir", str(folder),
+         "--checkpoint-every", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    header = proc.stdout.readline()
+    assert header.startswith("mnist:"), header + proc.stderr.read() if proc.stderr else ""
+    time.sleep(0.5)  # into the first epoch
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    saved = folder / "mnist-interrupted.safetensors"
+    assert f"checkpoint written to {saved}" in err and f"--resume {saved}" in err
+    assert sorted(os.listdir(folder)) == [saved.name]  # no temporary files left
+    position = nn.load(saved)["position"]
+    assert position["epoch"] < 4
+    resumed = tmp_path / "resumed.safetensors"
+    assert main(["mnist", "--resume", str(saved), "--no-progress",
+                 "--checkpoint-dir", str(folder), "--save", str(resumed)]) == 0
+    _assert_same_weights(straight / "final.safetensors", resumed)
+
+
+def test_resume_refuses_changed_options_and_other_recipes(straight, capsys):
+    ck = straight / "ck" / "mnist-epoch0000003.safetensors"
+    assert main(["mnist", "--resume", str(ck), "--hidden", "64"]) == 2
+    assert "--hidden 64 differs from the checkpoint's 16" in capsys.readouterr().err
+    assert main(["cifar10", "--resume", str(ck)]) == 2
+    assert "is a mnist checkpoint, not cifar10" in capsys.readouterr().err
+    assert main(["mnist", "--resume", str(straight / "missing.safetensors")]) == 2
+    assert "no such checkpoint" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option", ["--save", "--log", "--plot"])
+def test_unwritable_outputs_fail_before_training(tmp_path, capsys, monkeypatch, option):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed
+    start = time.perf_counter()
+    code = main(["mnist", "--epochs", "1", "--no-progress", option,
+                 str(tmp_path / "missing" / "out.file")])
+    captured = capsys.readouterr()
+    assert code == 2 and time.perf_counter() - start < 5
+    assert "does not exist" in captured.err and "mnist:" not in captured.out  # no training
+    assert main(["mnist", "--epochs", "1", "--plot", str(tmp_path / "p.png")]) == 2
+    assert "--plot needs matplotlib" in capsys.readouterr().err
+    (tmp_path / "file").write_text("")
+    assert main(["mnist", "--checkpoint-dir", str(tmp_path / "file" / "ck")]) == 2
+    assert "is not a writable folder" in capsys.readouterr().err
+
+
+def test_nn_save_is_atomic_fsyncs_and_leaves_no_temporary_file(tmp_path, monkeypatch):
+    import lamina.nn._serialization as ser
+
+    path = tmp_path / "ck.safetensors"
+    nn.save({"w": np.ones(3, np.float32)}, path)
+    events: list[str] = []
+    real_fsync, real_replace = os.fsync, os.replace
+    monkeypatch.setattr(os, "fsync", lambda fd: (events.append("fsync"), real_fsync(fd))[1])
+    monkeypatch.setattr(os, "replace", lambda a, b: (events.append("replace"),
+                                                     real_replace(a, b))[1])
+    nn.save({"w": np.zeros(3, np.float32)}, path)
+    assert events[:2] == ["fsync", "replace"]  # the data is on disk before the rename
+
+    def broken(tensors, filename, metadata=None):
+        Path(filename).write_bytes(b"half a file")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(ser, "save_file", broken)
+    with pytest.raises(OSError, match="disk full"):
+        nn.save({"w": np.full(3, 7, np.float32)}, path)
+    assert os.listdir(tmp_path) == ["ck.safetensors"]
+    np.testing.assert_array_equal(nn.load(path, as_numpy=True)["w"], np.zeros(3))
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        nn.save({"w": np.ones(1)}, tmp_path / "nowhere" / "ck.safetensors")
+
+
+def test_output_redirected_is_plain_lines_naming_the_device(tmp_path):
+    log = tmp_path / "out.txt"
+    with log.open("w") as f:
+        code = subprocess.call([sys.executable, "-m", "lamina.models._cli", "mnist",
+                                "--epochs", "2", "--hidden", "8", "--checkpoint-every", "0",
+                                "--checkpoint-dir", str(tmp_path)],
+                               stdout=f, stderr=subprocess.STDOUT)
+    text = log.read_text()
+    assert code == 0, text
+    assert "\r" not in text and "batch/s" not in text  # no progress bar refreshes
+    lines = text.splitlines()
+    assert lines[0].endswith(f"device {nd.get_device(None).name}")
+    assert [line.split(":")[0] for line in lines[1:]] == ["epoch 1", "epoch 2",
+                                                          "final test accuracy"]
+
+
+def test_help_shows_the_defaults(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["mnist", "--help"])
+    assert exc.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    for expected in ("training epochs (default: 10)", "training batch size (default: 128)",
+                     "hidden width (default: 256)", "random seed (default: 0)",
+                     "every N epochs (iterations for shakespeare); 0 for none (default: 1)",
+                     "keep the newest K periodic checkpoints of the recipe in DIR (default: 3)"):
+        assert expected in text, expected
+
+
+def test_load_model_rebuilds_the_recipe_model(tmp_path):
+    ck = tmp_path / "mlp.safetensors"
+    assert main(["mnist", "--epochs", "1", "--hidden", "8", "--no-progress",
+                 "--checkpoint-every", "0", "--save", str(ck)]) == 0
+    model = load_model(ck)
+    assert model[1].weight.shape == (8, 784) and not model.training  # not MLP()'s 512
+    saved = nn.load(ck, as_numpy=True)["model"]
+    for name, value in model.state_dict().items():
+        np.testing.assert_array_equal(value.numpy(), saved[name])
+    with pytest.raises(ValueError, match="not a lamina-train checkpoint"):
+        nn.save({"model": saved}, tmp_path / "plain.safetensors")
+        load_model(tmp_path / "plain.safetensors")
