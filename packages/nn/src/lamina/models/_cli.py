@@ -182,9 +182,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{name}: interrupted; checkpoint written to {stop.path}\n"
               f"continue with: {name} --resume {stop.path}", file=sys.stderr)
         return 130
-    except KeyboardInterrupt:
-        print(f"{name}: interrupted before training started; nothing to save",
-              file=sys.stderr)
+    except KeyboardInterrupt:  # before training started, or a second Ctrl-C
+        print(f"{name}: interrupted; no checkpoint written (periodic ones, if any, are in "
+              f"{args.checkpoint_dir})", file=sys.stderr)
         return 130
     except (FileNotFoundError, ValueError, RuntimeError) as exc:
         print(f"{name}: error: {exc}", file=sys.stderr)
