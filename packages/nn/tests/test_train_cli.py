@@ -233,3 +233,37 @@ def test_stopped_mid_run_and_resumed_equals_straight(make, tmp_path, monkeypatch
     for name in a["model"]:
         np.testing.assert_array_equal(a["model"][name], b["model"][name], err_msg=name)
     assert _without_times(a["position"]["history"]) == _without_times(b["position"]["history"])
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
+def test_on_a_terminal_evaluation_lines_are_not_glued_to_the_bar(tmp_path):
+    """On a terminal the bar is drawn; a record printed while it is open (shakespeare
+    evaluates mid-bar) starts a line of its own, as the terminal shows it."""
+    args = _shakespeare(tmp_path)[:-1]  # with the progress bar
+    import fcntl
+    import struct
+    import termios
+
+    controller, terminal = os.openpty()
+    # 24 rows of 100 columns: a new pty has 0 columns, where a bar draws as nothing
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    proc = subprocess.Popen([sys.executable, "-m", "lamina.models._cli", *args,
+                             "--checkpoint-every", "0"], stdout=terminal, stderr=terminal)
+    os.close(terminal)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(controller, 4096)
+        except OSError:  # the terminal closed with the process
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(controller)
+    assert proc.wait(timeout=60) == 0
+    text = b"".join(chunks).decode()
+    assert "it/s" in text or "s/it" in text  # the bar was drawn
+    shown = [line.rstrip("\r").split("\r")[-1] for line in text.split("\n")]
+    records = [line for line in shown if "val loss" in line]
+    assert len(records) == 3  # iter 6, iter 12 and the final line
+    assert all(line.startswith(("iter ", "final val loss")) for line in records), records
