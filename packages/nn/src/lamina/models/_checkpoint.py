@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import copy
 import signal
+import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -172,7 +174,12 @@ class Checkpoints:
             if self._parts is None or self._stop:
                 raise KeyboardInterrupt
             self._stop = True
+            print("\nCtrl-C: writing a checkpoint after this step (Ctrl-C again: quit "
+                  "without one)", file=sys.stderr, flush=True)
 
+        if threading.current_thread() is not threading.main_thread():
+            yield  # only the main thread may handle signals; Ctrl-C stays as it is
+            return
         previous = signal.signal(signal.SIGINT, handler)
         try:
             yield
