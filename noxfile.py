@@ -265,7 +265,7 @@ def dist(session: nox.Session) -> None:
     with the cpu backend available.
     """
     out = ROOT / "dist"
-    raw = Path(session.create_tmp()) / "raw-wheels"
+    raw = Path(session.create_tmp()).resolve() / "raw-wheels"
     for folder in (out, raw):
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
@@ -288,7 +288,7 @@ def dist(session: nox.Session) -> None:
     problems = check_artifacts(out, keys)
     if problems:
         session.error("dist: " + "; ".join(problems))
-    venv = Path(session.create_tmp()) / "clean-venv"
+    venv = Path(session.create_tmp()).resolve() / "clean-venv"
     shutil.rmtree(venv, ignore_errors=True)
     session.run("python", "-m", "venv", str(venv))
     python = str(venv / "bin" / "python")
