@@ -171,6 +171,12 @@ def test_help_shows_the_defaults(capsys):
                      "every N epochs (iterations for shakespeare); 0 for none (default: 1)",
                      "keep the newest K periodic checkpoints of the recipe in DIR (default: 3)"):
         assert expected in text, expected
+    from lamina.models._generate import main as generate_main
+
+    with pytest.raises(SystemExit):
+        generate_main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "characters to add (default: 500)" in text and "(default: 0.8)" in text
 
 
 def test_load_model_rebuilds_the_recipe_model(tmp_path):

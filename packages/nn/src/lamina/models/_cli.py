@@ -26,8 +26,8 @@ from ._checkpoint import Checkpoints, TrainingInterrupted, read_checkpoint
 from ._reporting import format_record, print_line, summary_line, write_log, write_plot
 from .recipes import RECIPES
 
-__all__ = ["DEFAULT_CHECKPOINT_DIR", "RUN_OPTIONS", "build_parser", "main", "write_log",
-           "write_plot"]
+__all__ = ["DEFAULT_CHECKPOINT_DIR", "RUN_OPTIONS", "HelpFormatter", "build_parser", "main",
+           "write_log", "write_plot"]
 
 DEFAULT_CHECKPOINT_DIR = "lamina-checkpoints"
 
@@ -40,12 +40,13 @@ RUN_OPTIONS = frozenset({"device", "num_workers", "log", "plot", "save", "no_pro
 _NOT_OPTIONS = frozenset({"recipe", "on_epoch", "checkpoints"})
 
 
-class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Shows each option's default after its help (where it has one)."""
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Shows each option's default after its help (unless it has none or the help
+    already says it)."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        if ("%(default)" in text or not action.option_strings
+        if ("(default" in text or not action.option_strings
                 or action.default is None or action.default is False
                 or action.default == argparse.SUPPRESS):
             return text
@@ -86,12 +87,12 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser with one subcommand per registered recipe."""
-    parser = argparse.ArgumentParser(prog="lamina-train", formatter_class=_HelpFormatter,
+    parser = argparse.ArgumentParser(prog="lamina-train", formatter_class=HelpFormatter,
                                      description="Train Lamina's reference recipes.")
     sub = parser.add_subparsers(dest="recipe", required=True, metavar="RECIPE")
     for recipe in RECIPES.values():
         p = sub.add_parser(recipe.name, help=recipe.help, description=recipe.help,
-                           formatter_class=_HelpFormatter)
+                           formatter_class=HelpFormatter)
         _add_common(p)
         recipe.add_arguments(p)
     return parser

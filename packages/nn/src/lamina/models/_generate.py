@@ -141,15 +141,20 @@ def load_gpt_checkpoint(path: str, device: Any = None) -> tuple[GPT, CharTokeniz
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="lamina-generate",
+    from ._cli import HelpFormatter
+
+    p = argparse.ArgumentParser(prog="lamina-generate", formatter_class=HelpFormatter,
                                 description="Stream text from a trained character-level GPT.")
-    p.add_argument("--checkpoint", required=True, help="a lamina-train shakespeare --save file")
+    p.add_argument("--checkpoint", required=True,
+                   help="a lamina-train shakespeare checkpoint (--save or --checkpoint-dir)")
     p.add_argument("--prompt", default="\n", help="text to continue (default: a newline)")
-    p.add_argument("--max-new-tokens", type=int, default=500)
+    p.add_argument("--max-new-tokens", type=int, default=500, help="characters to add")
     p.add_argument("--temperature", type=float, default=0.8, help="0 for greedy decoding")
-    p.add_argument("--top-k", type=int, default=None)
-    p.add_argument("--seed", type=int, default=None)
-    p.add_argument("--device", default=None)
+    p.add_argument("--top-k", type=int, default=None,
+                   help="sample among the k most likely characters (default: all)")
+    p.add_argument("--seed", type=int, default=None, help="sampling seed (default: fresh)")
+    p.add_argument("--device", default=None,
+                   help="device name (default: LAMINA_DEVICE or the best available)")
     p.add_argument("--no-cache", action="store_true", help="re-run the whole context per token")
     return p
 

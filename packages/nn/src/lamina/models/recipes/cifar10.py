@@ -181,7 +181,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="folder of the CIFAR-10 python batches (default: "
                              "$LAMINA_DATA/cifar10 or ../shared/data/cifar10)")
     parser.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd",
-                        help="Nesterov SGD (default --lr 0.4) or Adam (default --lr 2e-3)")
+                        help="Nesterov SGD (peak lr 0.4 unless --lr) or Adam (2e-3)")
     parser.add_argument("--weight-decay", type=float, default=5e-4,
                         help="weight decay of weight matrices and kernels")
     parser.add_argument("--norm-bias-decay", type=float, default=0.0,

@@ -62,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--download", action="store_true",
                         help="download missing files into --data from a standard mirror")
     parser.add_argument("--optimizer", choices=("adam", "sgd"), default="adam",
-                        help="Adam (default --lr 1e-3) or Nesterov SGD (default --lr 0.1)")
+                        help="Adam (lr 1e-3 unless --lr) or Nesterov SGD (lr 0.1 unless --lr)")
     parser.add_argument("--weight-decay", type=float, default=0.0, help="weight decay")
 
 
