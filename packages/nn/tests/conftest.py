@@ -38,3 +38,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         marks = {"cuda": [pytest.mark.cuda]}
         metafunc.parametrize("device", [pytest.param(d, marks=marks.get(d, []))
                                         for d in devices])
+
+
+@pytest.fixture(autouse=True)
+def _checkpoints_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """lamina-train's default --checkpoint-dir goes to the test's tmp_path, not the cwd."""
+    import lamina.models._cli as cli
+
+    monkeypatch.setattr(cli, "DEFAULT_CHECKPOINT_DIR", str(tmp_path / "lamina-checkpoints"))

@@ -22,10 +22,9 @@ from typing import Any
 
 import numpy as np
 from lamina import autograd as ag
-from lamina import nn
 from lamina.data import CharTokenizer
 
-from ._gpt import GPT, GPTConfig
+from ._gpt import GPT
 
 __all__ = ["generate", "generate_tokens", "load_gpt_checkpoint", "main", "sample_next"]
 
@@ -110,6 +109,7 @@ def generate(model: GPT, prompt: Any, max_new_tokens: int, temperature: float = 
     Arguments as :func:`generate_tokens`; ``on_token`` is called with each new (N,) token.
 
     Example:
+        >>> from lamina.models import GPTConfig
         >>> model = GPT(GPTConfig(vocab_size=10, block_size=8, n_layer=1, n_head=2, n_embd=8))
         >>> generate(model, [[1, 2]], 5, temperature=0).shape
         (1, 7)
@@ -126,29 +126,35 @@ def generate(model: GPT, prompt: Any, max_new_tokens: int, temperature: float = 
 
 
 def load_gpt_checkpoint(path: str, device: Any = None) -> tuple[GPT, CharTokenizer]:
-    """A GPT and its character tokenizer from a ``lamina-train shakespeare --save`` file."""
-    ckpt = nn.load(path)
-    missing = [k for k in ("model", "config", "vocab") if k not in ckpt]
-    if missing:
-        raise ValueError(f"load_gpt_checkpoint: {path} is not a GPT checkpoint (missing "
-                         f"{', '.join(missing)}); save one with lamina-train shakespeare --save")
-    model = GPT(GPTConfig(**ckpt["config"]))
-    model.load_state_dict(ckpt["model"])
-    if device is not None:
-        model.to(device)
+    """A GPT and its character tokenizer from a ``lamina-train shakespeare`` checkpoint
+    (``--save``, ``--checkpoint-dir`` or Ctrl-C); the model is rebuilt by :func:`load_model`."""
+    from ._checkpoint import model_from_checkpoint, read_checkpoint
+
+    ckpt = read_checkpoint(path, device)
+    if ckpt["recipe"] != "shakespeare" or "vocab" not in ckpt:
+        raise ValueError(f"load_gpt_checkpoint: {path} is a {ckpt['recipe']} checkpoint, not "
+                         f"a GPT; write one with lamina-train shakespeare --save")
+    model = model_from_checkpoint(ckpt, device)
+    if not isinstance(model, GPT):
+        raise ValueError(f"load_gpt_checkpoint: {path} does not hold a GPT")
     return model, CharTokenizer(ckpt["vocab"])
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="lamina-generate",
+    from ._cli import HelpFormatter
+
+    p = argparse.ArgumentParser(prog="lamina-generate", formatter_class=HelpFormatter,
                                 description="Stream text from a trained character-level GPT.")
-    p.add_argument("--checkpoint", required=True, help="a lamina-train shakespeare --save file")
+    p.add_argument("--checkpoint", required=True,
+                   help="a lamina-train shakespeare checkpoint (--save or --checkpoint-dir)")
     p.add_argument("--prompt", default="\n", help="text to continue (default: a newline)")
-    p.add_argument("--max-new-tokens", type=int, default=500)
+    p.add_argument("--max-new-tokens", type=int, default=500, help="characters to add")
     p.add_argument("--temperature", type=float, default=0.8, help="0 for greedy decoding")
-    p.add_argument("--top-k", type=int, default=None)
-    p.add_argument("--seed", type=int, default=None)
-    p.add_argument("--device", default=None)
+    p.add_argument("--top-k", type=int, default=None,
+                   help="sample among the k most likely characters (default: all)")
+    p.add_argument("--seed", type=int, default=None, help="sampling seed (default: fresh)")
+    p.add_argument("--device", default=None,
+                   help="device name (default: LAMINA_DEVICE or the best available)")
     p.add_argument("--no-cache", action="store_true", help="re-run the whole context per token")
     return p
 

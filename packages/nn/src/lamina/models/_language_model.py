@@ -7,7 +7,7 @@ example (``encoder``, ``rnn``, ``decoder``), so its checkpoints map directly.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -136,7 +136,9 @@ def token_nll(logits: autograd.Tensor, targets: autograd.Tensor) -> autograd.Ten
 
 def train_lm_epoch(model: LanguageModel, batches: Iterable[Any], optimizer: optim.Optimizer,
                    batch_size: int, clip: float | None = None, sum_steps: bool = True,
-                   progress: Any = None) -> dict[str, float]:
+                   progress: Any = None, totals: dict[str, Any] | None = None,
+                   after_batch: Callable[[dict[str, Any]], None] | None = None
+                   ) -> dict[str, float]:
     """One epoch of truncated BPTT: the hidden state flows on but is detached per batch.
 
     Args:
@@ -149,14 +151,23 @@ def train_lm_epoch(model: LanguageModel, batches: Iterable[Any], optimizer: opti
             over the batch (Zaremba et al.'s objective, which their learning
             rate 1 and clipping at 5 assume) instead of the per-token mean.
         progress: a tqdm bar to advance and annotate, or None.
+        totals: the running state of a partly trained epoch, as ``after_batch``
+            saw it (``batch``, ``loss``, ``tokens``, ``hidden``): its first
+            ``batch`` batches are skipped and training goes on from its hidden
+            state and sums (how a resumed run continues mid-epoch).
+        after_batch: called with the running state after every step.
 
     Returns:
         ``{"loss": mean loss per token, "ppl": exp(loss)}``.
     """
     model.train()
-    hidden = model.init_hidden(batch_size)
-    total, tokens = 0.0, 0
-    for x, y in batches:
+    run: dict[str, Any] = dict(totals) if totals else {"batch": 0, "loss": 0.0, "tokens": 0,
+                                                       "hidden": None}
+    hidden = model.init_hidden(batch_size) if run["hidden"] is None else run["hidden"]
+    skip = run["batch"]
+    for i, (x, y) in enumerate(batches):
+        if i < skip:
+            continue
         hidden = detach_hidden(hidden)
         optimizer.zero_grad()
         loss, hidden = _token_loss(model, x, y, hidden)
@@ -165,12 +176,15 @@ def train_lm_epoch(model: LanguageModel, batches: Iterable[Any], optimizer: opti
             nn.utils.clip_grad_norm_(model.parameters(), clip)
         optimizer.step()
         n = x.shape[0] * x.shape[1]
-        total += loss.item() * n
-        tokens += n
+        run.update(batch=run["batch"] + 1, loss=run["loss"] + loss.item() * n,
+                   tokens=run["tokens"] + n, hidden=detach_hidden(hidden))
         if progress is not None:
             progress.update(1)
-            progress.set_postfix(ppl=f"{math.exp(total / tokens):.1f}")
-    return {"loss": total / max(tokens, 1), "ppl": math.exp(total / max(tokens, 1))}
+            progress.set_postfix(ppl=f"{math.exp(run['loss'] / run['tokens']):.1f}")
+        if after_batch is not None:
+            after_batch(run)
+    mean = run["loss"] / max(run["tokens"], 1)
+    return {"loss": mean, "ppl": math.exp(mean)}
 
 
 def evaluate_lm(model: LanguageModel, batches: Iterable[Any], batch_size: int

@@ -10,10 +10,40 @@ from __future__ import annotations
 
 import csv
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["format_record", "summary_line", "write_log", "write_plot"]
+__all__ = ["device_name", "format_record", "print_line", "progress_bar", "summary_line",
+           "write_log", "write_plot"]
+
+
+def device_name(device: Any) -> str:
+    """The name of the device ``device`` resolves to (None: the default one)."""
+    from lamina import ndarray as nd
+
+    return nd.get_device(device).name
+
+
+def progress_bar(total: int, desc: str | None = None, unit: str = "batch",
+                 enabled: bool = True, initial: int = 0) -> Any:
+    """A tqdm bar on stderr, shown only when ``enabled`` and stderr is a terminal.
+
+    Redirected to a file, a bar would write every refresh into it; there the
+    per-epoch lines (:func:`print_line`) are the progress report.
+    """
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit=unit, initial=initial, leave=True,
+                disable=None if enabled else True)
+
+
+def print_line(line: str) -> None:
+    """Print ``line`` to stdout on a line of its own, clearing any bar first."""
+    from tqdm.auto import tqdm
+
+    tqdm.write(line, file=sys.stdout)
+    sys.stdout.flush()
 
 
 def _x_key(record: dict[str, Any]) -> str:

@@ -9,6 +9,9 @@ from typing import Any
 import numpy as np
 from lamina import autograd, nn, optim
 
+from ._checkpoint import Checkpoints, rng_state, set_rng_state
+from ._reporting import progress_bar
+
 __all__ = ["evaluate", "fit", "train_epoch"]
 
 
@@ -19,7 +22,10 @@ def _correct(logits: autograd.Tensor, labels: autograd.Tensor) -> int:
 
 def train_epoch(model: nn.Module, loader: Iterable[Any], optimizer: optim.Optimizer,
                 loss_fn: Callable[[Any, Any], autograd.Tensor],
-                scheduler: Any = None, progress: Any = None) -> dict[str, float]:
+                scheduler: Any = None, progress: Any = None,
+                totals: dict[str, Any] | None = None,
+                after_batch: Callable[[dict[str, Any]], None] | None = None
+                ) -> dict[str, float]:
     """One pass over ``loader`` in training mode.
 
     Args:
@@ -29,13 +35,22 @@ def train_epoch(model: nn.Module, loader: Iterable[Any], optimizer: optim.Optimi
         loss_fn: (logits, labels) -> scalar loss.
         scheduler: stepped once per batch when given (e.g. OneCycleLR).
         progress: a tqdm bar to advance and annotate, or None.
+        totals: the running totals of a partly trained epoch, as ``after_batch``
+            saw them (``batch``, ``loss``, ``correct``, ``seen``): its first
+            ``batch`` batches are drawn from ``loader`` and skipped, and the
+            sums go on from there (how a resumed run continues mid-epoch).
+        after_batch: called with the running totals after every step.
 
     Returns:
         ``{"loss": mean loss per sample, "acc": accuracy}``.
     """
     model.train()
-    total_loss, correct, seen = 0.0, 0, 0
-    for x, y in loader:
+    run: dict[str, Any] = dict(totals) if totals else {"batch": 0, "loss": 0.0, "correct": 0,
+                                                       "seen": 0}
+    skip = run["batch"]
+    for i, (x, y) in enumerate(loader):
+        if i < skip:
+            continue
         optimizer.zero_grad()
         logits = model(x)
         loss = loss_fn(logits, y)
@@ -44,13 +59,17 @@ def train_epoch(model: nn.Module, loader: Iterable[Any], optimizer: optim.Optimi
         if scheduler is not None:
             scheduler.step()
         n = y.shape[0]
-        total_loss += loss.item() * n
-        correct += _correct(logits, y)
-        seen += n
+        run["loss"] += loss.item() * n
+        run["correct"] += _correct(logits, y)
+        run["seen"] += n
+        run["batch"] += 1
         if progress is not None:
             progress.update(1)
-            progress.set_postfix(loss=f"{total_loss / seen:.4f}", acc=f"{correct / seen:.4f}")
-    return {"loss": total_loss / max(seen, 1), "acc": correct / max(seen, 1)}
+            progress.set_postfix(loss=f"{run['loss'] / run['seen']:.4f}",
+                                 acc=f"{run['correct'] / run['seen']:.4f}")
+        if after_batch is not None:
+            after_batch(run)
+    return {"loss": run["loss"] / max(run["seen"], 1), "acc": run["correct"] / max(run["seen"], 1)}
 
 
 def evaluate(model: nn.Module, loader: Iterable[Any],
@@ -71,25 +90,49 @@ def evaluate(model: nn.Module, loader: Iterable[Any],
 def fit(model: nn.Module, train_loader: Any, test_loader: Any, optimizer: optim.Optimizer,
         epochs: int, loss_fn: Callable[[Any, Any], autograd.Tensor] | None = None,
         scheduler: Any = None, per_batch_scheduler: bool = False, show_progress: bool = True,
-        on_epoch: Callable[[dict[str, float]], None] | None = None) -> list[dict[str, float]]:
+        on_epoch: Callable[[dict[str, float]], None] | None = None,
+        checkpoints: Checkpoints | None = None,
+        position: dict[str, Any] | None = None) -> list[dict[str, float]]:
     """Train for ``epochs`` epochs, evaluating on ``test_loader`` after each.
+
+    Args:
+        checkpoints: when given (already attached to the model, optimizer and
+            scheduler), a periodic checkpoint after every epoch and a Ctrl-C
+            checkpoint at the next batch boundary.
+        position: the position a checkpoint saved (``Checkpoints.attach``
+            returns it): training continues from there, bit for bit. The
+            loader's generator is restored to its state at the start of the
+            saved epoch, so the epoch's batches are the same.
 
     Returns:
         One record per epoch: epoch, train_loss, train_acc, test_loss,
         test_acc, epoch_time (seconds of training, without evaluation), lr.
     """
-    from tqdm.auto import tqdm
-
     loss_fn = loss_fn or nn.CrossEntropyLoss()
-    history = []
-    for epoch in range(1, epochs + 1):
-        bar = tqdm(total=len(train_loader), desc=f"epoch {epoch}/{epochs}", unit="batch",
-                   disable=not show_progress, leave=True)
-        start = time.perf_counter()
+    generator = getattr(train_loader, "generator", None)
+    history: list[dict[str, Any]] = []
+    first, totals, elapsed_before = 1, None, 0.0
+    if position is not None:
+        history = list(position["history"])
+        first, totals = position["epoch"], position["totals"]
+        elapsed_before = position["elapsed"]
+        if generator is not None and position["rng"]["loader"] is not None:
+            set_rng_state(generator, position["rng"]["loader"])
+
+    for epoch in range(first, epochs + 1):
+        # the loader's state before the epoch: resuming mid-epoch replays its batches
+        loader_rng = rng_state(generator) if generator is not None else None
+        start = time.perf_counter() - elapsed_before
+        stop_check = None if checkpoints is None else _stop_check(
+            checkpoints, epoch, history, start, loader_rng)
+        bar = progress_bar(len(train_loader), f"epoch {epoch}/{epochs}", "batch",
+                           show_progress, initial=totals["batch"] if totals else 0)
         train = train_epoch(model, train_loader, optimizer, loss_fn,
-                            scheduler if per_batch_scheduler else None, bar)
+                            scheduler if per_batch_scheduler else None, bar, totals,
+                            stop_check)
         elapsed = time.perf_counter() - start
         bar.close()
+        totals, elapsed_before = None, 0.0
         test = evaluate(model, test_loader, loss_fn)
         lr = float(np.mean([g["lr"] for g in optimizer.param_groups]))
         if scheduler is not None and not per_batch_scheduler:
@@ -100,4 +143,19 @@ def fit(model: nn.Module, train_loader: Any, test_loader: Any, optimizer: optim.
         history.append(record)
         if on_epoch is not None:
             on_epoch(record)
+        if checkpoints is not None:
+            done = {"epoch": epoch + 1, "totals": None, "history": history, "elapsed": 0.0,
+                    "rng": {"loader": rng_state(generator) if generator is not None else None}}
+            checkpoints.periodic(epoch, "epoch", done)
+            checkpoints.check_stop(done)
     return history
+
+
+def _stop_check(checkpoints: Checkpoints, epoch: int, history: list[dict[str, Any]],
+                start: float, loader_rng: Any) -> Callable[[dict[str, Any]], None]:
+    """After each batch: checkpoint the position and stop if Ctrl-C was pressed."""
+    def after_batch(run: dict[str, Any]) -> None:
+        checkpoints.check_stop({"epoch": epoch, "totals": run, "history": history,
+                                "elapsed": time.perf_counter() - start,
+                                "rng": {"loader": loader_rng}})
+    return after_batch

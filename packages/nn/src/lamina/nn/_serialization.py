@@ -42,12 +42,16 @@ _FORMAT = "lamina-checkpoint-1"
 def save(obj: Any, path: str | os.PathLike[str]) -> None:
     """Write ``obj`` (a state dict, an optimizer state dict, or a dict of them) to ``path``.
 
-    The file is written next to ``path`` and renamed into place, so an
-    interrupted save never leaves a half-written checkpoint under ``path``.
+    The file is written next to ``path``, flushed to disk and renamed into
+    place, so an interrupted save never leaves a half-written checkpoint under
+    ``path``, and a failed one leaves no temporary file behind.
 
     Args:
         obj: nested dicts/lists/tuples of arrays, numbers, strings, bools and None.
         path: the file to write (conventionally ``*.safetensors``).
+
+    Raises:
+        FileNotFoundError: the folder of ``path`` does not exist.
 
     Example:
         >>> import numpy as np, tempfile, os
@@ -62,9 +66,25 @@ def save(obj: Any, path: str | os.PathLike[str]) -> None:
     metadata = {"format": _FORMAT, "tree": json.dumps(tree),
                 "sha256": _digest(tensors, names)}
     path = Path(path)
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"save: the folder of {path} does not exist")
     tmp = path.with_name(path.name + ".tmp")
-    save_file(tensors, str(tmp), metadata=metadata)
-    tmp.replace(path)
+    try:
+        save_file(tensors, str(tmp), metadata=metadata)
+        _fsync(tmp)  # the data reaches the disk before the name points at it
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync(path.parent)  # and the rename itself survives a power cut
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _encode(obj: Any, where: tuple[str, ...], tensors: dict[str, np.ndarray]) -> Any:

@@ -19,12 +19,17 @@ class Recipe:
         help: one line for ``lamina-train --help``.
         add_arguments: adds the recipe's own options to its subparser.
         run: trains from the parsed arguments; returns one record per epoch.
+            ``args.checkpoints`` (a :class:`~lamina.models._checkpoint.Checkpoints`,
+            or None) is what it attaches its model, optimizer and scheduler to.
+        model_from_config: ``(model_config, device) -> Module``, the model a
+            checkpoint's ``model_config`` describes (used by ``load_model``).
     """
 
     name: str
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], list[dict[str, Any]]]
+    model_from_config: Callable[[dict[str, Any], Any], Any] | None = None
 
 
 RECIPES: dict[str, Recipe] = {}

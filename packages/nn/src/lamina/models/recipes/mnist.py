@@ -15,6 +15,7 @@ from lamina import autograd, nn, optim
 from lamina.data import MNIST, DataLoader, TensorDataset
 
 from .._mlp import MLP, MLPResNet
+from .._reporting import device_name
 from .._trainer import fit
 from ._registry import Recipe, register_recipe
 
@@ -45,18 +46,24 @@ def build_model(name: str, hidden: int, device: Any = None) -> nn.Module:
     return model.to(device) if device is not None else model
 
 
+def model_from_config(config: dict[str, Any], device: Any = None) -> nn.Module:
+    """The model a checkpoint's ``model_config`` (``model``, ``hidden``) describes."""
+    return build_model(config["model"], config["hidden"], device)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.set_defaults(epochs=10, batch_size=128)
     parser.add_argument("--model", choices=("mlp", "mlp-resnet"), default="mlp",
-                        help="network (default: mlp)")
-    parser.add_argument("--hidden", type=int, default=None,
-                        help="hidden width (default: 256)")
+                        help="network")
+    parser.add_argument("--hidden", type=int, default=256, help="hidden width")
     parser.add_argument("--data", default=None, metavar="DIR",
                         help="folder with the MNIST *-ubyte.gz files (default: the bundled "
                              "5,000/1,000-image subset)")
     parser.add_argument("--download", action="store_true",
                         help="download missing files into --data from a standard mirror")
-    parser.add_argument("--optimizer", choices=("adam", "sgd"), default="adam")
-    parser.add_argument("--weight-decay", type=float, default=0.0)
+    parser.add_argument("--optimizer", choices=("adam", "sgd"), default="adam",
+                        help="Adam (lr 1e-3 unless --lr) or Nesterov SGD (lr 0.1 unless --lr)")
+    parser.add_argument("--weight-decay", type=float, default=0.0, help="weight decay")
 
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -81,14 +88,16 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     steps = epochs * len(train)
     sched = optim.lr_scheduler.OneCycleLR(opt, max_lr=opt.defaults["lr"], total_steps=steps,
                                           pct_start=0.2, cycle_momentum=False)
+    checkpoints = getattr(args, "checkpoints", None)
+    position = None if checkpoints is None else checkpoints.attach(
+        model, opt, sched, {"model": args.model, "hidden": hidden})
     print(f"mnist: {args.model} ({model.num_parameters():,} parameters), "
           f"{len(x_train):,} training / {len(x_test):,} test images, {epochs} epochs, "
-          f"{args.optimizer}, batch {batch_size}, device {args.device or 'default'}")
-    history = fit(model, train, test, opt, epochs, scheduler=sched, per_batch_scheduler=True,
-                  show_progress=not args.no_progress, on_epoch=args.on_epoch)
-    if args.save:
-        nn.save({"model": model.state_dict(), "optimizer": opt.state_dict()}, args.save)
-    return history
+          f"{args.optimizer}, batch {batch_size}, device {device_name(args.device)}")
+    return fit(model, train, test, opt, epochs, scheduler=sched, per_batch_scheduler=True,
+               show_progress=not args.no_progress, on_epoch=args.on_epoch,
+               checkpoints=checkpoints, position=position)
 
 
-register_recipe(Recipe("mnist", "MLP or MLP-ResNet on MNIST digits", add_arguments, run))
+register_recipe(Recipe("mnist", "MLP or MLP-ResNet on MNIST digits", add_arguments, run,
+                       model_from_config))

@@ -17,16 +17,20 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lamina import autograd, nn, optim
+from lamina import autograd, optim
 from lamina.data import PTB, BPTTBatches, batchify
 
+from .._checkpoint import Checkpoints
 from .._language_model import LanguageModel, evaluate_lm, train_lm_epoch
+from .._reporting import device_name, progress_bar
 from ._registry import Recipe, register_recipe
 
-__all__ = ["build_model", "default_data_dir", "zaremba_lr_factor"]
+__all__ = ["build_model", "default_data_dir", "model_config", "model_from_config",
+           "zaremba_lr_factor"]
 
 EVAL_BATCH = 10
 
@@ -45,26 +49,39 @@ def zaremba_lr_factor(decay: float, decay_after: int) -> Any:
     return lambda epoch: decay ** max(epoch + 1 - decay_after, 0)
 
 
+def model_config(vocab_size: int, args: argparse.Namespace) -> dict[str, Any]:
+    """The LanguageModel's keyword arguments the options describe."""
+    return {"vocab_size": vocab_size, "embed_size": args.hidden, "hidden_size": args.hidden,
+            "num_layers": args.layers, "cell": args.model, "dropout": args.dropout,
+            "tie_weights": args.tied, "init_range": args.init_range}
+
+
+def model_from_config(config: dict[str, Any], device: Any = None) -> LanguageModel:
+    """The LanguageModel of a checkpoint's ``model_config``."""
+    return LanguageModel(**config, device=device)
+
+
 def build_model(vocab_size: int, args: argparse.Namespace) -> LanguageModel:
     """The LanguageModel the options describe."""
-    return LanguageModel(vocab_size, args.hidden, args.hidden, args.layers, cell=args.model,
-                         dropout=args.dropout, tie_weights=args.tied,
-                         init_range=args.init_range, device=args.device)
+    return model_from_config(model_config(vocab_size, args), args.device)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", choices=("lstm", "rnn-tanh", "rnn-relu"), default="lstm")
+    parser.set_defaults(epochs=13, batch_size=20, lr=1.0)
+    parser.add_argument("--model", choices=("lstm", "rnn-tanh", "rnn-relu"), default="lstm",
+                        help="recurrent cell")
     parser.add_argument("--data", default=None, metavar="DIR",
                         help="folder with ptb.{train,valid,test}.txt (default: "
                              "$LAMINA_DATA/ptb or ../shared/data/ptb)")
     parser.add_argument("--hidden", type=int, default=200, help="embedding and hidden width")
-    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--layers", type=int, default=2, help="recurrent layers")
     parser.add_argument("--bptt", type=int, default=35, help="truncated-BPTT length")
-    parser.add_argument("--dropout", type=float, default=0.0)
+    parser.add_argument("--dropout", type=float, default=0.0, help="dropout probability")
     parser.add_argument("--clip", type=float, default=5.0, help="max gradient norm")
     parser.add_argument("--init-range", type=float, default=0.1,
                         help="uniform init range of every parameter")
-    parser.add_argument("--lr-decay", type=float, default=0.5)
+    parser.add_argument("--lr-decay", type=float, default=0.5,
+                        help="learning-rate factor per epoch past --decay-after")
     parser.add_argument("--decay-after", type=int, default=4,
                         help="epochs at the full learning rate")
     parser.add_argument("--tied", action="store_true", help="tie embedding and decoder")
@@ -90,8 +107,6 @@ class _Limited:
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Train, validating every epoch and testing at the end; one record per epoch."""
-    from tqdm.auto import tqdm
-
     autograd.manual_seed(args.seed)
     corpus = PTB(args.data or default_data_dir())
     epochs, batch_size, lr = args.epochs or 13, args.batch_size or 20, args.lr or 1.0
@@ -102,19 +117,29 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     test = BPTTBatches(batchify(corpus.test, EVAL_BATCH), args.bptt, args.device)
     opt = optim.SGD(model.parameters(), lr=lr)
     sched = optim.lr_scheduler.LambdaLR(opt, zaremba_lr_factor(args.lr_decay, args.decay_after))
+    checkpoints = getattr(args, "checkpoints", None)
+    position = None if checkpoints is None else checkpoints.attach(
+        model, opt, sched, model_config(len(corpus.vocab), args), vocab=corpus.vocab.itos)
     print(f"ptb: {args.model} {args.layers}x{args.hidden} ({model.num_parameters():,} "
           f"parameters), vocabulary {len(corpus.vocab):,}, {len(corpus.train):,} training "
           f"tokens, {epochs} epochs, batch {batch_size}, BPTT {args.bptt}, SGD lr {lr}, "
-          f"device {args.device or 'default'}")
-    history = []
-    for epoch in range(1, epochs + 1):
-        bar = tqdm(total=len(train), desc=f"epoch {epoch}/{epochs}", unit="batch",
-                   disable=args.no_progress, leave=True)
+          f"device {device_name(args.device)}")
+    history: list[dict[str, Any]] = []
+    first, totals, elapsed_before = 1, None, 0.0
+    if position is not None:
+        history, first = list(position["history"]), position["epoch"]
+        totals, elapsed_before = position["totals"], position["elapsed"]
+    for epoch in range(first, epochs + 1):
+        bar = progress_bar(len(train), f"epoch {epoch}/{epochs}", "batch",
+                           not args.no_progress, initial=totals["batch"] if totals else 0)
         current_lr = opt.param_groups[0]["lr"]
-        start = time.perf_counter()
-        tr = train_lm_epoch(model, train, opt, batch_size, args.clip, progress=bar)
+        start = time.perf_counter() - elapsed_before
+        tr = train_lm_epoch(model, train, opt, batch_size, args.clip, progress=bar,
+                            totals=totals, after_batch=None if checkpoints is None else
+                            _stop_check(checkpoints, epoch, history, start))
         elapsed = time.perf_counter() - start
         bar.close()
+        totals, elapsed_before = None, 0.0
         va = evaluate_lm(model, valid, EVAL_BATCH)
         sched.step()
         record = {"epoch": epoch, "train_loss": tr["loss"], "train_ppl": tr["ppl"],
@@ -126,11 +151,21 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         history.append(record)
         if getattr(args, "on_epoch", None) is not None:
             args.on_epoch(record)
-    if args.save:
-        nn.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
-                 "vocab": corpus.vocab.itos}, args.save)
+        if checkpoints is not None:
+            done = {"epoch": epoch + 1, "totals": None, "history": history, "elapsed": 0.0}
+            checkpoints.periodic(epoch, "epoch", done)
+            checkpoints.check_stop(done)
     return history
 
 
+def _stop_check(checkpoints: Checkpoints, epoch: int, history: list[dict[str, Any]],
+                start: float) -> Callable[[dict[str, Any]], None]:
+    """After each batch: checkpoint and stop if Ctrl-C was pressed."""
+    def after_batch(run: dict[str, Any]) -> None:
+        checkpoints.check_stop({"epoch": epoch, "totals": run, "history": history,
+                                "elapsed": time.perf_counter() - start})
+    return after_batch
+
+
 register_recipe(Recipe("ptb", "word-level LSTM/RNN language model on Penn Treebank",
-                       add_arguments, run))
+                       add_arguments, run, model_from_config))

@@ -24,11 +24,13 @@ import numpy as np
 from lamina import autograd, nn, optim
 from lamina.data import Shakespeare
 
+from .._checkpoint import rng_state, set_rng_state
 from .._generate import generate
 from .._gpt import GPT, GPTConfig
+from .._reporting import device_name, print_line, progress_bar
 from ._registry import Recipe, register_recipe
 
-__all__ = ["estimate_loss", "save_checkpoint", "warmup_cosine"]
+__all__ = ["estimate_loss", "model_from_config", "warmup_cosine"]
 
 
 def warmup_cosine(warmup: int, total: int, min_ratio: float) -> Callable[[int], float]:
@@ -60,30 +62,31 @@ def estimate_loss(model: GPT, data: Shakespeare, batches: int, batch_size: int,
     return total / batches
 
 
-def save_checkpoint(path: str, model: GPT, opt: optim.Optimizer, vocab: list[str],
-                    step: int) -> None:
-    """Model, optimizer, config and vocabulary: everything ``lamina-generate`` needs."""
-    nn.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
-             "config": model.config.to_dict(), "vocab": "".join(vocab), "iter": step}, path)
+def model_from_config(config: dict[str, Any], device: Any = None) -> GPT:
+    """The GPT of a checkpoint's ``model_config`` (a :class:`GPTConfig` as a dict)."""
+    model = GPT(GPTConfig(**config))
+    return model.to(device) if device is not None else model
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", choices=("gpt",), default="gpt")
+    parser.set_defaults(batch_size=12, lr=1e-3, checkpoint_every=200)
+    parser.add_argument("--model", choices=("gpt",), default="gpt", help="network")
     parser.add_argument("--data", default=None, metavar="DIR",
                         help="folder with input.txt (default: $LAMINA_DATA/shakespeare or "
                              "../shared/data/shakespeare)")
     parser.add_argument("--iters", type=int, default=2000, help="training iterations")
-    parser.add_argument("--eval-interval", type=int, default=200)
+    parser.add_argument("--eval-interval", type=int, default=200,
+                        help="iterations between validation estimates")
     parser.add_argument("--eval-iters", type=int, default=50,
                         help="validation batches per estimate")
-    parser.add_argument("--n-layer", type=int, default=4)
-    parser.add_argument("--n-head", type=int, default=4)
-    parser.add_argument("--n-embd", type=int, default=128)
-    parser.add_argument("--block-size", type=int, default=64)
-    parser.add_argument("--dropout", type=float, default=0.0)
-    parser.add_argument("--weight-decay", type=float, default=0.1)
-    parser.add_argument("--warmup-iters", type=int, default=100)
-    parser.add_argument("--min-lr-ratio", type=float, default=0.1)
+    parser.add_argument("--n-layer", type=int, default=4, help="transformer blocks")
+    parser.add_argument("--n-head", type=int, default=4, help="attention heads")
+    parser.add_argument("--n-embd", type=int, default=128, help="embedding width")
+    parser.add_argument("--block-size", type=int, default=64, help="context length")
+    parser.add_argument("--dropout", type=float, default=0.0, help="dropout probability")
+    parser.add_argument("--weight-decay", type=float, default=0.1, help="AdamW decay (matrices)")
+    parser.add_argument("--warmup-iters", type=int, default=100, help="linear warmup iterations")
+    parser.add_argument("--min-lr-ratio", type=float, default=0.1, help="final lr / peak lr")
     parser.add_argument("--grad-clip", type=float, default=1.0, help="0 disables clipping")
     parser.add_argument("--sample-tokens", type=int, default=200,
                         help="characters to sample after training (0: none)")
@@ -91,8 +94,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Train and validate; returns one record per evaluation."""
-    from tqdm.auto import tqdm
-
     if args.epochs is not None:
         raise ValueError("shakespeare trains by iterations: use --iters instead of --epochs")
     autograd.manual_seed(args.seed)
@@ -107,16 +108,25 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     opt = optim.AdamW(model.parameter_groups(args.weight_decay), lr=lr, betas=(0.9, 0.99))
     sched = optim.lr_scheduler.LambdaLR(
         opt, warmup_cosine(args.warmup_iters, args.iters, args.min_lr_ratio))
+    checkpoints = getattr(args, "checkpoints", None)
+    position = None if checkpoints is None else checkpoints.attach(
+        model, opt, sched, config.to_dict(), vocab="".join(train.tokenizer.vocab.itos))
     print(f"shakespeare: GPT {args.n_layer} layers, {args.n_head} heads, width {args.n_embd}, "
           f"context {args.block_size} ({model.num_parameters():,} parameters), "
           f"{len(train.data):,} training / {len(val.data):,} validation characters, "
-          f"{args.iters} iterations of batch {batch_size}, device {args.device or 'default'}")
+          f"{args.iters} iterations of batch {batch_size}, device {device_name(args.device)}")
     rng, eval_rng = np.random.default_rng(args.seed), np.random.default_rng(args.seed + 1)
     history: list[dict[str, Any]] = []
     losses: list[float] = []
-    bar = tqdm(total=args.iters, unit="it", disable=args.no_progress)
-    start = time.perf_counter()
-    for step in range(1, args.iters + 1):
+    first, elapsed_before = 1, 0.0
+    if position is not None:
+        history, losses = list(position["history"]), list(position["losses"])
+        first, elapsed_before = position["iter"] + 1, position["elapsed"]
+        set_rng_state(rng, position["rng"]["train"])
+        set_rng_state(eval_rng, position["rng"]["eval"])
+    bar = progress_bar(args.iters, None, "it", not args.no_progress, initial=first - 1)
+    start = time.perf_counter() - elapsed_before
+    for step in range(first, args.iters + 1):
         x, y = train.get_batch(batch_size, rng)
         opt.zero_grad()
         _, loss = model(autograd.tensor(x, device=args.device),
@@ -139,15 +149,19 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             history.append(record)
             if getattr(args, "on_epoch", None) is not None:
                 args.on_epoch(record)
-            if args.save:
-                save_checkpoint(args.save, model, opt, train.tokenizer.vocab.itos, step)
+        if checkpoints is not None:
+            here = {"iter": step, "losses": losses, "history": history,
+                    "elapsed": time.perf_counter() - start,
+                    "rng": {"train": rng_state(rng), "eval": rng_state(eval_rng)}}
+            checkpoints.periodic(step, "iter", here)
+            checkpoints.check_stop(here)
     bar.close()
     if args.sample_tokens:
         ids = generate(model, train.tokenizer.encode("\n")[None], args.sample_tokens,
                        temperature=0.8, top_k=None, seed=args.seed)
-        print("sample:\n" + train.tokenizer.decode(ids[0]))
+        print_line("sample:\n" + train.tokenizer.decode(ids[0]))
     return history
 
 
 register_recipe(Recipe("shakespeare", "character-level GPT on Tiny Shakespeare",
-                       add_arguments, run))
+                       add_arguments, run, model_from_config))
