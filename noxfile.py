@@ -1,4 +1,5 @@
-"""Nox sessions: one per package, plus tests, conformance, sanitize, lint, bench, demo, docs.
+"""Nox sessions: one per package, plus tests, conformance, sanitize, lint, bench, demo, docs,
+distributed.
 
 Every session installs the packages it needs from this checkout in one pip
 call (the local siblings it depends on included), so it tests what a user
@@ -100,6 +101,20 @@ def backend_cuda(session: nox.Session) -> None:
     if not cuda_buildable():
         session.skip("nvcc was not found on PATH: the CUDA backend cannot be built here")
     run_package_tests(session, "backend_cuda", [])
+
+
+@nox.session
+def distributed(session: nox.Session) -> None:
+    """lamina.distributed and DDP with 2, 3 and 4 MPI processes (mpi4py + the MPICH wheel).
+
+    Installs lamina-nn[distributed] (MPI from PyPI, no system packages) and
+    runs the multi-process tests; every run of ``mpiexec`` is bounded in time.
+    Tensors live on the numpy device here, so no compiled backend is built.
+    """
+    session.install(*install_args(["nn"], extras="test,distributed"))
+    session.run("pytest", "-q", f"{PACKAGES['nn'][0]}/tests/test_distributed.py",
+                f"{PACKAGES['autograd'][0]}/tests/test_hooks.py", *session.posargs,
+                env={"LAMINA_DEVICE": "numpy"})
 
 
 @nox.session

@@ -14,8 +14,8 @@ def _chain_events(lib: object, make: object) -> list[str]:
     w1 = make([[0.5, -1.0], [2.0, 1.5]])
     w2 = make([[1.0], [-0.5]])
     for name, w in (("w1", w1), ("w2", w2)):
-        w.register_post_accumulate_grad_hook(
-            lambda t, name=name: events.append(f"{name}:{np.round(np.asarray(t.grad), 4).tolist()}"))
+        w.register_post_accumulate_grad_hook(lambda t, name=name: events.append(
+            f"{name}:{np.round(np.asarray(t.grad), 4).tolist()}"))
     x = make([[1.0, 2.0]], grad=False)
     h = (x @ w1).tanh()
     (h @ w2).sum().backward()

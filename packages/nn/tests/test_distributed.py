@@ -13,9 +13,8 @@ from pathlib import Path
 import lamina.distributed as dist
 import numpy as np
 import pytest
-from lamina.data import DistributedSampler
-
 from _mpi import check_ok, require_mpi, run_mpi
+from lamina.data import DistributedSampler
 
 
 @pytest.mark.parametrize("nproc", [2, 3])

@@ -154,7 +154,8 @@ class Tensor:
             >>> import lamina.autograd as ag
             >>> w = ag.tensor([1.0, 2.0], requires_grad=True)
             >>> seen = []
-            >>> handle = w.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.tolist()))
+            >>> record = lambda t: seen.append(t.grad.tolist())
+            >>> handle = w.register_post_accumulate_grad_hook(record)
             >>> (w * w).sum().backward()
             >>> seen
             [[2.0, 4.0]]

@@ -2,8 +2,8 @@
 
 from . import transforms
 from ._cifar import CIFAR10, CIFAR10_MEAN, CIFAR10_STD, SafeUnpickler, load_cifar_batch
-from ._distributed import DistributedSampler
 from ._dataset import ConcatDataset, Dataset, Subset, TensorDataset, random_split
+from ._distributed import DistributedSampler
 from ._loader import DataLoader, default_collate, to_tensors
 from ._mnist import MNIST, DatasetFileError, bundled_mnist_dir, download_mnist, read_idx
 from ._ptb import PTB, BPTTBatches, TextCorpus, batchify

@@ -34,7 +34,7 @@ class _UniqueId(ctypes.Structure):
 
 def _find_library() -> str | None:
     try:
-        import nvidia.nccl  # type: ignore[import-not-found]
+        import nvidia.nccl
         for root in nvidia.nccl.__path__:
             found = sorted(Path(root).glob("lib/libnccl.so*"))
             if found:
