@@ -111,7 +111,9 @@ def distributed(session: nox.Session) -> None:
     runs the multi-process tests; every run of ``mpiexec`` is bounded in time.
     Tensors live on the numpy device here, so no compiled backend is built.
     """
-    session.install(*install_args(["nn"], extras="test,distributed"))
+    args = install_args(["nn"])
+    args[-1] = f"./{PACKAGES['nn'][0]}[test,distributed]"
+    session.install(*args)
     session.run("pytest", "-q", f"{PACKAGES['nn'][0]}/tests/test_distributed.py",
                 f"{PACKAGES['autograd'][0]}/tests/test_hooks.py", *session.posargs,
                 env={"LAMINA_DEVICE": "numpy"})

@@ -89,3 +89,13 @@ def test_hook_errors() -> None:
         (w * 2).register_post_accumulate_grad_hook(lambda t: None)
     with pytest.raises(TypeError, match="must be callable"):
         w.register_post_accumulate_grad_hook(3)  # type: ignore[arg-type]
+
+
+def test_docstring_example() -> None:
+    import doctest
+
+    finder = doctest.DocTestFinder()
+    runner = doctest.DocTestRunner()
+    for test in finder.find(ag.Tensor.register_post_accumulate_grad_hook, "hook"):
+        runner.run(test)
+    assert runner.failures == 0 and runner.tries > 0

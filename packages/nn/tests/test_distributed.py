@@ -130,3 +130,10 @@ def test_host_view_shares_compact_numpy_memory() -> None:
     view[0, 0] = 42.0
     assert a.numpy()[0, 0] == 42.0
     assert host_view(a.T) is None  # non-compact: staged through a copy instead
+
+
+def test_docstring_examples() -> None:
+    import doctest
+
+    import lamina.data._distributed as module
+    assert doctest.testmod(module).failed == 0

@@ -106,8 +106,9 @@ def init_process_group(backend: str = "mpi", *, timeout: Any = None, world_size:
             NCCL's unique id).
         timeout: seconds (or a ``timedelta``) after which a collective that
             has not completed aborts the whole job (default 30 minutes). It
-            also bounds how long a rank that exits waits at exit for the
-            others, so a rank that leaves early (``sys.exit``) ends the job.
+            also bounds (at half its value) how long a rank that exits waits
+            for the others, so a rank that leaves early (``sys.exit``) ends
+            the job and is the one that reports it.
         world_size: the number of processes expected (checked against MPI's).
         rank: the rank expected for this process (checked against MPI's).
 
@@ -217,17 +218,19 @@ def _agree_at_exit() -> None:
     """
     if _group is None:
         return
+    # half the timeout: the exiting rank is the one to report, before peers time out
     wait_requests([_group.exit_comm.Ibarrier()],
                   "exit (this rank is exiting while other ranks are still working or "
-                  "waiting in a collective)")
+                  "waiting in a collective)", _group.timeout and _group.timeout / 2)
 
 
-def wait_requests(requests: list[Any], what: str) -> None:
-    """Completes MPI requests, aborting the job if the group's timeout passes first."""
+def wait_requests(requests: list[Any], what: str, timeout: float | None = None) -> None:
+    """Completes MPI requests, aborting the job if ``timeout`` (default: the group's) passes."""
     if not requests:
         return
     MPI = mpi()
-    timeout = _group.timeout if _group is not None else None
+    if timeout is None and _group is not None:
+        timeout = _group.timeout
     if timeout is None:
         MPI.Request.Waitall(requests)
         return

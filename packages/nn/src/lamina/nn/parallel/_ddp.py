@@ -22,6 +22,7 @@ samples each take the same step as one process with B.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -48,7 +49,9 @@ class DistributedDataParallel(Module):
             rank 0 at each training forward, as PyTorch does; batch statistics
             themselves stay per process.
 
-    The wrapped module is ``.module``; save ``ddp.module.state_dict()`` to get a
+    ``wait_seconds`` adds up the time backward spent blocked on all-reduces
+    that had not finished behind the rest of backward. The wrapped module is
+    ``.module``; save ``ddp.module.state_dict()`` to get a
     checkpoint that loads at any world size.
 
     Example:
@@ -83,6 +86,7 @@ class DistributedDataParallel(Module):
             id(p): (b, i) for b in self._buckets for i, p in enumerate(b.params)}
         self._works: list[dist.Work] = []
         self._require_sync = True
+        self.wait_seconds = 0.0  # total time backward spent blocked on all-reduces
         self._handles = [p.register_post_accumulate_grad_hook(self._grad_ready)
                          for p in trainable]
 
@@ -144,8 +148,10 @@ class DistributedDataParallel(Module):
     def _finish(self) -> None:
         """Waits for every bucket and writes the averaged gradients back to ``.grad``."""
         used_somewhere = self._global_usage() if self.find_unused_parameters else None
+        start = time.perf_counter()
         for work in self._works:
             work.wait()
+        self.wait_seconds += time.perf_counter() - start
         for b in self._buckets:
             for i, p in enumerate(b.params):
                 if used_somewhere is None or used_somewhere[id(p)]:
