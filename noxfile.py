@@ -120,6 +120,15 @@ def distributed(session: nox.Session) -> None:
 
 
 @nox.session
+def bench_distributed(session: nox.Session) -> None:
+    """Data-parallel throughput vs PyTorch DDP (gloo); writes benchmarks/results/distributed.*."""
+    args = install_args(["nn", "backend_cpu"], extras=None)
+    args[args.index(f"./{PACKAGES['nn'][0]}")] = f"./{PACKAGES['nn'][0]}[distributed]"
+    session.install(*args, "torch==2.13.0")
+    session.run("python", "benchmarks/bench_distributed.py", *session.posargs)
+
+
+@nox.session
 def tests(session: nox.Session) -> None:
     """Every package in one environment, then the conformance kit on every backend."""
     keys = [k for k in PACKAGES if built(k) and (k != "backend_cuda" or cuda_buildable())]
