@@ -21,7 +21,7 @@ from lamina.nn.parallel import DistributedDataParallel as DDP
 
 dist.init_process_group("mpi", timeout=120)
 rank, world = dist.get_rank(), dist.get_world_size()
-B = 12  # divisible by 2, 3 and 4
+B = 24  # divisible by 2, 3, 4 and 8
 STEPS = 4
 
 
@@ -125,7 +125,7 @@ def no_sync_accumulation() -> None:
 
 def uneven_shards() -> None:
     """Ranks with different shard sizes: DDP averages per-rank mean losses (as PyTorch)."""
-    sizes = [5, 3, 4, 2][:world]
+    sizes = [5, 3, 4, 2][:world] if world <= 4 else [2 + r % 4 for r in range(world)]
     ddp, ref = pair(mlp)
     opt, ref_opt = optim.SGD(ddp.parameters(), lr=0.1), optim.SGD(ref.parameters(), lr=0.1)
     x, y = batches((8,), sum(sizes), seed=13)[0]

@@ -49,6 +49,7 @@ class _Group:
 
 
 DEFAULT_TIMEOUT = 1800.0  # seconds, PyTorch's default for its CPU backends
+SPIN_SECONDS = 0.005  # how long a wait polls MPI without sleeping
 
 _group: _Group | None = None
 _previous_excepthook: Any = None
@@ -234,12 +235,14 @@ def wait_requests(requests: list[Any], what: str, timeout: float | None = None) 
     if timeout is None:
         MPI.Request.Waitall(requests)
         return
-    deadline = time.monotonic() + timeout
-    polls = 0
+    start = time.monotonic()
     while not MPI.Request.Testall(requests):
-        polls += 1
-        if polls > 1000:  # past the fast path: stop spinning on a core a peer may need
-            time.sleep(0.0005)
-            if time.monotonic() > deadline:
+        # MPI progresses only inside its calls: poll hard for a few milliseconds (a
+        # collective's rounds), then sleep between polls so a long wait leaves the core
+        # to the peer rank it waits for
+        waited = time.monotonic() - start
+        if waited > SPIN_SECONDS:
+            time.sleep(0.0002)
+            if waited > timeout:
                 abort(f"{what} did not complete within {timeout:g} s (a peer rank may have "
                       "died, hung, or called a different collective)")

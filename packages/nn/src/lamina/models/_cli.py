@@ -34,6 +34,9 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--save", default=None, metavar="FILE.safetensors",
                         help="save the model and optimizer state after training")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument("--nproc", type=int, default=1,
+                        help="train data-parallel with N MPI processes (needs "
+                             "lamina-nn[distributed]; default 1)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,8 +58,11 @@ def _print_epoch(record: dict[str, Any]) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``lamina-train`` console script."""
     args = build_parser().parse_args(argv)
+    if args.nproc > 1:
+        from ._data_parallel import launch
+        return launch(sys.argv[1:] if argv is None else argv, args.nproc)
     args.on_epoch = _print_epoch
-    for name in ("epochs", "batch_size"):
+    for name in ("epochs", "batch_size", "nproc"):
         value = getattr(args, name)
         if value is not None and value < 1:
             print(f"lamina-train: --{name.replace('_', '-')} must be >= 1", file=sys.stderr)
