@@ -67,23 +67,30 @@ class Bucket:
         return Tensor._make(self.flat[lo:hi].reshape(p.shape).copy())
 
 
+FIRST_BUCKET_BYTES = 2 ** 20  # PyTorch's too: the first bucket starts early in backward
+
+
 def make_buckets(params: Sequence[Tensor], cap_bytes: int, device_of: dict[str, str]
                  ) -> list[Bucket]:
     """Groups ``params`` (in the order given) into buckets of one dtype and device each.
 
     Args:
         params: parameters in the order their gradients are expected to be ready.
-        cap_bytes: a bucket closes once it holds at least this many bytes.
+        cap_bytes: a bucket closes once it holds at least this many bytes (the
+            first one of each dtype at ``min(cap_bytes, 1 MiB)``, so that its
+            all-reduce overlaps with the rest of backward even for small models).
         device_of: parameter device name -> the device the bucket lives on.
     """
     buckets: list[Bucket] = []
     open_: dict[tuple[str, str], tuple[list[Tensor], int]] = {}
+    started: set[tuple[str, str]] = set()
     for p in params:
         key = (p.dtype.name, p.device.name)
         members, size = open_.get(key, ([], 0))
         members.append(p)
         size += p.numel() * p.dtype.itemsize
-        if size >= cap_bytes:
+        if size >= (cap_bytes if key in started else min(cap_bytes, FIRST_BUCKET_BYTES)):
+            started.add(key)
             buckets.append(Bucket(members, device_of[p.device.name]))
             members, size = [], 0
         open_[key] = (members, size)
