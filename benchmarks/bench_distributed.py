@@ -115,18 +115,23 @@ def main() -> None:
     p.add_argument("--models", nargs="+", default=["mlp", "resnet9"])
     a = p.parse_args()
     started = datetime.datetime.now(datetime.timezone.utc)
+    load_before = os.getloadavg()[0]
     rows = [r for m in a.models for r in measure(m, 128, a.steps, a.rounds)]
     checks = [correctness(n) for n in (4, 8)]
     meta = {"date": started.strftime("%Y-%m-%d %H:%M UTC"), "cpu": cpu_model(),
             "cores": os.cpu_count(), "rounds": a.rounds, "steps": a.steps,
-            "python": platform.python_version(), "shared_machine": True}
+            "python": platform.python_version(), "shared_machine": True,
+            "load_average_1min": [round(load_before, 1), round(os.getloadavg()[0], 1)]}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "distributed.json").write_text(
         json.dumps({"meta": meta, "rows": rows, "oversubscribed": checks}, indent=1))
     lines = ["# Data-parallel training: Lamina DDP vs PyTorch DDP (gloo)", "",
              f"{meta['date']}, {meta['cpu']}, {meta['cores']} cores, Python {meta['python']}. "
-             "The machine was shared with other developers' builds and tests while this ran: "
-             "absolute numbers are noisy, ratios from interleaved runs less so. "
+             "The machine was shared with other developers' builds and tests while this ran "
+             f"(1-minute load average {load_before:.1f} at the start, "
+             f"{meta['load_average_1min'][1]:.1f} at the end, on {meta['cores']} cores): "
+             "absolute numbers are noisy, and so are the ratios when the load is far above "
+             "the core count. "
              f"Medians over {a.rounds} interleaved rounds of {a.steps} timed steps (after 2 "
              "warm-up steps); global batch 128, synthetic inputs; SGD with momentum. "
              "`python benchmarks/bench_distributed.py` (`nox -s bench_distributed`).", ""]
