@@ -49,7 +49,7 @@ class _Group:
 
 
 DEFAULT_TIMEOUT = 1800.0  # seconds, PyTorch's default for its CPU backends
-SPIN_SECONDS = 0.0  # how long a wait polls MPI without sleeping
+SPIN_SECONDS = 0.0001  # how long a wait polls MPI before it sleeps between polls
 
 _group: _Group | None = None
 _previous_excepthook: Any = None
