@@ -1,5 +1,5 @@
 """Nox sessions: one per package, plus tests, conformance, sanitize, lint, bench, demo, docs,
-dist.
+dist, distributed.
 
 Every session installs the packages it needs from this checkout in one pip
 call (the local siblings it depends on included), so it tests what a user
@@ -208,6 +208,31 @@ def cuda_resources(session: nox.Session) -> None:
         session.skip("nvcc was not found on PATH: the CUDA resource report needs it")
     session.run("python", f"{PACKAGES['backend_cuda'][0]}/scripts/resource_report.py",
                 "--arch", "80", "--arch", "90", "--out", "build/cuda-resources.txt")
+
+
+@nox.session
+def distributed(session: nox.Session) -> None:
+    """lamina.distributed and DDP with 2, 3 and 4 MPI processes (mpi4py + the MPICH wheel).
+
+    Installs lamina-nn[distributed] (MPI from PyPI, no system packages) and
+    runs the multi-process tests; every run of ``mpiexec`` is bounded in time.
+    Tensors live on the numpy device here, so no compiled backend is built.
+    """
+    args = install_args(["nn"])
+    args[-1] = f"./{PACKAGES['nn'][0]}[test,distributed]"
+    session.install(*args)
+    session.run("pytest", "-q", f"{PACKAGES['nn'][0]}/tests/test_distributed.py",
+                f"{PACKAGES['autograd'][0]}/tests/test_hooks.py", *session.posargs,
+                env={"LAMINA_DEVICE": "numpy"})
+
+
+@nox.session
+def bench_distributed(session: nox.Session) -> None:
+    """Data-parallel throughput vs PyTorch DDP (gloo); writes benchmarks/results/distributed.*."""
+    args = install_args(["nn", "backend_cpu"], extras=None)
+    args[args.index(f"./{PACKAGES['nn'][0]}")] = f"./{PACKAGES['nn'][0]}[distributed]"
+    session.install(*args, "torch==2.13.0")
+    session.run("python", "benchmarks/bench_distributed.py", *session.posargs)
 
 
 @nox.session

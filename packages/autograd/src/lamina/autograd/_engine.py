@@ -132,29 +132,55 @@ def run_backward(pairs: list[tuple[Tensor, Tensor]], retain_graph: bool, create_
                 keep[id(out.grad_fn)] = out.grad_fn
                 _accumulate(pending, id(out.grad_fn), g)
                 roots.append(out.grad_fn)
-        for node in topological_order(roots):
+        order = topological_order(roots)
+        flush_after = _last_uses(order) if capture is None else {}
+        for index, node in enumerate(order):
             grad = pending.pop(id(node), None)
-            if grad is None:
-                continue
-            if capture is not None and id(node) in capture:
-                _accumulate(captured, id(node), grad)
-            elif capture is None and node._retained is not None:
-                _store_grad(node._retained(), grad, create_graph)
-            grads = node.backward(grad)
-            for edge, shape, edge_grad in zip(node.next, node.shapes, grads):
-                if edge is None or edge_grad is None:
-                    continue
-                keep[id(edge)] = edge
-                _accumulate(pending if isinstance(edge, Function) else leaves, id(edge),
-                            sum_to_shape(edge_grad, shape))
-            if not retain_graph:
-                node.release()
+            if grad is not None:
+                _run_node(node, grad, capture, captured, pending, leaves, keep, create_graph)
+                if not retain_graph:
+                    node.release()
+            # a leaf no later node points at has its whole gradient: store it now,
+            # so its post-accumulate hooks run while the rest of backward goes on
+            for key in flush_after.get(index, ()):
+                if key in leaves:
+                    _store_grad(keep[key], leaves.pop(key), create_graph)
         for key, grad in leaves.items():
             if capture is None:
                 _store_grad(keep[key], grad, create_graph)
             elif key in capture:
                 _accumulate(captured, key, grad)
     return captured
+
+
+def _last_uses(order: list[Function]) -> dict[int, list[int]]:
+    """Maps a position in ``order`` to the leaves (by ``id``) last pointed at there."""
+    last: dict[int, int] = {}
+    for index, node in enumerate(order):
+        for edge in node.next:
+            if edge is not None and not isinstance(edge, Function):
+                last[id(edge)] = index
+    after: dict[int, list[int]] = {}
+    for key, index in last.items():
+        after.setdefault(index, []).append(key)
+    return after
+
+
+def _run_node(node: Function, grad: Tensor, capture: dict[int, int] | None,
+              captured: dict[int, Tensor], pending: dict[int, Tensor],
+              leaves: dict[int, Tensor], keep: dict[int, Any], create_graph: bool) -> None:
+    """Runs one node's backward rule and sends its gradients on."""
+    if capture is not None and id(node) in capture:
+        _accumulate(captured, id(node), grad)
+    elif capture is None and node._retained is not None:
+        _store_grad(node._retained(), grad, create_graph)
+    grads = node.backward(grad)
+    for edge, shape, edge_grad in zip(node.next, node.shapes, grads):
+        if edge is None or edge_grad is None:
+            continue
+        keep[id(edge)] = edge
+        _accumulate(pending if isinstance(edge, Function) else leaves, id(edge),
+                    sum_to_shape(edge_grad, shape))
 
 
 def _store_grad(tensor: Tensor | None, grad: Tensor, create_graph: bool) -> None:
@@ -164,6 +190,9 @@ def _store_grad(tensor: Tensor | None, grad: Tensor, create_graph: bool) -> None
     if not create_graph:
         grad = grad.detach()
     tensor.grad = grad if tensor.grad is None else tensor.grad + grad
+    if tensor.is_leaf and tensor._post_hooks:
+        for hook in list(tensor._post_hooks.values()):
+            hook(tensor)
 
 
 def backward(tensors: Tensor | Sequence[Tensor], grad_tensors: Any = None,

@@ -13,7 +13,8 @@ update a parameter without recording.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator
+import itertools
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import lamina.ndarray as nd
@@ -53,7 +54,7 @@ class Tensor:
         ((2, 2), lamina.float32)
     """
 
-    __slots__ = ("data", "_requires_grad", "grad", "grad_fn", "__weakref__")
+    __slots__ = ("data", "_requires_grad", "grad", "grad_fn", "_post_hooks", "__weakref__")
     __array_priority__ = 1000  # numpy scalars on the left defer to Tensor's operators
 
     data: NDArray
@@ -72,6 +73,7 @@ class Tensor:
         self._requires_grad = bool(requires_grad)
         self.grad = None
         self.grad_fn = None
+        self._post_hooks: dict[int, Callable[[Tensor], None]] | None = None
 
     @classmethod
     def _make(cls, data: NDArray, requires_grad: bool = False, grad_fn: Any = None) -> Tensor:
@@ -81,6 +83,7 @@ class Tensor:
         t._requires_grad = requires_grad
         t.grad = None
         t.grad_fn = grad_fn
+        t._post_hooks = None
         return t
 
     # ----- autograd state -------------------------------------------------------------
@@ -129,6 +132,49 @@ class Tensor:
     def retain_grad(self) -> None:
         """Keeps ``.grad`` for this non-leaf tensor after ``backward``."""
         _engine.retain_grad(self)
+
+    def register_post_accumulate_grad_hook(
+            self, hook: Callable[[Tensor], None]) -> RemovableHandle:
+        """Calls ``hook(self)`` each time a backward pass has finished adding to ``.grad``.
+
+        The hook runs inside ``backward``, as soon as no remaining part of the
+        graph can add to this leaf's gradient (not at the end of the pass), so
+        work on ``self.grad`` (communication, an optimizer step) overlaps with
+        the rest of backward. Hooks run in registration order; their return
+        value is ignored. ``autograd.grad`` does not run them (it writes no
+        ``.grad``).
+
+        Args:
+            hook: ``hook(tensor) -> None``; reads (or replaces) ``tensor.grad``.
+
+        Returns:
+            A handle whose ``remove()`` unregisters the hook.
+
+        Example:
+            >>> import lamina.autograd as ag
+            >>> w = ag.tensor([1.0, 2.0], requires_grad=True)
+            >>> seen = []
+            >>> record = lambda t: seen.append(t.grad.tolist())
+            >>> handle = w.register_post_accumulate_grad_hook(record)
+            >>> (w * w).sum().backward()
+            >>> seen
+            [[2.0, 4.0]]
+            >>> handle.remove()
+        """
+        if not self._requires_grad:
+            raise RuntimeError("register_post_accumulate_grad_hook: cannot register a hook on "
+                               "a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            raise RuntimeError("register_post_accumulate_grad_hook: post accumulate grad hooks "
+                               "cannot be registered on non-leaf tensors")
+        if not callable(hook):
+            raise TypeError(f"register_post_accumulate_grad_hook: hook must be callable, "
+                            f"got {type(hook).__name__}")
+        if self._post_hooks is None:
+            self._post_hooks = {}
+        handle = RemovableHandle(self._post_hooks)
+        self._post_hooks[handle.id] = hook
+        return handle
 
     @property
     def retains_grad(self) -> bool:
@@ -461,6 +507,19 @@ class Tensor:
 
     def take(self, indices: Any, dim: int = 0) -> Tensor:
         return F.take(self, indices, dim)
+
+
+class RemovableHandle:
+    """Returned by hook registrations; ``remove()`` unregisters the hook (idempotent)."""
+
+    _ids = itertools.count()
+
+    def __init__(self, hooks: dict[int, Any]) -> None:
+        self.id = next(RemovableHandle._ids)
+        self._hooks = hooks
+
+    def remove(self) -> None:
+        self._hooks.pop(self.id, None)
 
 
 # The op modules build Tensors, so they are imported once Tensor exists.

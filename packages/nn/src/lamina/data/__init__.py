@@ -3,6 +3,7 @@
 from . import transforms
 from ._cifar import CIFAR10, CIFAR10_MEAN, CIFAR10_STD, SafeUnpickler, load_cifar_batch
 from ._dataset import ConcatDataset, Dataset, Subset, TensorDataset, random_split
+from ._distributed import DistributedSampler
 from ._loader import DataLoader, WorkerError, default_collate, to_tensors
 from ._mnist import MNIST, DatasetFileError, bundled_mnist_dir, download_mnist, read_idx
 from ._ptb import PTB, BPTTBatches, TextCorpus, batchify
@@ -12,6 +13,7 @@ from ._text import CharTokenizer, Vocabulary, WordTokenizer
 
 __all__ = [
     "MNIST", "CharTokenizer", "ConcatDataset", "DataLoader", "Dataset", "DatasetFileError",
+    "DistributedSampler",
     "Subset", "TensorDataset", "Vocabulary", "WordTokenizer", "bundled_mnist_dir",
     "default_collate", "download_mnist", "random_split", "read_idx", "seed_transforms",
     "to_tensors", "transform_rng", "transforms", "CIFAR10", "CIFAR10_MEAN", "CIFAR10_STD",

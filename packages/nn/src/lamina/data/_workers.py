@@ -30,6 +30,9 @@ class WorkerError(RuntimeError):
 def _loop(build: Build, dataset: Any, collate_fn: Callable[[list[Any]], Any],
           tasks: Connection, results: Connection) -> None:
     """A worker: build each ``(i, indices, seed)`` task until ``None`` arrives."""
+    # Ctrl-C reaches the whole process group; the main process decides what it
+    # means (lamina-train checkpoints at the next step) and then shuts us down.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     while True:
         try:
             task = tasks.recv()

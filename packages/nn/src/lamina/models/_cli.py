@@ -36,7 +36,8 @@ DEFAULT_CHECKPOINT_DIR = "lamina-checkpoints"
 # checkpoint (which stores them as the recipe's options). A new option of this
 # kind is added in _add_common and named here.
 RUN_OPTIONS = frozenset({"device", "num_workers", "log", "plot", "save", "no_progress",
-                         "checkpoint_dir", "checkpoint_every", "keep_checkpoints", "resume"})
+                         "checkpoint_dir", "checkpoint_every", "keep_checkpoints", "resume",
+                         "nproc"})
 _NOT_OPTIONS = frozenset({"recipe", "on_epoch", "checkpoints"})
 
 
@@ -83,6 +84,9 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true",
                         help="hide the progress bar (it is hidden anyway when stderr is "
                              "not a terminal)")
+    parser.add_argument("--nproc", type=int, default=1, metavar="N",
+                        help="train data-parallel with N MPI processes (needs "
+                             "lamina-nn[distributed])")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -104,7 +108,7 @@ def _print_epoch(record: dict[str, Any]) -> None:
 
 def _check_arguments(args: argparse.Namespace) -> str | None:
     """What is wrong with the options, found before any training (None: nothing)."""
-    for name in ("epochs", "batch_size", "keep_checkpoints"):
+    for name in ("epochs", "batch_size", "keep_checkpoints", "nproc"):
         value = getattr(args, name)
         if value is not None and value < 1:
             return f"--{name.replace('_', '-')} must be >= 1, got {value}"
@@ -157,6 +161,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     (found before training), 130 stopped by Ctrl-C (after writing a checkpoint).
     """
     args = build_parser().parse_args(argv)
+    if args.nproc > 1:
+        from ._data_parallel import launch
+        return launch(sys.argv[1:] if argv is None else argv, args.nproc)
     args.on_epoch = _print_epoch
     name = f"lamina-train {args.recipe}"
     problem = _check_arguments(args)

@@ -1,0 +1,235 @@
+"""DistributedDataParallel: one model replica per process, gradients averaged in backward.
+
+How a step works (``docs/distributed.md`` has the picture):
+
+1. Construction checks every rank holds the same parameters, copies
+   parameters and buffers from rank 0 (so replicas start equal), groups the
+   parameters into flat buckets and puts a post-accumulate-grad hook on each.
+2. ``forward`` (training) copies buffers from rank 0 again, like PyTorch's
+   ``broadcast_buffers``, then runs the module on this rank's shard.
+3. During ``backward`` each hook copies its finished gradient into its
+   bucket; a full bucket starts a non-blocking all-reduce at once (buckets
+   start in index order on every rank, as MPI matches collectives by order),
+   so communication overlaps with the rest of backward. When the last bucket
+   has started, all are waited for, averaged, and written back to ``.grad``
+   before ``backward()`` returns.
+
+Averaging gradients of per-rank mean losses over N equal shards equals the
+gradient of the mean loss over the whole batch, so N processes with B/N
+samples each take the same step as one process with B.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import lamina.distributed as dist
+from lamina.autograd import Function, Tensor, is_grad_enabled
+
+from .._module import Module
+from ._buckets import Bucket, broadcast_coalesced, make_buckets
+
+
+class DistributedDataParallel(Module):
+    """Wraps ``module`` so that ``backward`` averages its gradients over all ranks.
+
+    Args:
+        module: the replica on this rank (same architecture on every rank).
+        bucket_cap_mb: gradients are all-reduced in flat buckets of about this
+            many megabytes (one collective per bucket).
+        find_unused_parameters: after each forward, find the parameters the
+            output does not depend on and count them as ready (their gradient
+            is the average over the ranks that did use them; ``.grad`` stays
+            untouched where no rank used them). Without it, such a parameter
+            makes the next forward raise.
+        broadcast_buffers: copy buffers (BatchNorm running statistics) from
+            rank 0 at each training forward, as PyTorch does; batch statistics
+            themselves stay per process.
+
+    ``wait_seconds`` adds up the time backward spent blocked on all-reduces
+    that had not finished behind the rest of backward. The wrapped module is
+    ``.module``; save ``ddp.module.state_dict()`` to get a
+    checkpoint that loads at any world size.
+
+    Example:
+        ``model = DistributedDataParallel(MLP())`` after
+        ``lamina.distributed.init_process_group()``, then train as usual.
+    """
+
+    def __init__(self, module: Module, bucket_cap_mb: float = 25.0,
+                 find_unused_parameters: bool = False, broadcast_buffers: bool = True) -> None:
+        super().__init__()
+        if not dist.is_initialized():
+            raise RuntimeError("DistributedDataParallel: the default process group has not "
+                               "been initialized; call lamina.distributed.init_process_group()")
+        if not isinstance(module, Module):
+            raise TypeError(f"DistributedDataParallel: module must be a Module, "
+                            f"got {type(module).__name__}")
+        if not bucket_cap_mb > 0:
+            raise ValueError(f"DistributedDataParallel: bucket_cap_mb must be > 0, "
+                             f"got {bucket_cap_mb}")
+        self.module = module
+        self.find_unused_parameters = find_unused_parameters
+        self.broadcast_buffers = broadcast_buffers
+        named = _unique_named_parameters(module)
+        self._names = {id(p): name for name, p in named}
+        _check_same_model(named)
+        broadcast_coalesced([p for _, p in named] + list(module.buffers()))
+        bucket_device = "numpy" if dist.get_backend() == "mpi" else None
+        devices = {p.device.name: bucket_device or p.device.name for _, p in named}
+        trainable = [p for _, p in reversed(named) if p.requires_grad]
+        self._buckets = make_buckets(trainable, int(bucket_cap_mb * 2 ** 20), devices)
+        self._slot: dict[int, tuple[Bucket, int]] = {
+            id(p): (b, i) for b in self._buckets for i, p in enumerate(b.params)}
+        self._works: list[dist.Work] = []
+        self._require_sync = True
+        self.wait_seconds = 0.0  # total time backward spent blocked on all-reduces
+        self._handles = [p.register_post_accumulate_grad_hook(self._grad_ready)
+                         for p in trainable]
+
+    # ------------------------------------------------------------------ forward
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        self._check_previous_reduction()
+        for b in self._buckets:
+            b.reset()
+        self._works = []
+        if self.training and self.broadcast_buffers and dist.get_world_size() > 1:
+            broadcast_coalesced(list(self.module.buffers()))
+        out = self.module(*args, **kwargs)
+        if self.find_unused_parameters and self._require_sync and is_grad_enabled():
+            reached = _reachable_leaves(out)
+            for bucket in self._buckets:
+                for i, p in enumerate(bucket.params):
+                    if id(p) not in reached:
+                        self._mark(bucket, i, None)
+        return out
+
+    @contextlib.contextmanager
+    def no_sync(self) -> Iterator[None]:
+        """Inside, ``backward`` only accumulates local gradients (no communication).
+
+        The first backward after the block averages the accumulated gradients,
+        so k micro-batches under ``no_sync`` plus one outside equal one step on
+        all of them.
+        """
+        previous, self._require_sync = self._require_sync, False
+        try:
+            yield
+        finally:
+            self._require_sync = previous
+
+    # ----------------------------------------------------------------- backward
+    def _grad_ready(self, p: Tensor) -> None:
+        if not self._require_sync:
+            return
+        bucket, i = self._slot[id(p)]
+        if bucket.ready[i]:
+            raise RuntimeError(
+                f"DistributedDataParallel: parameter '{self._names[id(p)]}' received a "
+                "gradient twice in one iteration (a second backward over the same forward, or "
+                "find_unused_parameters=True with a parameter the output does use); run "
+                "forward again before each backward")
+        self._mark(bucket, i, p.grad)
+
+    def _mark(self, bucket: Bucket, i: int, grad: Tensor | None) -> None:
+        bucket.put(i, grad)
+        for work in self._works:  # lets MPI progress the buckets already in flight
+            work.is_completed()
+        # buckets start strictly in index order, the same on every rank
+        while len(self._works) < len(self._buckets) and self._buckets[len(self._works)].full:
+            b = self._buckets[len(self._works)]
+            self._works.append(dist.all_reduce(b.flat, dist.ReduceOp.AVG, async_op=True))
+        if len(self._works) == len(self._buckets):
+            self._finish()
+
+    def _finish(self) -> None:
+        """Waits for every bucket and writes the averaged gradients back to ``.grad``."""
+        used_somewhere = self._global_usage() if self.find_unused_parameters else None
+        start = time.perf_counter()
+        for work in self._works:
+            work.wait()
+        self.wait_seconds += time.perf_counter() - start
+        for b in self._buckets:
+            for i, p in enumerate(b.params):
+                if used_somewhere is None or used_somewhere[id(p)]:
+                    p.grad = b.take(i)
+        self._works = []
+        for b in self._buckets:
+            b.reset()
+
+    def _global_usage(self) -> dict[int, bool]:
+        """Whether each parameter got a gradient on at least one rank."""
+        import lamina.ndarray as nd
+        flags = [int(u) for b in self._buckets for u in b.used]
+        counts = nd.array(flags, dtype="int64", device="numpy")
+        dist.all_reduce(counts)
+        params = [p for b in self._buckets for p in b.params]
+        return {id(p): bool(c) for p, c in zip(params, counts.numpy().tolist())}
+
+    def _check_previous_reduction(self) -> None:
+        started = [b for b in self._buckets if b.n_ready]
+        if not started:
+            return
+        missing = [self._names[id(p)] for b in self._buckets for i, p in enumerate(b.params)
+                   if not b.ready[i]]
+        raise RuntimeError(
+            "DistributedDataParallel: the previous backward did not produce gradients for "
+            f"parameters {missing}, so their reduction never finished. Pass "
+            "find_unused_parameters=True, or make sure every parameter contributes to the loss")
+
+
+def _unique_named_parameters(module: Module) -> list[tuple[str, Tensor]]:
+    seen: set[int] = set()
+    named = []
+    for name, p in module.named_parameters():
+        if id(p) not in seen:
+            seen.add(id(p))
+            named.append((name, p))
+    return named
+
+
+def _check_same_model(named: list[tuple[str, Tensor]]) -> None:
+    """Raises on every rank when some rank's parameters differ from rank 0's."""
+    from lamina.distributed._group import current
+
+    mine = [(n, tuple(p.shape), p.dtype.name) for n, p in named]
+    every = current("DistributedDataParallel").comm.allgather(mine)
+    for rank, theirs in enumerate(every):
+        if theirs != every[0]:
+            diff = next((a, b) for a, b in zip(every[0] + [None], theirs + [None]) if a != b)
+            raise RuntimeError(
+                f"DistributedDataParallel: rank {rank}'s parameters differ from rank 0's "
+                f"(rank 0 has {diff[0]}, rank {rank} has {diff[1]}); every rank must build "
+                "the same model")
+
+
+def _reachable_leaves(out: Any) -> set[int]:
+    """ids of the leaf tensors that the Tensors in ``out`` were computed from."""
+    stack: list[Any] = []
+
+    def collect(x: Any) -> None:
+        if isinstance(x, Tensor):
+            stack.append(x.grad_fn if x.grad_fn is not None else x)
+        elif isinstance(x, (list, tuple)):
+            for y in x:
+                collect(y)
+        elif isinstance(x, dict):
+            for y in x.values():
+                collect(y)
+
+    collect(out)
+    leaves: set[int] = set()
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, Function):
+            stack.extend(node.next)
+        else:
+            leaves.add(id(node))
+    return leaves
