@@ -5,7 +5,6 @@ when not on a terminal, load_model)."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -71,16 +70,22 @@ def test_four_epochs_equal_two_then_resume_two(straight, tmp_path, capsys):
 
 def test_ctrl_c_writes_a_checkpoint_exits_130_and_resumes_bit_for_bit(straight, tmp_path):
     folder = tmp_path / "ck"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "lamina.models._cli", *TINY, "--checkpoint-dir", str(folder),
-         "--checkpoint-every", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    header = proc.stdout.readline()
-    assert header.startswith("mnist:"), header + proc.stderr.read() if proc.stderr else ""
-    time.sleep(0.5)  # into the first epoch
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
+    # A real SIGINT, sent by the run to itself at its fifth step boundary: a
+    # signal sent from here after a sleep can arrive after a fast machine's last epoch.
+    child = ("import os, signal, sys\n"
+             "from lamina.models import _checkpoint, _cli\n"
+             "check, calls = _checkpoint.Checkpoints.check_stop, []\n"
+             "def check_stop(self, position):\n"
+             "    calls.append(1)\n"
+             "    if len(calls) == 5:\n"
+             "        os.kill(os.getpid(), signal.SIGINT)\n"
+             "    check(self, position)\n"
+             "_checkpoint.Checkpoints.check_stop = check_stop\n"
+             "sys.exit(_cli.main(sys.argv[1:]))\n")
+    proc = subprocess.run(
+        [sys.executable, "-c", child, *TINY, "--checkpoint-dir", str(folder),
+         "--checkpoint-every", "0"], capture_output=True, text=True, timeout=120)
+    err = proc.stderr
     assert proc.returncode == 130, err
     saved = folder / "mnist-interrupted.safetensors"
     assert f"checkpoint written to {saved}" in err and f"--resume {saved}" in err
