@@ -68,23 +68,27 @@ def test_four_epochs_equal_two_then_resume_two(straight, tmp_path, capsys):
     assert a["scheduler"] == b["scheduler"] and a["rng"] == b["rng"]
 
 
-def test_ctrl_c_writes_a_checkpoint_exits_130_and_resumes_bit_for_bit(straight, tmp_path):
+@pytest.mark.parametrize("workers", ["0", "2"])  # Ctrl-C reaches loader workers too
+def test_ctrl_c_writes_a_checkpoint_exits_130_and_resumes_bit_for_bit(straight, tmp_path,
+                                                                       workers):
     folder = tmp_path / "ck"
-    # A real SIGINT, sent by the run to itself at its fifth step boundary: a
-    # signal sent from here after a sleep can arrive after a fast machine's last epoch.
+    # A real SIGINT to the run's process group (as a terminal's Ctrl-C, loader workers
+    # included), sent by the run itself at its fifth step boundary: a signal sent
+    # from here after a sleep can arrive after a fast machine's last epoch.
     child = ("import os, signal, sys\n"
              "from lamina.models import _checkpoint, _cli\n"
              "check, calls = _checkpoint.Checkpoints.check_stop, []\n"
              "def check_stop(self, position):\n"
              "    calls.append(1)\n"
              "    if len(calls) == 5:\n"
-             "        os.kill(os.getpid(), signal.SIGINT)\n"
+             "        os.killpg(0, signal.SIGINT)\n"
              "    check(self, position)\n"
              "_checkpoint.Checkpoints.check_stop = check_stop\n"
              "sys.exit(_cli.main(sys.argv[1:]))\n")
     proc = subprocess.run(
         [sys.executable, "-c", child, *TINY, "--checkpoint-dir", str(folder),
-         "--checkpoint-every", "0"], capture_output=True, text=True, timeout=120)
+         "--checkpoint-every", "0", "--num-workers", workers],
+        capture_output=True, text=True, timeout=120, start_new_session=True)
     err = proc.stderr
     assert proc.returncode == 130, err
     saved = folder / "mnist-interrupted.safetensors"
