@@ -50,6 +50,7 @@ class _Group:
 
 DEFAULT_TIMEOUT = 1800.0  # seconds, PyTorch's default for its CPU backends
 SPIN_SECONDS = 0.0001  # how long a wait polls MPI before it sleeps between polls
+ABORT_GRACE_SECONDS = 0.5  # between an aborting rank's last words and MPI_Abort
 
 _group: _Group | None = None
 _previous_excepthook: Any = None
@@ -194,19 +195,35 @@ def get_backend() -> str:
 
 def abort(message: str, code: int = 1) -> None:
     """Prints ``message`` naming this rank and ends every rank of the job (``MPI_Abort``)."""
+    _report(message)
+    _end_job(code)
+
+
+def _report(message: str) -> None:
     group = _group
     who = f"rank {group.rank} of {group.size}" if group else "a rank"
     sys.stderr.write(f"lamina.distributed: {who}: {message}; aborting all ranks\n")
     sys.stderr.flush()
+
+
+def _end_job(code: int) -> None:
+    # MPI_Abort makes the launcher kill every rank at once, and output it has not
+    # yet forwarded from any of them is lost: give it a moment to pass ours on
+    time.sleep(ABORT_GRACE_SECONDS)
     mpi().COMM_WORLD.Abort(code)
 
 
 def _abort_on_uncaught(kind: type[BaseException], exc: BaseException,
                        tb: TracebackType | None) -> None:
-    """Prints the traceback, then aborts the job so no peer waits forever on this rank."""
+    """Says which rank failed and why, prints the traceback, then aborts the job.
+
+    The one-line reason comes first: on a busy machine a peer may time out and
+    abort the job while this rank is still printing its traceback.
+    """
+    _report(f"uncaught {kind.__name__}: {exc}")
     if _previous_excepthook is not None:
         _previous_excepthook(kind, exc, tb)
-    abort(f"uncaught {kind.__name__}: {exc}")
+    _end_job(1)
 
 
 def _agree_at_exit() -> None:
