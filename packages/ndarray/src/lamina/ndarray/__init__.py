@@ -39,7 +39,7 @@ from ._creation import (
 )
 from ._dtypes import DType, as_dtype, float32, float64, int64
 from ._errors import DeviceError, DTypeError, ShapeError
-from ._interface import API_VERSION, BackendProtocol
+from ._interface import API_VERSION, BackendProtocol, KernelTable
 from ._layout import broadcast_shapes
 from ._ndarray import NDArray
 from ._registry import (
@@ -55,7 +55,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "API_VERSION", "BackendInfo", "BackendProtocol", "DType", "DTypeError", "Device",
-    "DeviceError", "NDArray", "ShapeError", "arange", "argmax", "array", "as_dtype",
+    "DeviceError", "KernelTable", "NDArray", "ShapeError", "arange", "argmax", "array", "as_dtype",
     "broadcast_shapes", "col2im", "concatenate", "default_device", "empty", "erf", "float32",
     "float64", "full", "generator", "get_device", "im2col", "int64", "layer_norm",
     "list_backends", "logsumexp", "manual_seed", "matmul", "maximum", "mean", "minimum",

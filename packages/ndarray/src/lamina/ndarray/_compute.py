@@ -16,6 +16,7 @@ import numpy as np
 from . import _layout as L
 from ._dtypes import DType, int64
 from ._errors import DeviceError, DTypeError, ShapeError
+from ._interface import KernelTable
 from ._ndarray import NDArray
 
 _ARITHMETIC = ("add", "sub", "mul", "div", "power", "maximum", "minimum")
@@ -46,16 +47,16 @@ def binary(a: NDArray, b: Any, op: str) -> NDArray:
         if a._shape != b._shape:
             shape = L.broadcast_shapes(a._shape, b._shape, op=op)
             a, b = _broadcast_view(a, shape, op), _broadcast_view(b, shape, op)
-        backend = a._device.backend
+        kernels = a._device.kernels
         out = NDArray._empty(a._shape, a._dtype, a._device, op=op)
         if not out._buf.size:
             return out
-        if not (a.is_compact() and b.is_compact()) and hasattr(backend, "ewise_strided"):
+        if not (a.is_compact() and b.is_compact()) and kernels.ewise_strided is not None:
             # A broadcast or permuted operand is read where it lies, not copied first.
-            backend.ewise_strided(op, a._buf, b._buf, out._buf, a._shape, a._strides,
+            kernels.ewise_strided(op, a._buf, b._buf, out._buf, a._shape, a._strides,
                                   a._offset, b._strides, b._offset)
         else:
-            getattr(backend, "ewise_" + op)(a.compact()._buf, b.compact()._buf, out._buf)
+            kernels.ewise[op](a.compact()._buf, b.compact()._buf, out._buf)
         return out
     if isinstance(b, (Number, np.number)) and not isinstance(b, complex):
         if op in _ARITHMETIC:
@@ -63,7 +64,7 @@ def binary(a: NDArray, b: Any, op: str) -> NDArray:
         a = a.compact()
         out = NDArray._empty(a._shape, a._dtype, a._device)
         if out._buf.size:
-            getattr(a._device.backend, "scalar_" + op)(a._buf, b, out._buf)
+            a._device.kernels.scalar[op](a._buf, b, out._buf)
         return out
     return NotImplemented
 
@@ -83,7 +84,7 @@ def reversed_scalar(a: NDArray, value: Any, op: str) -> NDArray:
     a = a.compact()
     out = NDArray._empty(a._shape, a._dtype, a._device)
     if out._buf.size:
-        getattr(a._device.backend, "scalar_r" + op)(a._buf, value, out._buf)
+        a._device.kernels.scalar["r" + op](a._buf, value, out._buf)
     return out
 
 
@@ -92,7 +93,7 @@ def unary(a: NDArray, op: str) -> NDArray:
     a = a.compact()
     out = NDArray._empty(a._shape, a._dtype, a._device)
     if out._buf.size:
-        getattr(a._device.backend, "ewise_" + op)(a._buf, out._buf)
+        a._device.kernels.ewise[op](a._buf, out._buf)
     return out
 
 
@@ -141,18 +142,18 @@ def _reduce(a: NDArray, axes: tuple[int, ...], kept: tuple[int, ...], size: int,
             op: str) -> NDArray:
     out_dtype = int64 if op == "argmax" else a._dtype
     out = NDArray._empty(kept, out_dtype, a._device)
-    backend = a._device.backend
+    kernels = a._device.kernels
     if out.size:
         first = axes[0] if axes else a.ndim
         contiguous_block = axes == tuple(range(first, first + len(axes)))
         inner = prod(a._shape[first + len(axes):]) if contiguous_block else 1
         if op == "sum" and contiguous_block and inner > 1 and a.is_compact() \
-                and hasattr(backend, "reduce_sum_axis"):
-            backend.reduce_sum_axis(a._buf, out._buf, prod(a._shape[:first]), size, inner)
+                and kernels.reduce_sum_axis is not None:
+            kernels.reduce_sum_axis(a._buf, out._buf, prod(a._shape[:first]), size, inner)
         else:
             rest = tuple(i for i in range(a.ndim) if i not in axes)
             src = a.permute(rest + axes).compact()
-            getattr(backend, "reduce_" + op)(src._buf, out._buf, size)
+            kernels.reduce[op](src._buf, out._buf, size)
     return out
 
 
@@ -191,16 +192,16 @@ def matmul(a: NDArray, b: NDArray) -> NDArray:
                          f"(dim {a.ndim - 1} of arg 0) != {n2} (dim {max(b.ndim - 2, 0)} "
                          f"of arg 1)")
     batch = L.broadcast_shapes(a2._shape[:-2], b2._shape[:-2], op="matmul")
-    backend = a._device.backend
+    kernels = a._device.kernels
     if not batch:
         out = NDArray._empty((m, p), a._dtype, a._device, op="matmul")
         if out.size:
-            _gemm(backend, a2, b2, out, m, n, p)
+            _gemm(kernels, a2, b2, out, m, n, p)
     elif b2.ndim == 2 and a2._shape[:-2] == batch and a2.is_compact():
         # (..., m, n) @ (n, p): one GEMM over all rows, no copy of b
         flat = NDArray._empty((prod(batch) * m, p), a._dtype, a._device, op="matmul")
         if flat.size:
-            _gemm(backend, a2.reshape(prod(batch) * m, n), b2, flat, prod(batch) * m, n, p)
+            _gemm(kernels, a2.reshape(prod(batch) * m, n), b2, flat, prod(batch) * m, n, p)
         out = flat.reshape(batch + (m, p))
     else:
         a3 = a2.broadcast_to(batch + (m, n)).compact()
@@ -208,9 +209,9 @@ def matmul(a: NDArray, b: NDArray) -> NDArray:
         out = NDArray._empty(batch + (m, p), a._dtype, a._device, op="matmul")
         if out.size:
             if n == 0:
-                backend.fill(out._buf, 0)
+                kernels.fill(out._buf, 0)
             else:
-                backend.matmul_batched(a3._buf, b3._buf, out._buf, prod(batch), m, n, p)
+                kernels.matmul_batched(a3._buf, b3._buf, out._buf, prod(batch), m, n, p)
     if a.ndim == 1:
         out = out.squeeze(-2)
     if b.ndim == 1:
@@ -218,17 +219,18 @@ def matmul(a: NDArray, b: NDArray) -> NDArray:
     return out
 
 
-def _gemm(backend: Any, a: NDArray, b: NDArray, out: NDArray, m: int, n: int, p: int) -> None:
+def _gemm(kernels: KernelTable, a: NDArray, b: NDArray, out: NDArray, m: int, n: int,
+          p: int) -> None:
     """out (m, p) = a (m, n) @ b (n, p) for 2-D views: a view with non-negative
     strides (a transpose, a slice) goes to the backend's ``matmul_strided`` as
     it is, where the backend has that kernel; otherwise it is compacted."""
     if n == 0:
-        backend.fill(out._buf, 0)
-    elif (a.is_compact() and b.is_compact()) or not hasattr(backend, "matmul_strided") \
+        kernels.fill(out._buf, 0)
+    elif (a.is_compact() and b.is_compact()) or kernels.matmul_strided is None \
             or min(a._strides + b._strides) < 0:
-        backend.matmul(a.compact()._buf, b.compact()._buf, out._buf, m, n, p)
+        kernels.matmul(a.compact()._buf, b.compact()._buf, out._buf, m, n, p)
     else:
-        backend.matmul_strided(a._buf, b._buf, out._buf, m, n, p, a._offset, *a._strides,
+        kernels.matmul_strided(a._buf, b._buf, out._buf, m, n, p, a._offset, *a._strides,
                                b._offset, *b._strides)
 
 
@@ -243,7 +245,7 @@ def take(a: NDArray, indices: NDArray, axis: int = 0) -> NDArray:
     shape = a._shape[:ax] + indices._shape + a._shape[ax + 1:]
     out = NDArray._empty(shape, a._dtype, a._device)
     if out.size:
-        a._device.backend.index_gather(src._buf, idx._buf, out._buf, outer, axis_size, inner)
+        a._device.kernels.index_gather(src._buf, idx._buf, out._buf, outer, axis_size, inner)
     elif idx.size and axis_size == 0:
         raise IndexError(f"take: index out of range for an axis of size 0 (axis {ax})")
     return out
@@ -262,11 +264,11 @@ def scatter_add(src: NDArray, indices: NDArray, axis: int, size: int) -> NDArray
                          f"axis {ax} do not match indices of shape {indices._shape}")
     shape = src._shape[:ax] + (size,) + src._shape[ax + indices.ndim:]
     out = NDArray._empty(shape, src._dtype, src._device)
-    backend = src._device.backend
+    kernels = src._device.kernels
     if out.size:
-        backend.fill(out._buf, 0)
+        kernels.fill(out._buf, 0)
         if indices.size:
-            backend.index_scatter_add(src.compact()._buf, indices.compact()._buf, out._buf,
+            kernels.index_scatter_add(src.compact()._buf, indices.compact()._buf, out._buf,
                                       prod(shape[:ax]), size, prod(shape[ax + 1:]))
     return out
 
@@ -291,11 +293,11 @@ def softmax(a: NDArray, axis: int = -1) -> NDArray:
     """exp(a) / sum(exp(a)) along ``axis``, shifted by the max for stability."""
     _check_arithmetic(a._dtype, "softmax")
     ax = L.normalize_axis(axis, a.ndim, "softmax")
-    backend = a._device.backend
-    if ax == a.ndim - 1 and hasattr(backend, "softmax_last") and a.size:
+    kernels = a._device.kernels
+    if ax == a.ndim - 1 and kernels.softmax_last is not None and a.size:
         src = a.compact()
         out = NDArray._empty(a._shape, a._dtype, a._device)
-        backend.softmax_last(src._buf, out._buf, a._shape[-1])
+        kernels.softmax_last(src._buf, out._buf, a._shape[-1])
         return out
     e = unary(binary(a, reduce(a, ax, True, "max"), "sub"), "exp")
     return binary(e, reduce(e, ax, True, "sum"), "div")
@@ -325,14 +327,14 @@ def layer_norm(a: NDArray, weight: NDArray, bias: NDArray, eps: float = 1e-5
     _check_arithmetic(a._dtype, "layer_norm")
     size = a._shape[-1]
     stats = a._shape[:-1] + (1,)
-    backend = a._device.backend
-    if hasattr(backend, "layer_norm_last"):
+    kernels = a._device.kernels
+    if kernels.layer_norm_last is not None:
         src, w, b = a.compact(), weight.compact(), bias.compact()
         out = NDArray._empty(a._shape, a._dtype, a._device)
         mu = NDArray._empty(stats, a._dtype, a._device)
         rstd = NDArray._empty(stats, a._dtype, a._device)
         if a.size:
-            backend.layer_norm_last(src._buf, w._buf, b._buf, out._buf, mu._buf, rstd._buf,
+            kernels.layer_norm_last(src._buf, w._buf, b._buf, out._buf, mu._buf, rstd._buf,
                                     size, float(eps))
         return out, mu, rstd
     mu = a.sum(axis=-1, keepdims=True) * (1.0 / size)
@@ -356,7 +358,7 @@ def erf(a: NDArray) -> NDArray:
     precision).
     """
     _check_arithmetic(a._dtype, "erf")
-    if hasattr(a._device.backend, "ewise_erf"):
+    if "erf" in a._device.kernels.ewise:
         return unary(a, "erf")
     t = 1 / (1 + _ERF_P * a.abs())
     poly = t * (_ERF_A[0] + t * (_ERF_A[1] + t * (_ERF_A[2] + t * (_ERF_A[3] + t * _ERF_A[4]))))
@@ -367,11 +369,11 @@ def logsumexp(a: NDArray, axis: Any = -1, keepdims: bool = False) -> NDArray:
     """log(sum(exp(a))) over ``axis``, stable for large and -inf entries."""
     _check_arithmetic(a._dtype, "logsumexp")
     axes = L.normalize_axes(axis, a.ndim, "logsumexp")
-    backend = a._device.backend
-    if axes == (a.ndim - 1,) and hasattr(backend, "logsumexp_last") and a.size:
+    kernels = a._device.kernels
+    if axes == (a.ndim - 1,) and kernels.logsumexp_last is not None and a.size:
         src = a.compact()
         out = NDArray._empty(a._shape[:-1], a._dtype, a._device)
-        backend.logsumexp_last(src._buf, out._buf, a._shape[-1])
+        kernels.logsumexp_last(src._buf, out._buf, a._shape[-1])
         return out.expand_dims(-1) if keepdims else out
     peak = reduce(a, axes, True, "max")
     from ._creation import where
@@ -391,6 +393,6 @@ def pad(a: NDArray, pad_width: Any, value: float = 0.0) -> NDArray:
     shape = tuple(n + lo + hi for n, (lo, hi) in zip(a._shape, widths))
     out = NDArray._empty(shape, a._dtype, a._device)
     if out.size:
-        a._device.backend.fill(out._buf, value)
+        a._device.kernels.fill(out._buf, value)
         out[tuple(slice(lo, lo + n) for n, (lo, _) in zip(a._shape, widths))] = a
     return out

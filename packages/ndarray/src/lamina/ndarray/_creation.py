@@ -105,7 +105,7 @@ def array(obj: Any, dtype: Any = None, device: Any = None) -> NDArray:
     host = np.asarray(raw, dtype=dt.np, order="C")
     out = NDArray._empty(host.shape, dt, dev)
     if host.size:
-        dev.backend.from_numpy(host.reshape(-1), out._buf)
+        dev.kernels.from_numpy(host.reshape(-1), out._buf)
     return out
 
 
@@ -127,7 +127,7 @@ def full(shape: Any, value: float, dtype: Any = float32, device: Any = None) -> 
 def _full(shape: Any, value: float, dtype: Any, device: Any, op: str) -> NDArray:
     out = _new(shape, dtype, device, op)
     if out.size:
-        out._device.backend.fill(out._buf, value)
+        out._device.kernels.fill(out._buf, value)
     return out
 
 
@@ -253,7 +253,7 @@ def where(cond: NDArray, a: Any, b: Any) -> NDArray:
     c, x, y = (t.broadcast_to(shape).compact() for t in (c, ops[0], ops[1]))
     out = NDArray._empty(shape, dtype, device)
     if out.size:
-        device.backend.ewise_where(c._buf, x._buf, y._buf, out._buf)
+        device.kernels.ewise_where(c._buf, x._buf, y._buf, out._buf)
     return out
 
 
@@ -294,12 +294,12 @@ def im2col(x: NDArray, kernel: Any, stride: Any = 1, padding: Any = 0,
     """Patches of an NCHW array: shape ``(N, OH, OW, C, KH, KW)``, zero outside the input."""
     n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow = _conv_geometry(
         x.shape, kernel, stride, padding, dilation, "im2col")
-    backend = x.device.backend
+    kernels = x.device.kernels
     out = NDArray._empty((n, oh, ow, c, kh, kw), x.dtype, x.device)
     if not out.size:
         return out
-    if hasattr(backend, "im2col"):
-        backend.im2col(x.compact()._buf, out._buf, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw)
+    if kernels.im2col is not None:
+        kernels.im2col(x.compact()._buf, out._buf, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw)
         return out
     # composite: one strided view of the padded input, then one compact
     xp = x.pad(((0, 0), (0, 0), (ph, ph), (pw, pw)))
@@ -317,10 +317,10 @@ def col2im(cols: NDArray, input_shape: Any, kernel: Any, stride: Any = 1, paddin
     if cols.shape != (n, oh, ow, c, kh, kw):
         raise ShapeError(f"col2im: columns of shape {cols.shape} do not match "
                          f"{(n, oh, ow, c, kh, kw)} for input {tuple(input_shape)}")
-    backend = cols.device.backend
-    if hasattr(backend, "col2im"):
+    kernels = cols.device.kernels
+    if kernels.col2im is not None:
         out = NDArray._empty((n, c, h, w), cols.dtype, cols.device)
-        backend.col2im(cols.compact()._buf, out._buf, n, c, h, w, kh, kw, sh, sw, ph, pw,
+        kernels.col2im(cols.compact()._buf, out._buf, n, c, h, w, kh, kw, sh, sw, ph, pw,
                        dh, dw)
         return out
     padded = zeros((n, c, h + 2 * ph, w + 2 * pw), dtype=cols.dtype, device=cols.device)

@@ -92,7 +92,7 @@ class NDArray:
         """
         size = L.checked_size(shape, dtype.itemsize, op)
         try:
-            buf = device.backend.Array(size, dtype.name)
+            buf = device.kernels.Array(size, dtype.name)
         except MemoryError as exc:
             raise MemoryError(f"{op}: cannot allocate shape {shape} of {dtype.name} "
                               f"({_bytes(size * dtype.itemsize)}) on device {device}: "
@@ -145,7 +145,7 @@ class NDArray:
     # ------------------------------------------------------------------ host transfer
     def numpy(self) -> np.ndarray:
         """A new numpy array with this array's values (always a copy)."""
-        return self._device.backend.to_numpy(self._buf, self._shape, self._strides,
+        return self._device.kernels.to_numpy(self._buf, self._shape, self._strides,
                                              self._offset)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
@@ -200,7 +200,7 @@ class NDArray:
         """A compact copy in a new buffer."""
         out = NDArray._empty(self._shape, self._dtype, self._device)
         if out.size:
-            self._device.backend.compact(self._buf, out._buf, self._shape, self._strides,
+            self._device.kernels.compact(self._buf, out._buf, self._shape, self._strides,
                                          self._offset)
         return out
 
@@ -216,7 +216,7 @@ class NDArray:
         src = self.compact()
         out = NDArray._empty(self._shape, dt, self._device)
         if out.size:
-            self._device.backend.ewise_cast(src._buf, out._buf)
+            self._device.kernels.ewise_cast(src._buf, out._buf)
         return out
 
     # ------------------------------------------------------------------ views
@@ -314,7 +314,7 @@ class NDArray:
         if any(s == 0 and n > 1 for n, s in zip(shape, strides)):
             raise ShapeError(f"setitem: cannot write through a broadcast view (shape {shape}, "
                              f"strides {strides}); make a copy first")
-        backend = self._device.backend
+        kernels = self._device.kernels
         if isinstance(value, NDArray):
             if value._device is not self._device:
                 raise DeviceError(f"setitem: value is on {value._device.name}, array on "
@@ -322,9 +322,9 @@ class NDArray:
             src = value.astype(self._dtype).broadcast_to(shape).compact()
             if src._buf is self._buf:  # the source overlaps the target: read it first
                 src = src.copy()
-            backend.ewise_setitem(src._buf, self._buf, shape, strides, offset)
+            kernels.ewise_setitem(src._buf, self._buf, shape, strides, offset)
         elif isinstance(value, (int, float, bool, np.number)):
-            backend.scalar_setitem(size, value, self._buf, shape, strides, offset)
+            kernels.scalar_setitem(size, value, self._buf, shape, strides, offset)
         else:
             from ._creation import array
             self[key] = array(value, dtype=self._dtype, device=self._device)
