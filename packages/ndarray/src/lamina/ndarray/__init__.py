@@ -11,30 +11,26 @@ from ._compute import (
     layer_norm,
     logsumexp,
     matmul,
+    maximum,
     mean,
+    minimum,
     pad,
     scatter_add,
     softmax,
     take,
 )
+from ._conv import col2im, im2col
 from ._creation import (
     arange,
     array,
-    col2im,
-    concatenate,
     empty,
     full,
     generator,
-    im2col,
     manual_seed,
-    maximum,
-    minimum,
     one_hot,
     ones,
     rand,
     randn,
-    stack,
-    where,
     zeros,
 )
 from ._dtypes import DType, as_dtype, float32, float64, int64
@@ -50,6 +46,7 @@ from ._registry import (
     list_backends,
     set_default_device,
 )
+from ._select import concatenate, stack, where
 
 __version__ = "0.1.0"
 

@@ -9,21 +9,27 @@ from __future__ import annotations
 
 from math import prod
 from numbers import Number
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from . import _layout as L
+from ._base import ArrayBase
 from ._dtypes import DType, int64
 from ._errors import DeviceError, DTypeError, ShapeError
 from ._interface import KernelTable
-from ._ndarray import NDArray
+from ._select import where
+
+if TYPE_CHECKING:
+    from ._ndarray import NDArray
+
+A = TypeVar("A", bound=ArrayBase)
 
 _ARITHMETIC = ("add", "sub", "mul", "div", "power", "maximum", "minimum")
 _OP_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "power": "**"}
 
 
-def _check_pair(a: NDArray, b: NDArray, op: str) -> None:
+def _check_pair(a: ArrayBase, b: ArrayBase, op: str) -> None:
     if a._device is not b._device:
         raise DeviceError(f"{op}: operands are on different devices, {a._device.name} "
                           f"(arg 0) and {b._device.name} (arg 1); move one with .to(device)")
@@ -40,7 +46,7 @@ def _check_arithmetic(dtype: DType, op: str) -> None:
 
 def binary(a: NDArray, b: Any, op: str) -> NDArray:
     """``a OP b`` for an array or Python scalar ``b``, with broadcasting."""
-    if isinstance(b, NDArray):
+    if isinstance(b, ArrayBase):
         _check_pair(a, b, op)
         if op in _ARITHMETIC:
             _check_arithmetic(a._dtype, op)
@@ -48,7 +54,7 @@ def binary(a: NDArray, b: Any, op: str) -> NDArray:
             shape = L.broadcast_shapes(a._shape, b._shape, op=op)
             a, b = _broadcast_view(a, shape, op), _broadcast_view(b, shape, op)
         kernels = a._device.kernels
-        out = NDArray._empty(a._shape, a._dtype, a._device, op=op)
+        out = a._empty(a._shape, a._dtype, a._device, op=op)
         if not out._buf.size:
             return out
         if not (a.is_compact() and b.is_compact()) and kernels.ewise_strided is not None:
@@ -62,14 +68,14 @@ def binary(a: NDArray, b: Any, op: str) -> NDArray:
         if op in _ARITHMETIC:
             _check_arithmetic(a._dtype, op)
         a = a.compact()
-        out = NDArray._empty(a._shape, a._dtype, a._device)
+        out = a._empty(a._shape, a._dtype, a._device)
         if out._buf.size:
             a._device.kernels.scalar[op](a._buf, b, out._buf)
         return out
     return NotImplemented
 
 
-def _broadcast_view(a: NDArray, shape: tuple[int, ...], op: str) -> NDArray:
+def _broadcast_view(a: A, shape: tuple[int, ...], op: str) -> A:
     """``a.broadcast_to(shape)`` for a shape already checked and normalised."""
     if a._shape == shape:
         return a
@@ -82,7 +88,7 @@ def reversed_scalar(a: NDArray, value: Any, op: str) -> NDArray:
         return NotImplemented
     _check_arithmetic(a._dtype, op)
     a = a.compact()
-    out = NDArray._empty(a._shape, a._dtype, a._device)
+    out = a._empty(a._shape, a._dtype, a._device)
     if out._buf.size:
         a._device.kernels.scalar["r" + op](a._buf, value, out._buf)
     return out
@@ -91,7 +97,7 @@ def reversed_scalar(a: NDArray, value: Any, op: str) -> NDArray:
 def unary(a: NDArray, op: str) -> NDArray:
     _check_arithmetic(a._dtype, op)
     a = a.compact()
-    out = NDArray._empty(a._shape, a._dtype, a._device)
+    out = a._empty(a._shape, a._dtype, a._device)
     if out._buf.size:
         a._device.kernels.ewise[op](a._buf, out._buf)
     return out
@@ -141,7 +147,7 @@ def _reduce_broadcast(a: NDArray, axes: tuple[int, ...], op: str) -> NDArray:
 def _reduce(a: NDArray, axes: tuple[int, ...], kept: tuple[int, ...], size: int,
             op: str) -> NDArray:
     out_dtype = int64 if op == "argmax" else a._dtype
-    out = NDArray._empty(kept, out_dtype, a._device)
+    out = a._empty(kept, out_dtype, a._device)
     kernels = a._device.kernels
     if out.size:
         first = axes[0] if axes else a.ndim
@@ -176,7 +182,7 @@ def argmax(a: NDArray, axis: int | None = None, keepdims: bool = False) -> NDArr
 # ---------------------------------------------------------------------- matmul
 def matmul(a: NDArray, b: NDArray) -> NDArray:
     """NumPy's matmul: 1-D, 2-D, and batched operands with broadcast batch dims."""
-    if not isinstance(b, NDArray):
+    if not isinstance(b, ArrayBase):
         return NotImplemented
     _check_pair(a, b, "matmul")
     _check_arithmetic(a._dtype, "matmul")
@@ -194,19 +200,19 @@ def matmul(a: NDArray, b: NDArray) -> NDArray:
     batch = L.broadcast_shapes(a2._shape[:-2], b2._shape[:-2], op="matmul")
     kernels = a._device.kernels
     if not batch:
-        out = NDArray._empty((m, p), a._dtype, a._device, op="matmul")
+        out = a._empty((m, p), a._dtype, a._device, op="matmul")
         if out.size:
             _gemm(kernels, a2, b2, out, m, n, p)
     elif b2.ndim == 2 and a2._shape[:-2] == batch and a2.is_compact():
         # (..., m, n) @ (n, p): one GEMM over all rows, no copy of b
-        flat = NDArray._empty((prod(batch) * m, p), a._dtype, a._device, op="matmul")
+        flat = a._empty((prod(batch) * m, p), a._dtype, a._device, op="matmul")
         if flat.size:
             _gemm(kernels, a2.reshape(prod(batch) * m, n), b2, flat, prod(batch) * m, n, p)
         out = flat.reshape(batch + (m, p))
     else:
         a3 = a2.broadcast_to(batch + (m, n)).compact()
         b3 = b2.broadcast_to(batch + (n, p)).compact()
-        out = NDArray._empty(batch + (m, p), a._dtype, a._device, op="matmul")
+        out = a._empty(batch + (m, p), a._dtype, a._device, op="matmul")
         if out.size:
             if n == 0:
                 kernels.fill(out._buf, 0)
@@ -235,15 +241,15 @@ def _gemm(kernels: KernelTable, a: NDArray, b: NDArray, out: NDArray, m: int, n:
 
 
 # ---------------------------------------------------------------------- indexing
-def take(a: NDArray, indices: NDArray, axis: int = 0) -> NDArray:
+def take(a: NDArray, indices: Any, axis: int = 0) -> NDArray:
     """Gather along ``axis``: shape ``a.shape[:axis] + indices.shape + a.shape[axis+1:]``."""
-    indices = _as_index_array(indices, a, "take")
+    index = _as_index_array(indices, a, "take")
     ax = L.normalize_axis(axis, a.ndim, "take")
     src = a.compact()
-    idx = indices.compact()
+    idx = index.compact()
     outer, axis_size, inner = prod(a._shape[:ax]), a._shape[ax], prod(a._shape[ax + 1:])
-    shape = a._shape[:ax] + indices._shape + a._shape[ax + 1:]
-    out = NDArray._empty(shape, a._dtype, a._device)
+    shape = a._shape[:ax] + index._shape + a._shape[ax + 1:]
+    out = a._empty(shape, a._dtype, a._device)
     if out.size:
         a._device.kernels.index_gather(src._buf, idx._buf, out._buf, outer, axis_size, inner)
     elif idx.size and axis_size == 0:
@@ -251,35 +257,34 @@ def take(a: NDArray, indices: NDArray, axis: int = 0) -> NDArray:
     return out
 
 
-def scatter_add(src: NDArray, indices: NDArray, axis: int, size: int) -> NDArray:
+def scatter_add(src: NDArray, indices: Any, axis: int, size: int) -> NDArray:
     """The adjoint of ``take``: sums slices of ``src`` into a new axis of length ``size``.
 
-    Result shape: ``src.shape[:axis] + (size,) + src.shape[axis + indices.ndim:]``.
+    Result shape: ``src.shape[:axis] + (size,) + src.shape[axis + index.ndim:]``.
     Repeated indices accumulate.
     """
-    indices = _as_index_array(indices, src, "scatter_add")
-    ax = L.normalize_axis(axis, src.ndim - indices.ndim + 1, "scatter_add")
-    if src._shape[ax:ax + indices.ndim] != indices._shape:
-        raise ShapeError(f"scatter_add: source dims {src._shape[ax:ax + indices.ndim]} at "
-                         f"axis {ax} do not match indices of shape {indices._shape}")
-    shape = src._shape[:ax] + (size,) + src._shape[ax + indices.ndim:]
-    out = NDArray._empty(shape, src._dtype, src._device)
+    index = _as_index_array(indices, src, "scatter_add")
+    ax = L.normalize_axis(axis, src.ndim - index.ndim + 1, "scatter_add")
+    if src._shape[ax:ax + index.ndim] != index._shape:
+        raise ShapeError(f"scatter_add: source dims {src._shape[ax:ax + index.ndim]} at "
+                         f"axis {ax} do not match indices of shape {index._shape}")
+    shape = src._shape[:ax] + (size,) + src._shape[ax + index.ndim:]
+    out = src._empty(shape, src._dtype, src._device)
     kernels = src._device.kernels
     if out.size:
         kernels.fill(out._buf, 0)
-        if indices.size:
-            kernels.index_scatter_add(src.compact()._buf, indices.compact()._buf, out._buf,
+        if index.size:
+            kernels.index_scatter_add(src.compact()._buf, index.compact()._buf, out._buf,
                                       prod(shape[:ax]), size, prod(shape[ax + 1:]))
     return out
 
 
-def _as_index_array(indices: Any, like: NDArray, op: str) -> NDArray:
-    if not isinstance(indices, NDArray):
-        from ._creation import array
+def _as_index_array(indices: Any, like: NDArray, op: str) -> ArrayBase:
+    if not isinstance(indices, ArrayBase):
         raw = np.asarray(indices)
         if raw.dtype.kind not in "iu" and raw.size:
             raise DTypeError(f"{op}: indices must be integers, got {raw.dtype}")
-        return array(raw.astype(np.int64), dtype=int64, device=like._device)
+        return like._from_host(raw.astype(np.int64), int64, like._device)
     if indices._dtype is not int64:
         raise DTypeError(f"{op}: indices must be int64, got {indices._dtype.name}")
     if indices._device is not like._device:
@@ -296,7 +301,7 @@ def softmax(a: NDArray, axis: int = -1) -> NDArray:
     kernels = a._device.kernels
     if ax == a.ndim - 1 and kernels.softmax_last is not None and a.size:
         src = a.compact()
-        out = NDArray._empty(a._shape, a._dtype, a._device)
+        out = a._empty(a._shape, a._dtype, a._device)
         kernels.softmax_last(src._buf, out._buf, a._shape[-1])
         return out
     e = unary(binary(a, reduce(a, ax, True, "max"), "sub"), "exp")
@@ -330,9 +335,9 @@ def layer_norm(a: NDArray, weight: NDArray, bias: NDArray, eps: float = 1e-5
     kernels = a._device.kernels
     if kernels.layer_norm_last is not None:
         src, w, b = a.compact(), weight.compact(), bias.compact()
-        out = NDArray._empty(a._shape, a._dtype, a._device)
-        mu = NDArray._empty(stats, a._dtype, a._device)
-        rstd = NDArray._empty(stats, a._dtype, a._device)
+        out = a._empty(a._shape, a._dtype, a._device)
+        mu = a._empty(stats, a._dtype, a._device)
+        rstd = a._empty(stats, a._dtype, a._device)
         if a.size:
             kernels.layer_norm_last(src._buf, w._buf, b._buf, out._buf, mu._buf, rstd._buf,
                                     size, float(eps))
@@ -372,11 +377,10 @@ def logsumexp(a: NDArray, axis: Any = -1, keepdims: bool = False) -> NDArray:
     kernels = a._device.kernels
     if axes == (a.ndim - 1,) and kernels.logsumexp_last is not None and a.size:
         src = a.compact()
-        out = NDArray._empty(a._shape[:-1], a._dtype, a._device)
+        out = a._empty(a._shape[:-1], a._dtype, a._device)
         kernels.logsumexp_last(src._buf, out._buf, a._shape[-1])
         return out.expand_dims(-1) if keepdims else out
     peak = reduce(a, axes, True, "max")
-    from ._creation import where
     peak = where(binary(peak, float("inf"), "lt") * binary(peak, float("-inf"), "gt"),
                  peak, 0.0)
     total = reduce(unary(binary(a, peak, "sub"), "exp"), axes, True, "sum")
@@ -391,8 +395,18 @@ def pad(a: NDArray, pad_width: Any, value: float = 0.0) -> NDArray:
         raise ShapeError(f"pad: need one non-negative (before, after) pair per axis of shape "
                          f"{a._shape}, got {pad_width}")
     shape = tuple(n + lo + hi for n, (lo, hi) in zip(a._shape, widths))
-    out = NDArray._empty(shape, a._dtype, a._device)
+    out = a._empty(shape, a._dtype, a._device)
     if out.size:
         a._device.kernels.fill(out._buf, value)
         out[tuple(slice(lo, lo + n) for n, (lo, _) in zip(a._shape, widths))] = a
     return out
+
+
+def maximum(a: NDArray, b: Any) -> NDArray:
+    """Elementwise maximum with broadcasting (NaN propagates)."""
+    return binary(a, b, "maximum")
+
+
+def minimum(a: NDArray, b: Any) -> NDArray:
+    """Elementwise minimum with broadcasting (NaN propagates)."""
+    return binary(a, b, "minimum")
