@@ -5,6 +5,14 @@ The public surface is the list below; implementation lives in the
 entry-point group (``python -m lamina.ndarray`` lists them).
 """
 
+from ._checks import (
+    check_same_device_dtype,
+    conv_output_size,
+    normalize_axes,
+    normalize_axis,
+    normalize_permutation,
+    pair,
+)
 from ._compute import (
     argmax,
     erf,
@@ -52,10 +60,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "API_VERSION", "BackendInfo", "BackendProtocol", "DType", "DTypeError", "Device",
-    "DeviceError", "KernelTable", "NDArray", "ShapeError", "arange", "argmax", "array", "as_dtype",
-    "broadcast_shapes", "col2im", "concatenate", "default_device", "empty", "erf", "float32",
-    "float64", "full", "generator", "get_device", "im2col", "int64", "layer_norm",
-    "list_backends", "logsumexp", "manual_seed", "matmul", "maximum", "mean", "minimum",
-    "one_hot", "ones", "pad", "rand", "randn", "scatter_add", "set_default_device", "softmax",
-    "stack", "take", "where", "zeros",
+    "DeviceError", "KernelTable", "NDArray", "ShapeError", "arange", "argmax", "array",
+    "as_dtype", "broadcast_shapes", "check_same_device_dtype", "col2im", "concatenate",
+    "conv_output_size", "default_device", "empty", "erf", "float32", "float64", "full",
+    "generator", "get_device", "im2col", "int64", "layer_norm", "list_backends", "logsumexp",
+    "manual_seed", "matmul", "maximum", "mean", "minimum", "normalize_axes", "normalize_axis",
+    "normalize_permutation", "one_hot", "ones", "pad", "pair", "rand", "randn", "scatter_add",
+    "set_default_device", "softmax", "stack", "take", "where", "zeros",
 ]

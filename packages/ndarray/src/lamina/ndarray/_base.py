@@ -16,6 +16,7 @@ import numpy as np
 
 from . import _host as H
 from . import _layout as L
+from ._checks import normalize_axes, normalize_axis, normalize_permutation
 from ._dtypes import DType, as_dtype, int64
 from ._errors import DeviceError, DTypeError, ShapeError
 from ._host import device_for
@@ -251,30 +252,30 @@ class ArrayBase:
 
     def permute(self: A, *axes: Any) -> A:
         """A view with the axes reordered: ``result.shape[i] == shape[axes[i]]``."""
-        ax = L.normalize_shape(axes, "permute")
-        nd = self.ndim
-        if sorted(a % nd if nd else a for a in ax) != list(range(nd)) or len(ax) != nd:
-            raise ShapeError(f"permute: axes {ax} are not a permutation of {nd} dims "
-                             f"of an array of shape {self._shape}")
-        ax = tuple(a % nd for a in ax)
-        return self._as_strided(tuple(self._shape[a] for a in ax),
-                                tuple(self._strides[a] for a in ax), self._offset)
+        ax = normalize_permutation(L.normalize_shape(axes, "permute"), self.ndim, "permute",
+                                   self._shape)
+        return self._permuted(ax)
+
+    def _permuted(self: A, axes: tuple[int, ...]) -> A:
+        """The view for axes already checked to be a permutation."""
+        return self._as_strided(tuple(self._shape[a] for a in axes),
+                                tuple(self._strides[a] for a in axes), self._offset)
 
     def transpose(self: A, dim0: int = -2, dim1: int = -1) -> A:
         """A view with two axes swapped (the last two by default)."""
         nd = self.ndim
         if nd < 2 and (dim0, dim1) == (-2, -1):
             return self
-        d0 = L.normalize_axis(dim0, nd, "transpose")
-        d1 = L.normalize_axis(dim1, nd, "transpose")
+        d0 = normalize_axis(dim0, nd, "transpose")
+        d1 = normalize_axis(dim1, nd, "transpose")
         axes = list(range(nd))
         axes[d0], axes[d1] = axes[d1], axes[d0]
-        return self.permute(tuple(axes))
+        return self._permuted(tuple(axes))
 
     @property
     def T(self: A) -> A:  # noqa: N802
         """All axes reversed, like numpy's ``.T``."""
-        return self.permute(tuple(range(self.ndim - 1, -1, -1)))
+        return self._permuted(tuple(range(self.ndim - 1, -1, -1)))
 
     def broadcast_to(self: A, *shape: Any) -> A:
         """A read-only-in-spirit view repeating size-1 and missing leading dims."""
@@ -286,7 +287,7 @@ class ArrayBase:
 
     def expand_dims(self: A, axis: int) -> A:
         """A view with a new size-1 axis inserted at ``axis``."""
-        ax = L.normalize_axis(axis, self.ndim + 1, "expand_dims")
+        ax = normalize_axis(axis, self.ndim + 1, "expand_dims")
         shape = self._shape[:ax] + (1,) + self._shape[ax:]
         stride = self._strides[ax] * self._shape[ax] if ax < self.ndim else 1
         return self._as_strided(shape, self._strides[:ax] + (stride,) + self._strides[ax:],
@@ -297,7 +298,7 @@ class ArrayBase:
         if axis is None:
             axes = tuple(i for i, n in enumerate(self._shape) if n == 1)
         else:
-            axes = L.normalize_axes(axis, self.ndim, "squeeze")
+            axes = normalize_axes(axis, self.ndim, "squeeze")
             for a in axes:
                 if self._shape[a] != 1:
                     raise ShapeError(f"squeeze: axis {a} has size {self._shape[a]}, not 1 "
@@ -308,7 +309,7 @@ class ArrayBase:
 
     def flip(self: A, axis: int | tuple[int, ...] | None = None) -> A:
         """A view with the order of elements reversed along ``axis``."""
-        axes = L.normalize_axes(axis, self.ndim, "flip")
+        axes = normalize_axes(axis, self.ndim, "flip")
         strides = list(self._strides)
         offset = self._offset
         for a in axes:

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import _layout as L
 from ._base import ArrayBase
+from ._checks import check_same_device_dtype, normalize_axes, normalize_axis
 from ._dtypes import DType, int64
 from ._errors import DeviceError, DTypeError, ShapeError
 from ._interface import KernelTable
@@ -29,15 +30,6 @@ _ARITHMETIC = ("add", "sub", "mul", "div", "power", "maximum", "minimum")
 _OP_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "power": "**"}
 
 
-def _check_pair(a: ArrayBase, b: ArrayBase, op: str) -> None:
-    if a._device is not b._device:
-        raise DeviceError(f"{op}: operands are on different devices, {a._device.name} "
-                          f"(arg 0) and {b._device.name} (arg 1); move one with .to(device)")
-    if a._dtype is not b._dtype:
-        raise DTypeError(f"{op}: dtypes differ, {a._dtype.name} (arg 0) and "
-                         f"{b._dtype.name} (arg 1); convert one with .astype()")
-
-
 def _check_arithmetic(dtype: DType, op: str) -> None:
     if not dtype.is_floating:
         raise DTypeError(f"{op}: {dtype.name} arrays support indexing and comparisons, not "
@@ -47,7 +39,7 @@ def _check_arithmetic(dtype: DType, op: str) -> None:
 def binary(a: NDArray, b: Any, op: str) -> NDArray:
     """``a OP b`` for an array or Python scalar ``b``, with broadcasting."""
     if isinstance(b, ArrayBase):
-        _check_pair(a, b, op)
+        check_same_device_dtype((a, b), op)
         if op in _ARITHMETIC:
             _check_arithmetic(a._dtype, op)
         if a._shape != b._shape:
@@ -108,7 +100,7 @@ def reduce(a: NDArray, axis: Any, keepdims: bool, op: str) -> NDArray:
     """Reduce ``a`` over ``axis`` (None = all) with the backend's ``reduce_OP``."""
     if op != "argmax":
         _check_arithmetic(a._dtype, op)
-    axes = L.normalize_axes(axis, a.ndim, op)
+    axes = normalize_axes(axis, a.ndim, op)
     kept = tuple(n for i, n in enumerate(a._shape) if i not in axes)
     size = prod(a._shape[i] for i in axes)
     if size == 0 and op != "sum" and all(kept):
@@ -164,7 +156,7 @@ def _reduce(a: NDArray, axes: tuple[int, ...], kept: tuple[int, ...], size: int,
 
 
 def mean(a: NDArray, axis: Any = None, keepdims: bool = False) -> NDArray:
-    axes = L.normalize_axes(axis, a.ndim, "mean")
+    axes = normalize_axes(axis, a.ndim, "mean")
     count = prod(a._shape[i] for i in axes)
     total = reduce(a, axis, keepdims, "sum")
     return binary(total, 1.0 / count if count else float("nan"), "mul")
@@ -184,7 +176,7 @@ def matmul(a: NDArray, b: NDArray) -> NDArray:
     """NumPy's matmul: 1-D, 2-D, and batched operands with broadcast batch dims."""
     if not isinstance(b, ArrayBase):
         return NotImplemented
-    _check_pair(a, b, "matmul")
+    check_same_device_dtype((a, b), "matmul")
     _check_arithmetic(a._dtype, "matmul")
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(f"matmul: operands must have at least 1 dim, got shapes {a._shape} "
@@ -244,7 +236,7 @@ def _gemm(kernels: KernelTable, a: NDArray, b: NDArray, out: NDArray, m: int, n:
 def take(a: NDArray, indices: Any, axis: int = 0) -> NDArray:
     """Gather along ``axis``: shape ``a.shape[:axis] + indices.shape + a.shape[axis+1:]``."""
     index = _as_index_array(indices, a, "take")
-    ax = L.normalize_axis(axis, a.ndim, "take")
+    ax = normalize_axis(axis, a.ndim, "take")
     src = a.compact()
     idx = index.compact()
     outer, axis_size, inner = prod(a._shape[:ax]), a._shape[ax], prod(a._shape[ax + 1:])
@@ -264,7 +256,7 @@ def scatter_add(src: NDArray, indices: Any, axis: int, size: int) -> NDArray:
     Repeated indices accumulate.
     """
     index = _as_index_array(indices, src, "scatter_add")
-    ax = L.normalize_axis(axis, src.ndim - index.ndim + 1, "scatter_add")
+    ax = normalize_axis(axis, src.ndim - index.ndim + 1, "scatter_add")
     if src._shape[ax:ax + index.ndim] != index._shape:
         raise ShapeError(f"scatter_add: source dims {src._shape[ax:ax + index.ndim]} at "
                          f"axis {ax} do not match indices of shape {index._shape}")
@@ -297,7 +289,7 @@ def _as_index_array(indices: Any, like: NDArray, op: str) -> ArrayBase:
 def softmax(a: NDArray, axis: int = -1) -> NDArray:
     """exp(a) / sum(exp(a)) along ``axis``, shifted by the max for stability."""
     _check_arithmetic(a._dtype, "softmax")
-    ax = L.normalize_axis(axis, a.ndim, "softmax")
+    ax = normalize_axis(axis, a.ndim, "softmax")
     kernels = a._device.kernels
     if ax == a.ndim - 1 and kernels.softmax_last is not None and a.size:
         src = a.compact()
@@ -327,8 +319,7 @@ def layer_norm(a: NDArray, weight: NDArray, bias: NDArray, eps: float = 1e-5
         raise ShapeError(f"layer_norm: weight {weight._shape} and bias {bias._shape} must "
                          f"both have shape ({a._shape[-1]},) for input {a._shape} "
                          "(normalised over the last axis)")
-    for other in (weight, bias):
-        _check_pair(a, other, "layer_norm")
+    check_same_device_dtype((a, weight, bias), "layer_norm")
     _check_arithmetic(a._dtype, "layer_norm")
     size = a._shape[-1]
     stats = a._shape[:-1] + (1,)
@@ -373,7 +364,7 @@ def erf(a: NDArray) -> NDArray:
 def logsumexp(a: NDArray, axis: Any = -1, keepdims: bool = False) -> NDArray:
     """log(sum(exp(a))) over ``axis``, stable for large and -inf entries."""
     _check_arithmetic(a._dtype, "logsumexp")
-    axes = L.normalize_axes(axis, a.ndim, "logsumexp")
+    axes = normalize_axes(axis, a.ndim, "logsumexp")
     kernels = a._device.kernels
     if axes == (a.ndim - 1,) and kernels.logsumexp_last is not None and a.size:
         src = a.compact()

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from numbers import Number
 from typing import TYPE_CHECKING, Any
 
+from ._checks import conv_output_size, pair
 from ._compute import pad
 from ._errors import ShapeError
 
@@ -17,21 +17,15 @@ def _conv_geometry(shape: tuple[int, ...], kernel: Any, stride: Any, padding: An
     if len(shape) != 4:
         raise ShapeError(f"{op}: expected an NCHW input of 4 dims, got shape {shape}")
     n, c, h, w = shape
-    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = (_pair(x) for x in (kernel, stride, padding,
-                                                                 dilation))
-    oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1 if sh > 0 else 0
-    ow = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1 if sw > 0 else 0
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = (pair(x, op, name) for x, name in (
+        (kernel, "kernel"), (stride, "stride"), (padding, "padding"), (dilation, "dilation")))
+    oh = conv_output_size(h, kh, sh, ph, dh) if sh > 0 else 0
+    ow = conv_output_size(w, kw, sw, pw, dw) if sw > 0 else 0
     if min(kh, kw, sh, sw, dh, dw) < 1 or min(ph, pw) < 0 or oh < 1 or ow < 1:
         raise ShapeError(f"{op}: kernel ({kh}, {kw}) with stride ({sh}, {sw}), padding "
                          f"({ph}, {pw}) and dilation ({dh}, {dw}) does not fit an input of "
                          f"shape {shape}")
     return n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow
-
-
-def _pair(x: Any) -> tuple[int, int]:
-    if isinstance(x, (int, Number)):
-        return int(x), int(x)  # type: ignore[arg-type]
-    return int(x[0]), int(x[1])
 
 
 def im2col(x: NDArray, kernel: Any, stride: Any = 1, padding: Any = 0,

@@ -11,39 +11,33 @@ from typing import Any, TypeVar
 
 from . import _layout as L
 from ._base import ArrayBase
+from ._checks import check_same_device_dtype, normalize_axis
 from ._dtypes import DType, float32, int64
 from ._errors import DeviceError, DTypeError, ShapeError
-from ._registry import Device
 
 A = TypeVar("A", bound=ArrayBase)
 
 
-def _same_device_dtype(arrays: Sequence[ArrayBase], op: str) -> tuple[Device, DType]:
-    if not arrays:
-        raise ShapeError(f"{op}: expected a non-empty sequence of arrays")
-    first = arrays[0]
-    for i, a in enumerate(arrays[1:], 1):
-        if a.device is not first.device:
-            raise DeviceError(f"{op}: arrays are on different devices, {first.device.name} "
-                              f"(arg 0) and {a.device.name} (arg {i})")
-        if a.dtype is not first.dtype:
-            raise DTypeError(f"{op}: dtypes differ, {first.dtype.name} (arg 0) and "
-                             f"{a.dtype.name} (arg {i})")
-    return first.device, first.dtype
-
-
 def concatenate(arrays: Sequence[A], axis: int = 0) -> A:
     """Join arrays along an existing axis."""
-    device, dtype = _same_device_dtype(arrays, "concatenate")
+    _check_nonempty(arrays, "concatenate")
+    check_same_device_dtype(arrays, "concatenate")
     first = arrays[0]
-    ax = L.normalize_axis(axis, first.ndim, "concatenate")
+    ax = normalize_axis(axis, first.ndim, "concatenate")
+    return _concatenate(arrays, ax)
+
+
+def _concatenate(arrays: Sequence[A], ax: int) -> A:
+    """concatenate() once the arrays and the axis are checked."""
+    first = arrays[0]
     for i, a in enumerate(arrays):
         if a.ndim != first.ndim or any(a.shape[d] != first.shape[d]
                                        for d in range(first.ndim) if d != ax):
             raise ShapeError(f"concatenate: shape {a.shape} (arg {i}) does not match "
                              f"{first.shape} (arg 0) outside axis {ax}")
     total = sum(a.shape[ax] for a in arrays)
-    out = first._empty(first.shape[:ax] + (total,) + first.shape[ax + 1:], dtype, device)
+    out = first._empty(first.shape[:ax] + (total,) + first.shape[ax + 1:], first.dtype,
+                      first.device)
     start = 0
     for a in arrays:
         stop = start + a.shape[ax]
@@ -54,13 +48,19 @@ def concatenate(arrays: Sequence[A], axis: int = 0) -> A:
 
 def stack(arrays: Sequence[A], axis: int = 0) -> A:
     """Join arrays of one shape along a new axis."""
-    _same_device_dtype(arrays, "stack")
+    _check_nonempty(arrays, "stack")
+    check_same_device_dtype(arrays, "stack")
     for i, a in enumerate(arrays):
         if a.shape != arrays[0].shape:
             raise ShapeError(f"stack: shape {a.shape} (arg {i}) differs from "
                              f"{arrays[0].shape} (arg 0)")
-    ax = L.normalize_axis(axis, arrays[0].ndim + 1, "stack")
-    return concatenate([a.expand_dims(ax) for a in arrays], axis=ax)
+    ax = normalize_axis(axis, arrays[0].ndim + 1, "stack")
+    return _concatenate([a.expand_dims(ax) for a in arrays], ax)
+
+
+def _check_nonempty(arrays: Sequence[ArrayBase], op: str) -> None:
+    if not arrays:
+        raise ShapeError(f"{op}: expected a non-empty sequence of arrays")
 
 
 def _scalar(like: A, value: Any, dtype: DType) -> A:
