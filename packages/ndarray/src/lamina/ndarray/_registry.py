@@ -152,12 +152,16 @@ class Device:
         """Use ``n`` threads (>= 1) for this device's kernels.
 
         Raises:
-            ValueError: ``n`` is not a positive int.
+            TypeError: ``n`` is not an int.
+            ValueError: ``n`` is below 1.
             DeviceError: the backend has no thread setting (e.g. ``numpy``).
         """
         setter = self._function("set_num_threads", "thread setting")
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"set_num_threads: expected an int >= 1, got {n!r}")
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise TypeError(f"set_num_threads: expected an int >= 1, got {type(n).__name__} "
+                            f"{n!r}")
+        if n < 1:
+            raise ValueError(f"set_num_threads: expected an int >= 1, got {n}")
         setter(n)
 
     def num_threads(self) -> int:
