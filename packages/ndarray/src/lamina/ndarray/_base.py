@@ -42,7 +42,10 @@ class ArrayBase:
     ``NDArray``, which adds the operators on top of both.
     """
 
-    __slots__ = ("_buf", "_shape", "_strides", "_offset", "_dtype", "_device", "__weakref__")
+    # _compact caches is_compact() (None until asked): views never change their
+    # layout, and every op asks it of every operand.
+    __slots__ = ("_buf", "_shape", "_strides", "_offset", "_dtype", "_device", "_compact",
+                 "__weakref__")
     __array_priority__ = 100.0  # numpy scalars on the left defer to our reflected ops
     __hash__ = None  # type: ignore[assignment]  # == is elementwise
 
@@ -52,6 +55,7 @@ class ArrayBase:
     _offset: int
     _dtype: DType
     _device: Device
+    _compact: bool | None
 
     def __init__(self, data: Any, dtype: Any = None, device: Any = None) -> None:
         other = self._from_host(data, dtype, device)
@@ -67,6 +71,7 @@ class ArrayBase:
         self._offset = offset
         self._dtype = dtype
         self._device = device
+        self._compact = None
 
     @classmethod
     def _view(cls: type[A], buf: Any, shape: Shape, strides: Shape, offset: int, dtype: DType,
@@ -79,6 +84,7 @@ class ArrayBase:
         a._offset = offset
         a._dtype = dtype
         a._device = device
+        a._compact = None
         return a
 
     @classmethod
@@ -96,7 +102,34 @@ class ArrayBase:
             raise MemoryError(f"{op}: cannot allocate shape {shape} of {dtype.name} "
                               f"({_bytes(size * dtype.itemsize)}) on device {device}: "
                               f"{exc}") from exc
-        return cls._view(buf, shape, L.compact_strides(shape), 0, dtype, device)
+        out = cls._view(buf, shape, L.compact_strides(shape), 0, dtype, device)
+        out._compact = True
+        return out
+
+    def _like(self: A) -> A:
+        """A new compact array of this one's shape, dtype and device.
+
+        The shape is that of an existing array, so it needs none of
+        ``_empty``'s checks: the fast allocation of elementwise results
+        (``_view`` is inlined: this runs once per op).
+        """
+        shape = self._shape
+        device = self._device
+        dtype = self._dtype
+        try:
+            buf = device.kernels.Array(prod(shape), dtype.name)
+        except MemoryError:
+            return self._empty(shape, dtype, device)  # raises, naming the shape
+        out = object.__new__(self.__class__)
+        out._buf = buf
+        out._shape = shape
+        # A compact array's strides fit a new compact buffer of its shape.
+        out._strides = self._strides if self._compact else L.compact_strides(shape)
+        out._offset = 0
+        out._dtype = dtype
+        out._device = device
+        out._compact = True
+        return out
 
     def _as_strided(self: A, shape: Shape, strides: Shape, offset: int) -> A:
         return self._view(self._buf, shape, strides, offset, self._dtype, self._device)
@@ -206,11 +239,14 @@ class ArrayBase:
     # ------------------------------------------------------------------ compaction
     def is_compact(self) -> bool:
         """Whether element i of this view is element i of its buffer."""
-        return L.is_compact(self._shape, self._strides, self._offset)
+        compact = self._compact
+        if compact is None:
+            compact = self._compact = L.is_compact(self._shape, self._strides, self._offset)
+        return compact
 
     def compact(self: A) -> A:
         """This array if compact, else a compact copy."""
-        if L.is_compact(self._shape, self._strides, self._offset):
+        if self._compact or self.is_compact():
             return self
         return self.copy()
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 A = TypeVar("A", bound=ArrayBase)
 
-_ARITHMETIC = ("add", "sub", "mul", "div", "power", "maximum", "minimum")
+_ARITHMETIC = frozenset({"add", "sub", "mul", "div", "power", "maximum", "minimum"})
 _OP_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "power": "**"}
 
 
@@ -37,34 +37,49 @@ def _check_arithmetic(dtype: DType, op: str) -> None:
 
 
 def binary(a: NDArray, b: Any, op: str) -> NDArray:
-    """``a OP b`` for an array or Python scalar ``b``, with broadcasting."""
+    """``a OP b`` for an array or Python scalar ``b``, with broadcasting.
+
+    This is the path of every elementwise operator, so its common case (same
+    device, dtype and shape, compact operands) makes no call it can avoid.
+    """
     if isinstance(b, ArrayBase):
-        check_same_device_dtype((a, b), op)
-        if op in _ARITHMETIC:
+        if a._device is not b._device or a._dtype is not b._dtype:
+            check_same_device_dtype((a, b), op)
+        if op in _ARITHMETIC and not a._dtype.is_floating:
             _check_arithmetic(a._dtype, op)
-        if a._shape != b._shape:
-            shape = L.broadcast_shapes(a._shape, b._shape, op=op)
-            a, b = _broadcast_view(a, shape, op), _broadcast_view(b, shape, op)
-        kernels = a._device.kernels
-        out = a._empty(a._shape, a._dtype, a._device, op=op)
-        if not out._buf.size:
+        if a._shape == b._shape and (a._compact or a.is_compact()) and \
+                (b._compact or b.is_compact()):
+            out = a._like()
+            a._device.kernels.ewise[op](a._buf, b._buf, out._buf)  # zero-size buffers too
             return out
-        if not (a.is_compact() and b.is_compact()) and kernels.ewise_strided is not None:
-            # A broadcast or permuted operand is read where it lies, not copied first.
-            kernels.ewise_strided(op, a._buf, b._buf, out._buf, a._shape, a._strides,
-                                  a._offset, b._strides, b._offset)
-        else:
-            kernels.ewise[op](a.compact()._buf, b.compact()._buf, out._buf)
-        return out
+        return _binary_views(a, b, op)
     if isinstance(b, (Number, np.number)) and not isinstance(b, complex):
-        if op in _ARITHMETIC:
+        if op in _ARITHMETIC and not a._dtype.is_floating:
             _check_arithmetic(a._dtype, op)
         a = a.compact()
-        out = a._empty(a._shape, a._dtype, a._device)
-        if out._buf.size:
-            a._device.kernels.scalar[op](a._buf, b, out._buf)
+        out = a._like()
+        a._device.kernels.scalar[op](a._buf, b, out._buf)
         return out
     return NotImplemented
+
+
+def _binary_views(a: NDArray, b: NDArray, op: str) -> NDArray:
+    """``binary`` for checked operands that differ in shape or are not compact."""
+    shape = a._shape
+    if shape != b._shape:
+        shape = L.broadcast_shapes(shape, b._shape, op=op)
+        a, b = _broadcast_view(a, shape, op), _broadcast_view(b, shape, op)
+    out = a._empty(shape, a._dtype, a._device, op=op)
+    kernels = a._device.kernels
+    if not out._buf.size:
+        return out
+    if not (a.is_compact() and b.is_compact()) and kernels.ewise_strided is not None:
+        # A broadcast or permuted operand is read where it lies, not copied first.
+        kernels.ewise_strided(op, a._buf, b._buf, out._buf, shape, a._strides, a._offset,
+                              b._strides, b._offset)
+    else:
+        kernels.ewise[op](a.compact()._buf, b.compact()._buf, out._buf)
+    return out
 
 
 def _broadcast_view(a: A, shape: tuple[int, ...], op: str) -> A:
@@ -80,18 +95,16 @@ def reversed_scalar(a: NDArray, value: Any, op: str) -> NDArray:
         return NotImplemented
     _check_arithmetic(a._dtype, op)
     a = a.compact()
-    out = a._empty(a._shape, a._dtype, a._device)
-    if out._buf.size:
-        a._device.kernels.scalar["r" + op](a._buf, value, out._buf)
+    out = a._like()
+    a._device.kernels.scalar["r" + op](a._buf, value, out._buf)
     return out
 
 
 def unary(a: NDArray, op: str) -> NDArray:
     _check_arithmetic(a._dtype, op)
     a = a.compact()
-    out = a._empty(a._shape, a._dtype, a._device)
-    if out._buf.size:
-        a._device.kernels.ewise[op](a._buf, out._buf)
+    out = a._like()
+    a._device.kernels.ewise[op](a._buf, out._buf)
     return out
 
 

@@ -19,6 +19,8 @@ from typing import Any
 
 from . import _compute
 from ._base import ArrayBase
+from ._compute import binary as _binary
+from ._compute import unary as _unary
 
 Axes = int | tuple[int, ...] | None
 
@@ -29,29 +31,29 @@ class NDArray(ArrayBase):
     __slots__ = ()
 
     def __add__(self, other: Any) -> NDArray:
-        return _compute.binary(self, other, "add")
+        return _binary(self, other, "add")
 
     __radd__ = __add__
 
     def __sub__(self, other: Any) -> NDArray:
-        return _compute.binary(self, other, "sub")
+        return _binary(self, other, "sub")
 
     def __rsub__(self, other: Any) -> NDArray:
         return _compute.reversed_scalar(self, other, "sub")
 
     def __mul__(self, other: Any) -> NDArray:
-        return _compute.binary(self, other, "mul")
+        return _binary(self, other, "mul")
 
     __rmul__ = __mul__
 
     def __truediv__(self, other: Any) -> NDArray:
-        return _compute.binary(self, other, "div")
+        return _binary(self, other, "div")
 
     def __rtruediv__(self, other: Any) -> NDArray:
         return _compute.reversed_scalar(self, other, "div")
 
     def __pow__(self, other: Any) -> NDArray:
-        return _compute.binary(self, other, "power")
+        return _binary(self, other, "power")
 
     def __rpow__(self, other: Any) -> NDArray:
         return _compute.reversed_scalar(self, other, "power")
@@ -63,59 +65,59 @@ class NDArray(ArrayBase):
         return _compute.matmul(other, self)
 
     def __neg__(self) -> NDArray:
-        return _compute.unary(self, "neg")
+        return _unary(self, "neg")
 
     def __abs__(self) -> NDArray:
-        return _compute.unary(self, "abs")
+        return _unary(self, "abs")
 
     # comparisons return 1/0 in this array's dtype
     def __eq__(self, other: Any) -> NDArray:  # type: ignore[override]
-        return _compute.binary(self, other, "eq")
+        return _binary(self, other, "eq")
 
     def __ne__(self, other: Any) -> NDArray:  # type: ignore[override]
-        return _compute.binary(self, other, "ne")
+        return _binary(self, other, "ne")
 
     def __lt__(self, other: Any) -> NDArray:
-        return _compute.binary(self, other, "lt")
+        return _binary(self, other, "lt")
 
     def __le__(self, other: Any) -> NDArray:
-        return _compute.binary(self, other, "le")
+        return _binary(self, other, "le")
 
     def __gt__(self, other: Any) -> NDArray:
-        return _compute.binary(self, other, "gt")
+        return _binary(self, other, "gt")
 
     def __ge__(self, other: Any) -> NDArray:
-        return _compute.binary(self, other, "ge")
+        return _binary(self, other, "ge")
 
     def maximum(self, other: Any) -> NDArray:
-        return _compute.binary(self, other, "maximum")
+        return _binary(self, other, "maximum")
 
     def minimum(self, other: Any) -> NDArray:
-        return _compute.binary(self, other, "minimum")
+        return _binary(self, other, "minimum")
 
     def abs(self) -> NDArray:
-        return _compute.unary(self, "abs")
+        return _unary(self, "abs")
 
     def exp(self) -> NDArray:
-        return _compute.unary(self, "exp")
+        return _unary(self, "exp")
 
     def log(self) -> NDArray:
-        return _compute.unary(self, "log")
+        return _unary(self, "log")
 
     def sqrt(self) -> NDArray:
-        return _compute.unary(self, "sqrt")
+        return _unary(self, "sqrt")
 
     def tanh(self) -> NDArray:
-        return _compute.unary(self, "tanh")
+        return _unary(self, "tanh")
 
     def sin(self) -> NDArray:
-        return _compute.unary(self, "sin")
+        return _unary(self, "sin")
 
     def cos(self) -> NDArray:
-        return _compute.unary(self, "cos")
+        return _unary(self, "cos")
 
     def sign(self) -> NDArray:
-        return _compute.unary(self, "sign")
+        return _unary(self, "sign")
 
     def erf(self) -> NDArray:
         return _compute.erf(self)

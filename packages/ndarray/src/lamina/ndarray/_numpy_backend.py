@@ -18,6 +18,7 @@ from ._interface import API_VERSION
 Shape = tuple[int, ...]
 
 _DTYPES = ("float32", "float64", "int64")
+_NP_DTYPES = {name: np.dtype(name) for name in _DTYPES}
 
 
 class NumpyArray:
@@ -26,11 +27,12 @@ class NumpyArray:
     __slots__ = ("data",)
 
     def __init__(self, size: int, dtype: str) -> None:
-        if dtype not in _DTYPES:
+        np_dtype = _NP_DTYPES.get(dtype)
+        if np_dtype is None:
             raise TypeError(f"Array: unsupported dtype {dtype!r}; numpy lists {_DTYPES}")
         if size < 0:
             raise ValueError(f"Array: size must be >= 0, got {size}")
-        self.data = np.empty(size, dtype=dtype)
+        self.data = np.empty(size, np_dtype)
 
     @property
     def size(self) -> int:
@@ -100,19 +102,38 @@ def _quiet(ufunc: Any, x: Any, y: Any, out: np.ndarray) -> None:
 def _binary(op: str) -> tuple[Any, Any]:
     """``(ewise_OP, scalar_OP)`` as static methods."""
     ufunc = BINARY_UFUNCS[op]
-    call = _quiet if op in _MAY_WARN else _plain
+    quiet = op in _MAY_WARN
+    # Only int64 / int64 (a float64 result into an int64 out) needs casting="unsafe";
+    # the keyword costs a tenth of a small op, so the other ops go without it.
+    casting = "unsafe" if op == "div" else "same_kind"
 
+    # Operands may be longer than out (a compact prefix view): only then slice,
+    # since a slice costs as much as the ufunc call on a few elements.
     def ewise(a: NumpyArray, b: NumpyArray, out: NumpyArray) -> None:
-        n = out.data.size
-        if a.data.size < n or b.data.size < n:
+        o = out.data
+        x, y = a.data, b.data
+        n = o.size
+        if x.size != n or y.size != n:
             _check_size(f"ewise_{op}", out, a, b)
-        call(ufunc, a.data[:n], b.data[:n], out.data)
+            x, y = x[:n], y[:n]
+        if quiet:
+            with np.errstate(all="ignore"):
+                ufunc(x, y, out=o, casting=casting)
+        else:
+            ufunc(x, y, out=o)
 
     def scalar(a: NumpyArray, value: float, out: NumpyArray) -> None:
-        n = out.data.size
-        if a.data.size < n:
+        o = out.data
+        x = a.data
+        n = o.size
+        if x.size != n:
             _check_size(f"scalar_{op}", out, a)
-        call(ufunc, a.data[:n], out.data.dtype.type(value), out.data)
+            x = x[:n]
+        if quiet:
+            with np.errstate(all="ignore"):
+                ufunc(x, o.dtype.type(value), out=o, casting=casting)
+        else:
+            ufunc(x, o.dtype.type(value), out=o)
 
     ewise.__name__ = ewise.__qualname__ = f"ewise_{op}"
     scalar.__name__ = scalar.__qualname__ = f"scalar_{op}"
@@ -136,14 +157,17 @@ def _unary(op: str, ufunc: Any) -> Any:
     quiet = op in _MAY_WARN
 
     def ewise(a: NumpyArray, out: NumpyArray) -> None:
-        n = out.data.size
-        if a.data.size < n:
+        o = out.data
+        x = a.data
+        n = o.size
+        if x.size != n:
             _check_size(f"ewise_{op}", out, a)
+            x = x[:n]
         if quiet:
             with np.errstate(all="ignore"):
-                ufunc(a.data[:n], out=out.data)
+                ufunc(x, out=o)
         else:
-            ufunc(a.data[:n], out=out.data)
+            ufunc(x, out=o)
 
     ewise.__name__ = ewise.__qualname__ = f"ewise_{op}"
     return staticmethod(ewise)
