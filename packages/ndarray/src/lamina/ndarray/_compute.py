@@ -45,7 +45,7 @@ def binary(a: NDArray, b: Any, op: str) -> NDArray:
     if isinstance(b, ArrayBase):
         if a._device is not b._device or a._dtype is not b._dtype:
             check_same_device_dtype((a, b), op)
-        if op in _ARITHMETIC and not a._dtype.is_floating:
+        if not a._dtype.is_floating and op in _ARITHMETIC:
             _check_arithmetic(a._dtype, op)
         if a._shape == b._shape and (a._compact or a.is_compact()) and \
                 (b._compact or b.is_compact()):
@@ -54,7 +54,7 @@ def binary(a: NDArray, b: Any, op: str) -> NDArray:
             return out
         return _binary_views(a, b, op)
     if isinstance(b, (Number, np.number)) and not isinstance(b, complex):
-        if op in _ARITHMETIC and not a._dtype.is_floating:
+        if not a._dtype.is_floating and op in _ARITHMETIC:
             _check_arithmetic(a._dtype, op)
         a = a.compact()
         out = a._like()
@@ -63,7 +63,7 @@ def binary(a: NDArray, b: Any, op: str) -> NDArray:
     return NotImplemented
 
 
-def _binary_views(a: NDArray, b: NDArray, op: str) -> NDArray:
+def _binary_views(a: NDArray, b: ArrayBase, op: str) -> NDArray:
     """``binary`` for checked operands that differ in shape or are not compact."""
     shape = a._shape
     if shape != b._shape:
