@@ -7,6 +7,7 @@ calls one backend kernel (or composes a few when a fast path is absent).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from math import prod
 from numbers import Number
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -61,6 +62,29 @@ def binary(a: NDArray, b: Any, op: str) -> NDArray:
         a._device.kernels.scalar[op](a._buf, b, out._buf)
         return out
     return NotImplemented
+
+
+def binary_operator(op: str) -> Callable[[NDArray, Any], NDArray]:
+    """The method behind the operator of ``op`` (``NDArray.__add__`` for "add").
+
+    It runs the common case itself: two compact arrays of one class, device,
+    dtype and shape, where every check of ``binary`` passes by identity tests,
+    and hands anything else to ``binary``. An operator then costs one Python
+    frame, one allocation and one kernel call.
+    """
+    arithmetic = op in _ARITHMETIC
+
+    def method(a: NDArray, b: Any) -> NDArray:
+        if type(b) is type(a) and a._device is b._device and a._dtype is b._dtype \
+                and a._shape == b._shape and (a._dtype.is_floating or not arithmetic) \
+                and (a._compact or a.is_compact()) and (b._compact or b.is_compact()):
+            out = a._like()
+            a._device.kernels.ewise[op](a._buf, b._buf, out._buf)
+            return out
+        return binary(a, b, op)
+
+    method.__name__ = method.__qualname__ = op
+    return method
 
 
 def _binary_views(a: NDArray, b: ArrayBase, op: str) -> NDArray:

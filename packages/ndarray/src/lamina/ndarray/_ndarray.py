@@ -20,6 +20,7 @@ from typing import Any
 from . import _compute
 from ._base import ArrayBase
 from ._compute import binary as _binary
+from ._compute import binary_operator as _operator
 from ._compute import unary as _unary
 
 Axes = int | tuple[int, ...] | None
@@ -30,30 +31,20 @@ class NDArray(ArrayBase):
 
     __slots__ = ()
 
-    def __add__(self, other: Any) -> NDArray:
-        return _binary(self, other, "add")
-
-    __radd__ = __add__
-
-    def __sub__(self, other: Any) -> NDArray:
-        return _binary(self, other, "sub")
+    # Operators with an array or scalar operand: binary_operator's methods.
+    __add__ = __radd__ = _operator("add")
+    __sub__ = _operator("sub")
 
     def __rsub__(self, other: Any) -> NDArray:
         return _compute.reversed_scalar(self, other, "sub")
 
-    def __mul__(self, other: Any) -> NDArray:
-        return _binary(self, other, "mul")
-
-    __rmul__ = __mul__
-
-    def __truediv__(self, other: Any) -> NDArray:
-        return _binary(self, other, "div")
+    __mul__ = __rmul__ = _operator("mul")
+    __truediv__ = _operator("div")
 
     def __rtruediv__(self, other: Any) -> NDArray:
         return _compute.reversed_scalar(self, other, "div")
 
-    def __pow__(self, other: Any) -> NDArray:
-        return _binary(self, other, "power")
+    __pow__ = _operator("power")
 
     def __rpow__(self, other: Any) -> NDArray:
         return _compute.reversed_scalar(self, other, "power")
@@ -71,23 +62,12 @@ class NDArray(ArrayBase):
         return _unary(self, "abs")
 
     # comparisons return 1/0 in this array's dtype
-    def __eq__(self, other: Any) -> NDArray:  # type: ignore[override]
-        return _binary(self, other, "eq")
-
-    def __ne__(self, other: Any) -> NDArray:  # type: ignore[override]
-        return _binary(self, other, "ne")
-
-    def __lt__(self, other: Any) -> NDArray:
-        return _binary(self, other, "lt")
-
-    def __le__(self, other: Any) -> NDArray:
-        return _binary(self, other, "le")
-
-    def __gt__(self, other: Any) -> NDArray:
-        return _binary(self, other, "gt")
-
-    def __ge__(self, other: Any) -> NDArray:
-        return _binary(self, other, "ge")
+    __eq__ = _operator("eq")  # type: ignore[assignment]
+    __ne__ = _operator("ne")  # type: ignore[assignment]
+    __lt__ = _operator("lt")
+    __le__ = _operator("le")
+    __gt__ = _operator("gt")
+    __ge__ = _operator("ge")
 
     def maximum(self, other: Any) -> NDArray:
         return _binary(self, other, "maximum")
