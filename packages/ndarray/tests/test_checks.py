@@ -54,3 +54,15 @@ def test_check_same_device_dtype() -> None:
     with pytest.raises(nd.DTypeError, match=r"^op: dtypes differ, float32 \(arg 0\) and int64 "
                        r"\(arg 2\); convert one with .astype\(\)$"):
         nd.check_same_device_dtype((a, a, a.astype("int64")), "op")
+
+
+def test_check_device_dtype() -> None:
+    dev = nd.get_device("numpy")
+    nd.check_device_dtype(dev, nd.float64, "op")
+
+    class OneDType:
+        name, dtypes = "tiny", ("float32", "int64")
+
+    with pytest.raises(nd.DTypeError, match=r"^astype: device tiny does not support float64 "
+                       r"\(it lists float32, int64\)$"):
+        nd.check_device_dtype(OneDType(), nd.float64, "astype")

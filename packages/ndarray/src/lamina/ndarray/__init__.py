@@ -6,6 +6,7 @@ entry-point group (``python -m lamina.ndarray`` lists them).
 """
 
 from ._checks import (
+    check_device_dtype,
     check_same_device_dtype,
     conv_output_size,
     normalize_axes,
@@ -61,10 +62,10 @@ __version__ = "0.1.0"
 __all__ = [
     "API_VERSION", "BackendInfo", "BackendProtocol", "DType", "DTypeError", "Device",
     "DeviceError", "KernelTable", "NDArray", "ShapeError", "arange", "argmax", "array",
-    "as_dtype", "broadcast_shapes", "check_same_device_dtype", "col2im", "concatenate",
-    "conv_output_size", "default_device", "empty", "erf", "float32", "float64", "full",
-    "generator", "get_device", "im2col", "int64", "layer_norm", "list_backends", "logsumexp",
-    "manual_seed", "matmul", "maximum", "mean", "minimum", "normalize_axes", "normalize_axis",
-    "normalize_permutation", "one_hot", "ones", "pad", "pair", "rand", "randn", "scatter_add",
-    "set_default_device", "softmax", "stack", "take", "where", "zeros",
+    "as_dtype", "broadcast_shapes", "check_device_dtype", "check_same_device_dtype", "col2im",
+    "concatenate", "conv_output_size", "default_device", "empty", "erf", "float32", "float64",
+    "full", "generator", "get_device", "im2col", "int64", "layer_norm", "list_backends",
+    "logsumexp", "manual_seed", "matmul", "maximum", "mean", "minimum", "normalize_axes",
+    "normalize_axis", "normalize_permutation", "one_hot", "ones", "pad", "pair", "rand",
+    "randn", "scatter_add", "set_default_device", "softmax", "stack", "take", "where", "zeros",
 ]

@@ -16,9 +16,9 @@ import numpy as np
 
 from . import _host as H
 from . import _layout as L
-from ._checks import normalize_axes, normalize_axis, normalize_permutation
+from ._checks import check_device_dtype, normalize_axes, normalize_axis, normalize_permutation
 from ._dtypes import DType, as_dtype, int64
-from ._errors import DeviceError, DTypeError, ShapeError
+from ._errors import DeviceError, ShapeError
 from ._host import device_for
 from ._registry import Device, get_device
 
@@ -263,9 +263,7 @@ class ArrayBase:
         dt = as_dtype(dtype, "astype")
         if dt is self._dtype:
             return self
-        if dt.name not in self._device.dtypes:
-            raise DTypeError(f"astype: device {self._device.name} does not support "
-                             f"{dt.name} (it lists {', '.join(self._device.dtypes)})")
+        check_device_dtype(self._device, dt, "astype")
         src = self.compact()
         out = self._empty(self._shape, dt, self._device)
         if out.size:

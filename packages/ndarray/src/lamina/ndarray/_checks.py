@@ -15,8 +15,8 @@ import numpy as np
 
 from ._errors import DeviceError, DTypeError, ShapeError
 
-__all__ = ["check_same_device_dtype", "conv_output_size", "normalize_axes", "normalize_axis",
-           "normalize_permutation", "pair"]
+__all__ = ["check_device_dtype", "check_same_device_dtype", "conv_output_size",
+           "normalize_axes", "normalize_axis", "normalize_permutation", "pair"]
 
 _INTS = (int, np.integer)
 
@@ -142,3 +142,15 @@ def check_same_device_dtype(arrays: Sequence[Any], op: str) -> None:
         if other._dtype is not dtype:
             raise DTypeError(f"{op}: dtypes differ, {dtype.name} (arg 0) and "
                              f"{other._dtype.name} (arg {i}); convert one with .astype()")
+
+
+def check_device_dtype(device: Any, dtype: Any, op: str) -> None:
+    """Raise unless ``device`` (a Device) lists ``dtype`` (a DType).
+
+    Raises:
+        DTypeError: the device's backend does not support the dtype (the
+            message lists the ones it does).
+    """
+    if dtype.name not in device.dtypes:
+        raise DTypeError(f"{op}: device {device.name} does not support {dtype.name} "
+                         f"(it lists {', '.join(device.dtypes)})")

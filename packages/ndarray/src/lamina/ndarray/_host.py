@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ._checks import check_device_dtype
 from ._dtypes import DType, as_dtype, float32, int64
 from ._errors import DTypeError
 from ._registry import Device, get_device
@@ -17,9 +18,7 @@ from ._registry import Device, get_device
 
 def device_for(device: Any, dtype: DType, op: str) -> Device:
     dev = get_device(device)
-    if dtype.name not in dev.dtypes:
-        raise DTypeError(f"{op}: device {dev.name} does not support {dtype.name} "
-                         f"(it lists {', '.join(dev.dtypes)})")
+    check_device_dtype(dev, dtype, op)
     return dev
 
 

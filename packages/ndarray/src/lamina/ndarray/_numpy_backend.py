@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ._checks import conv_output_size
 from ._interface import API_VERSION
 
 Shape = tuple[int, ...]
@@ -435,8 +436,8 @@ class NumpyBackend:
 
 def _conv_out(h: int, w: int, kh: int, kw: int, sh: int, sw: int, ph: int, pw: int,
               dh: int, dw: int, op: str) -> tuple[int, int]:
-    oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
-    ow = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    oh = conv_output_size(h, kh, sh, ph, dh)
+    ow = conv_output_size(w, kw, sw, pw, dw)
     if oh <= 0 or ow <= 0:
         raise ValueError(f"{op}: kernel ({kh}, {kw}) with dilation ({dh}, {dw}) does not "
                          f"fit the padded input ({h + 2 * ph}, {w + 2 * pw})")
