@@ -137,11 +137,16 @@ def reduce(a: NDArray, axis: Any, keepdims: bool, op: str) -> NDArray:
     """Reduce ``a`` over ``axis`` (None = all) with the backend's ``reduce_OP``."""
     if op != "argmax":
         _check_arithmetic(a._dtype, op)
-    axes = normalize_axes(axis, a.ndim, op)
+    return _reduce_axes(a, normalize_axes(axis, a.ndim, op), keepdims, op)
+
+
+def _reduce_axes(a: NDArray, axes: tuple[int, ...], keepdims: bool, op: str) -> NDArray:
+    """``reduce`` over axes already normalised, of a dtype already checked."""
     kept = tuple(n for i, n in enumerate(a._shape) if i not in axes)
     size = prod(a._shape[i] for i in axes)
     if size == 0 and op != "sum" and all(kept):
-        raise ShapeError(f"{op}: cannot reduce an empty axis (shape {a._shape}, axis {axis})")
+        where = f"axis {axes[0]}" if len(axes) == 1 else f"axes {axes}"
+        raise ShapeError(f"{op}: cannot reduce an empty axis (shape {a._shape}, {where})")
     if prod(a._shape) and any(s == 0 and n > 1 for n, s in zip(a._shape, a._strides)):
         out = _reduce_broadcast(a, axes, op)
     else:
@@ -193,9 +198,10 @@ def _reduce(a: NDArray, axes: tuple[int, ...], kept: tuple[int, ...], size: int,
 
 
 def mean(a: NDArray, axis: Any = None, keepdims: bool = False) -> NDArray:
+    _check_arithmetic(a._dtype, "mean")
     axes = normalize_axes(axis, a.ndim, "mean")
     count = prod(a._shape[i] for i in axes)
-    total = reduce(a, axis, keepdims, "sum")
+    total = _reduce_axes(a, axes, keepdims, "sum")
     return binary(total, 1.0 / count if count else float("nan"), "mul")
 
 
