@@ -39,8 +39,12 @@ def machine() -> dict[str, object]:
         info["lamina_isa"] = lamina_backend_cpu.isa()
         info["lamina_cpu_isa"] = lamina_backend_cpu.cpu_isa()
         info["lamina_gemm_kernel"] = lamina_backend_cpu.backend.gemm_kernel_name()
-        info["lamina_threads"] = lamina_backend_cpu.num_threads()
     except ImportError:
+        pass
+    try:
+        from lamina.ndarray import DeviceError, get_device
+        info["lamina_threads"] = get_device("cpu").num_threads()
+    except (ImportError, DeviceError):
         pass
     try:
         import torch

@@ -30,6 +30,7 @@ from lamina import autograd, nn, optim
 from lamina.data import DataLoader, TensorDataset
 from lamina.models import evaluate, train_epoch
 from lamina.models.recipes.mnist import build_model, load_mnist_arrays
+from lamina.ndarray import DeviceError, get_device
 
 
 def torch_model(name: str, hidden: int) -> torch.nn.Module:
@@ -176,10 +177,9 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     try:
-        import lamina_backend_cpu
-        lamina_backend_cpu.set_num_threads(args.threads)
-    except ImportError:
-        pass
+        get_device(args.device).set_num_threads(args.threads)
+    except DeviceError:
+        pass  # a device without a thread setting (numpy, cuda) runs as it is
     autograd.manual_seed(args.seed)
     data = load_mnist_arrays(args.data)
     init = {k: v.numpy() for k, v in build_model(args.model, args.hidden).state_dict().items()}

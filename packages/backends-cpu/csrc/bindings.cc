@@ -36,7 +36,7 @@ PYBIND11_MODULE(_core, m) {
   m.attr("dtypes") = py::make_tuple("float32", "float64", "int64");
   m.def("is_available", [] { return true; });
   m.def("unavailable_reason", [] { return std::string(); });
-  m.def("device_count", [] { return 1; });
+  // No device_count: one device, named "cpu" (device_count is for indexed devices).
   m.def("synchronize", [] {});  // kernels are synchronous
   m.def("num_threads", &num_threads);
   m.def("set_num_threads", &set_num_threads, py::arg("n"));

@@ -126,3 +126,19 @@ def test_a_result_too_large_for_any_buffer_names_the_op():
         col + row
     with pytest.raises(nd.ShapeError, match=r"^matmul: shape \(4294967296, 4294967296\) has "):
         col @ row
+
+
+def test_operators_check_like_binary(device):
+    # The operators' same-shape fast path must keep binary()'s checks.
+    i = nd.arange(3, device=device)
+    with pytest.raises(nd.DTypeError, match="^mul: int64 arrays support indexing and "):
+        i * i
+    assert (i == i).tolist() == [1, 1, 1] and (i < i).tolist() == [0, 0, 0]
+    f = nd.zeros(3, device=device)
+    with pytest.raises(nd.DTypeError, match=r"^add: dtypes differ, float32 \(arg 0\) and int64"):
+        f + i
+    other = "cpu" if device == "numpy" else "numpy"
+    if other in [b.name for b in nd.list_backends() if b.status == "available"]:
+        with pytest.raises(nd.DeviceError, match=f"^sub: operands are on different devices, "
+                           f"{device} .arg 0. and {other} .arg 1."):
+            f - nd.zeros(3, device=other)

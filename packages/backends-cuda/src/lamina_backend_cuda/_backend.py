@@ -13,6 +13,8 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
+from lamina.ndarray._interface import METADATA, OPTIONAL, REQUIRED
+
 _core: Any
 try:
     _core = importlib.import_module("lamina_backend_cuda._core")
@@ -23,22 +25,11 @@ except ImportError as exc:  # the backend must load anywhere; report instead
 else:
     _IMPORT_ERROR = ""
 
-_BINARY = ("add", "sub", "mul", "div", "power", "maximum", "minimum",
-           "eq", "ne", "lt", "le", "gt", "ge")
-_UNARY = ("neg", "abs", "exp", "log", "sqrt", "tanh", "sin", "cos", "erf", "sign")
+# Names of the interface this backend does not bind from _core: the metadata
+# and device_count are methods below, and a GPU has no host thread setting.
+_NOT_BOUND = METADATA + ("device_count", "set_num_threads", "num_threads")
 
-KERNELS: tuple[str, ...] = (
-    ("Array", "from_numpy", "to_numpy", "fill",
-     "compact", "ewise_setitem", "scalar_setitem",
-     "ewise_where", "ewise_cast",
-     "index_gather", "index_scatter_add",
-     "matmul", "matmul_batched", "matmul_strided", "ewise_strided")
-    + tuple(f"ewise_{op}" for op in _BINARY + _UNARY)
-    + tuple(f"scalar_{op}" for op in _BINARY + ("rsub", "rdiv", "rpower"))
-    + ("reduce_sum", "reduce_max", "reduce_min", "reduce_argmax")
-    + ("softmax_last", "logsumexp_last", "layer_norm_last", "reduce_sum_axis", "im2col",
-       "col2im", "synchronize", "empty_cache", "memory_stats")
-)
+KERNELS: tuple[str, ...] = tuple(name for name in REQUIRED + OPTIONAL if name not in _NOT_BOUND)
 """Every kernel and device function the backend provides (interface v1 names)."""
 
 

@@ -7,28 +7,28 @@ calls one backend kernel (or composes a few when a fast path is absent).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from math import prod
 from numbers import Number
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from . import _layout as L
+from ._base import ArrayBase
+from ._checks import check_same_device_dtype, normalize_axes, normalize_axis
 from ._dtypes import DType, int64
 from ._errors import DeviceError, DTypeError, ShapeError
-from ._ndarray import NDArray
+from ._interface import KernelTable
+from ._select import where
 
-_ARITHMETIC = ("add", "sub", "mul", "div", "power", "maximum", "minimum")
+if TYPE_CHECKING:
+    from ._ndarray import NDArray
+
+A = TypeVar("A", bound=ArrayBase)
+
+_ARITHMETIC = frozenset({"add", "sub", "mul", "div", "power", "maximum", "minimum"})
 _OP_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "power": "**"}
-
-
-def _check_pair(a: NDArray, b: NDArray, op: str) -> None:
-    if a._device is not b._device:
-        raise DeviceError(f"{op}: operands are on different devices, {a._device.name} "
-                          f"(arg 0) and {b._device.name} (arg 1); move one with .to(device)")
-    if a._dtype is not b._dtype:
-        raise DTypeError(f"{op}: dtypes differ, {a._dtype.name} (arg 0) and "
-                         f"{b._dtype.name} (arg 1); convert one with .astype()")
 
 
 def _check_arithmetic(dtype: DType, op: str) -> None:
@@ -38,37 +38,75 @@ def _check_arithmetic(dtype: DType, op: str) -> None:
 
 
 def binary(a: NDArray, b: Any, op: str) -> NDArray:
-    """``a OP b`` for an array or Python scalar ``b``, with broadcasting."""
-    if isinstance(b, NDArray):
-        _check_pair(a, b, op)
-        if op in _ARITHMETIC:
+    """``a OP b`` for an array or Python scalar ``b``, with broadcasting.
+
+    This is the path of every elementwise operator, so its common case (same
+    device, dtype and shape, compact operands) makes no call it can avoid.
+    """
+    if isinstance(b, ArrayBase):
+        if a._device is not b._device or a._dtype is not b._dtype:
+            check_same_device_dtype((a, b), op)
+        if not a._dtype.is_floating and op in _ARITHMETIC:
             _check_arithmetic(a._dtype, op)
-        if a._shape != b._shape:
-            shape = L.broadcast_shapes(a._shape, b._shape, op=op)
-            a, b = _broadcast_view(a, shape, op), _broadcast_view(b, shape, op)
-        backend = a._device.backend
-        out = NDArray._empty(a._shape, a._dtype, a._device, op=op)
-        if not out._buf.size:
+        if a._shape == b._shape and (a._compact or a.is_compact()) and \
+                (b._compact or b.is_compact()):
+            out = a._like()
+            a._device.kernels.ewise[op](a._buf, b._buf, out._buf)  # zero-size buffers too
             return out
-        if not (a.is_compact() and b.is_compact()) and hasattr(backend, "ewise_strided"):
-            # A broadcast or permuted operand is read where it lies, not copied first.
-            backend.ewise_strided(op, a._buf, b._buf, out._buf, a._shape, a._strides,
-                                  a._offset, b._strides, b._offset)
-        else:
-            getattr(backend, "ewise_" + op)(a.compact()._buf, b.compact()._buf, out._buf)
-        return out
+        return _binary_views(a, b, op)
     if isinstance(b, (Number, np.number)) and not isinstance(b, complex):
-        if op in _ARITHMETIC:
+        if not a._dtype.is_floating and op in _ARITHMETIC:
             _check_arithmetic(a._dtype, op)
         a = a.compact()
-        out = NDArray._empty(a._shape, a._dtype, a._device)
-        if out._buf.size:
-            getattr(a._device.backend, "scalar_" + op)(a._buf, b, out._buf)
+        out = a._like()
+        a._device.kernels.scalar[op](a._buf, b, out._buf)
         return out
     return NotImplemented
 
 
-def _broadcast_view(a: NDArray, shape: tuple[int, ...], op: str) -> NDArray:
+def binary_operator(op: str) -> Callable[[NDArray, Any], NDArray]:
+    """The method behind the operator of ``op`` (``NDArray.__add__`` for "add").
+
+    It runs the common case itself: two compact arrays of one class, device,
+    dtype and shape, where every check of ``binary`` passes by identity tests,
+    and hands anything else to ``binary``. An operator then costs one Python
+    frame, one allocation and one kernel call.
+    """
+    arithmetic = op in _ARITHMETIC
+
+    def method(a: NDArray, b: Any) -> NDArray:
+        if type(b) is type(a) and a._device is b._device and a._dtype is b._dtype \
+                and a._shape == b._shape and (a._dtype.is_floating or not arithmetic) \
+                and (a._compact or a.is_compact()) and (b._compact or b.is_compact()):
+            out = a._like()
+            a._device.kernels.ewise[op](a._buf, b._buf, out._buf)
+            return out
+        return binary(a, b, op)
+
+    method.__name__ = method.__qualname__ = op
+    return method
+
+
+def _binary_views(a: NDArray, b: ArrayBase, op: str) -> NDArray:
+    """``binary`` for checked operands that differ in shape or are not compact."""
+    shape = a._shape
+    if shape != b._shape:
+        shape = L.broadcast_shapes(shape, b._shape, op=op)
+        a, b = _broadcast_view(a, shape, op), _broadcast_view(b, shape, op)
+    out = a._empty(shape, a._dtype, a._device, op=op)
+    kernels = a._device.kernels
+    if not out._buf.size:
+        return out
+    if not (a.is_compact() and b.is_compact()) and kernels.ewise_strided is not None:
+        # A broadcast or permuted operand is read where it lies, not copied first.
+        kernels.ewise_strided(op, a._buf, b._buf, out._buf, shape, a._strides, a._offset,
+                              b._strides, b._offset)
+    else:
+        kernels.ewise[op](a.compact()._buf, b.compact()._buf, out._buf)
+    return out
+
+
+def _broadcast_view(a: A, shape: tuple[int, ...], op: str) -> A:
     """``a.broadcast_to(shape)`` for a shape already checked and normalised."""
     if a._shape == shape:
         return a
@@ -81,18 +119,16 @@ def reversed_scalar(a: NDArray, value: Any, op: str) -> NDArray:
         return NotImplemented
     _check_arithmetic(a._dtype, op)
     a = a.compact()
-    out = NDArray._empty(a._shape, a._dtype, a._device)
-    if out._buf.size:
-        getattr(a._device.backend, "scalar_r" + op)(a._buf, value, out._buf)
+    out = a._like()
+    a._device.kernels.scalar["r" + op](a._buf, value, out._buf)
     return out
 
 
 def unary(a: NDArray, op: str) -> NDArray:
     _check_arithmetic(a._dtype, op)
     a = a.compact()
-    out = NDArray._empty(a._shape, a._dtype, a._device)
-    if out._buf.size:
-        getattr(a._device.backend, "ewise_" + op)(a._buf, out._buf)
+    out = a._like()
+    a._device.kernels.ewise[op](a._buf, out._buf)
     return out
 
 
@@ -101,11 +137,16 @@ def reduce(a: NDArray, axis: Any, keepdims: bool, op: str) -> NDArray:
     """Reduce ``a`` over ``axis`` (None = all) with the backend's ``reduce_OP``."""
     if op != "argmax":
         _check_arithmetic(a._dtype, op)
-    axes = L.normalize_axes(axis, a.ndim, op)
+    return _reduce_axes(a, normalize_axes(axis, a.ndim, op), keepdims, op)
+
+
+def _reduce_axes(a: NDArray, axes: tuple[int, ...], keepdims: bool, op: str) -> NDArray:
+    """``reduce`` over axes already normalised, of a dtype already checked."""
     kept = tuple(n for i, n in enumerate(a._shape) if i not in axes)
     size = prod(a._shape[i] for i in axes)
     if size == 0 and op != "sum" and all(kept):
-        raise ShapeError(f"{op}: cannot reduce an empty axis (shape {a._shape}, axis {axis})")
+        where = f"axis {axes[0]}" if len(axes) == 1 else f"axes {axes}"
+        raise ShapeError(f"{op}: cannot reduce an empty axis (shape {a._shape}, {where})")
     if prod(a._shape) and any(s == 0 and n > 1 for n, s in zip(a._shape, a._strides)):
         out = _reduce_broadcast(a, axes, op)
     else:
@@ -140,26 +181,27 @@ def _reduce_broadcast(a: NDArray, axes: tuple[int, ...], op: str) -> NDArray:
 def _reduce(a: NDArray, axes: tuple[int, ...], kept: tuple[int, ...], size: int,
             op: str) -> NDArray:
     out_dtype = int64 if op == "argmax" else a._dtype
-    out = NDArray._empty(kept, out_dtype, a._device)
-    backend = a._device.backend
+    out = a._empty(kept, out_dtype, a._device)
+    kernels = a._device.kernels
     if out.size:
         first = axes[0] if axes else a.ndim
         contiguous_block = axes == tuple(range(first, first + len(axes)))
         inner = prod(a._shape[first + len(axes):]) if contiguous_block else 1
         if op == "sum" and contiguous_block and inner > 1 and a.is_compact() \
-                and hasattr(backend, "reduce_sum_axis"):
-            backend.reduce_sum_axis(a._buf, out._buf, prod(a._shape[:first]), size, inner)
+                and kernels.reduce_sum_axis is not None:
+            kernels.reduce_sum_axis(a._buf, out._buf, prod(a._shape[:first]), size, inner)
         else:
             rest = tuple(i for i in range(a.ndim) if i not in axes)
             src = a.permute(rest + axes).compact()
-            getattr(backend, "reduce_" + op)(src._buf, out._buf, size)
+            kernels.reduce[op](src._buf, out._buf, size)
     return out
 
 
 def mean(a: NDArray, axis: Any = None, keepdims: bool = False) -> NDArray:
-    axes = L.normalize_axes(axis, a.ndim, "mean")
+    _check_arithmetic(a._dtype, "mean")
+    axes = normalize_axes(axis, a.ndim, "mean")
     count = prod(a._shape[i] for i in axes)
-    total = reduce(a, axis, keepdims, "sum")
+    total = _reduce_axes(a, axes, keepdims, "sum")
     return binary(total, 1.0 / count if count else float("nan"), "mul")
 
 
@@ -175,9 +217,9 @@ def argmax(a: NDArray, axis: int | None = None, keepdims: bool = False) -> NDArr
 # ---------------------------------------------------------------------- matmul
 def matmul(a: NDArray, b: NDArray) -> NDArray:
     """NumPy's matmul: 1-D, 2-D, and batched operands with broadcast batch dims."""
-    if not isinstance(b, NDArray):
+    if not isinstance(b, ArrayBase):
         return NotImplemented
-    _check_pair(a, b, "matmul")
+    check_same_device_dtype((a, b), "matmul")
     _check_arithmetic(a._dtype, "matmul")
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(f"matmul: operands must have at least 1 dim, got shapes {a._shape} "
@@ -191,26 +233,26 @@ def matmul(a: NDArray, b: NDArray) -> NDArray:
                          f"(dim {a.ndim - 1} of arg 0) != {n2} (dim {max(b.ndim - 2, 0)} "
                          f"of arg 1)")
     batch = L.broadcast_shapes(a2._shape[:-2], b2._shape[:-2], op="matmul")
-    backend = a._device.backend
+    kernels = a._device.kernels
     if not batch:
-        out = NDArray._empty((m, p), a._dtype, a._device, op="matmul")
+        out = a._empty((m, p), a._dtype, a._device, op="matmul")
         if out.size:
-            _gemm(backend, a2, b2, out, m, n, p)
+            _gemm(kernels, a2, b2, out, m, n, p)
     elif b2.ndim == 2 and a2._shape[:-2] == batch and a2.is_compact():
         # (..., m, n) @ (n, p): one GEMM over all rows, no copy of b
-        flat = NDArray._empty((prod(batch) * m, p), a._dtype, a._device, op="matmul")
+        flat = a._empty((prod(batch) * m, p), a._dtype, a._device, op="matmul")
         if flat.size:
-            _gemm(backend, a2.reshape(prod(batch) * m, n), b2, flat, prod(batch) * m, n, p)
+            _gemm(kernels, a2.reshape(prod(batch) * m, n), b2, flat, prod(batch) * m, n, p)
         out = flat.reshape(batch + (m, p))
     else:
         a3 = a2.broadcast_to(batch + (m, n)).compact()
         b3 = b2.broadcast_to(batch + (n, p)).compact()
-        out = NDArray._empty(batch + (m, p), a._dtype, a._device, op="matmul")
+        out = a._empty(batch + (m, p), a._dtype, a._device, op="matmul")
         if out.size:
             if n == 0:
-                backend.fill(out._buf, 0)
+                kernels.fill(out._buf, 0)
             else:
-                backend.matmul_batched(a3._buf, b3._buf, out._buf, prod(batch), m, n, p)
+                kernels.matmul_batched(a3._buf, b3._buf, out._buf, prod(batch), m, n, p)
     if a.ndim == 1:
         out = out.squeeze(-2)
     if b.ndim == 1:
@@ -218,66 +260,66 @@ def matmul(a: NDArray, b: NDArray) -> NDArray:
     return out
 
 
-def _gemm(backend: Any, a: NDArray, b: NDArray, out: NDArray, m: int, n: int, p: int) -> None:
+def _gemm(kernels: KernelTable, a: NDArray, b: NDArray, out: NDArray, m: int, n: int,
+          p: int) -> None:
     """out (m, p) = a (m, n) @ b (n, p) for 2-D views: a view with non-negative
     strides (a transpose, a slice) goes to the backend's ``matmul_strided`` as
     it is, where the backend has that kernel; otherwise it is compacted."""
     if n == 0:
-        backend.fill(out._buf, 0)
-    elif (a.is_compact() and b.is_compact()) or not hasattr(backend, "matmul_strided") \
+        kernels.fill(out._buf, 0)
+    elif (a.is_compact() and b.is_compact()) or kernels.matmul_strided is None \
             or min(a._strides + b._strides) < 0:
-        backend.matmul(a.compact()._buf, b.compact()._buf, out._buf, m, n, p)
+        kernels.matmul(a.compact()._buf, b.compact()._buf, out._buf, m, n, p)
     else:
-        backend.matmul_strided(a._buf, b._buf, out._buf, m, n, p, a._offset, *a._strides,
+        kernels.matmul_strided(a._buf, b._buf, out._buf, m, n, p, a._offset, *a._strides,
                                b._offset, *b._strides)
 
 
 # ---------------------------------------------------------------------- indexing
-def take(a: NDArray, indices: NDArray, axis: int = 0) -> NDArray:
+def take(a: NDArray, indices: Any, axis: int = 0) -> NDArray:
     """Gather along ``axis``: shape ``a.shape[:axis] + indices.shape + a.shape[axis+1:]``."""
-    indices = _as_index_array(indices, a, "take")
-    ax = L.normalize_axis(axis, a.ndim, "take")
+    index = _as_index_array(indices, a, "take")
+    ax = normalize_axis(axis, a.ndim, "take")
     src = a.compact()
-    idx = indices.compact()
+    idx = index.compact()
     outer, axis_size, inner = prod(a._shape[:ax]), a._shape[ax], prod(a._shape[ax + 1:])
-    shape = a._shape[:ax] + indices._shape + a._shape[ax + 1:]
-    out = NDArray._empty(shape, a._dtype, a._device)
+    shape = a._shape[:ax] + index._shape + a._shape[ax + 1:]
+    out = a._empty(shape, a._dtype, a._device)
     if out.size:
-        a._device.backend.index_gather(src._buf, idx._buf, out._buf, outer, axis_size, inner)
+        a._device.kernels.index_gather(src._buf, idx._buf, out._buf, outer, axis_size, inner)
     elif idx.size and axis_size == 0:
         raise IndexError(f"take: index out of range for an axis of size 0 (axis {ax})")
     return out
 
 
-def scatter_add(src: NDArray, indices: NDArray, axis: int, size: int) -> NDArray:
+def scatter_add(src: NDArray, indices: Any, axis: int, size: int) -> NDArray:
     """The adjoint of ``take``: sums slices of ``src`` into a new axis of length ``size``.
 
-    Result shape: ``src.shape[:axis] + (size,) + src.shape[axis + indices.ndim:]``.
+    Result shape: ``src.shape[:axis] + (size,) + src.shape[axis + index.ndim:]``.
     Repeated indices accumulate.
     """
-    indices = _as_index_array(indices, src, "scatter_add")
-    ax = L.normalize_axis(axis, src.ndim - indices.ndim + 1, "scatter_add")
-    if src._shape[ax:ax + indices.ndim] != indices._shape:
-        raise ShapeError(f"scatter_add: source dims {src._shape[ax:ax + indices.ndim]} at "
-                         f"axis {ax} do not match indices of shape {indices._shape}")
-    shape = src._shape[:ax] + (size,) + src._shape[ax + indices.ndim:]
-    out = NDArray._empty(shape, src._dtype, src._device)
-    backend = src._device.backend
+    index = _as_index_array(indices, src, "scatter_add")
+    ax = normalize_axis(axis, src.ndim - index.ndim + 1, "scatter_add")
+    if src._shape[ax:ax + index.ndim] != index._shape:
+        raise ShapeError(f"scatter_add: source dims {src._shape[ax:ax + index.ndim]} at "
+                         f"axis {ax} do not match indices of shape {index._shape}")
+    shape = src._shape[:ax] + (size,) + src._shape[ax + index.ndim:]
+    out = src._empty(shape, src._dtype, src._device)
+    kernels = src._device.kernels
     if out.size:
-        backend.fill(out._buf, 0)
-        if indices.size:
-            backend.index_scatter_add(src.compact()._buf, indices.compact()._buf, out._buf,
+        kernels.fill(out._buf, 0)
+        if index.size:
+            kernels.index_scatter_add(src.compact()._buf, index.compact()._buf, out._buf,
                                       prod(shape[:ax]), size, prod(shape[ax + 1:]))
     return out
 
 
-def _as_index_array(indices: Any, like: NDArray, op: str) -> NDArray:
-    if not isinstance(indices, NDArray):
-        from ._creation import array
+def _as_index_array(indices: Any, like: NDArray, op: str) -> ArrayBase:
+    if not isinstance(indices, ArrayBase):
         raw = np.asarray(indices)
         if raw.dtype.kind not in "iu" and raw.size:
             raise DTypeError(f"{op}: indices must be integers, got {raw.dtype}")
-        return array(raw.astype(np.int64), dtype=int64, device=like._device)
+        return like._from_host(raw.astype(np.int64), int64, like._device)
     if indices._dtype is not int64:
         raise DTypeError(f"{op}: indices must be int64, got {indices._dtype.name}")
     if indices._device is not like._device:
@@ -290,12 +332,12 @@ def _as_index_array(indices: Any, like: NDArray, op: str) -> NDArray:
 def softmax(a: NDArray, axis: int = -1) -> NDArray:
     """exp(a) / sum(exp(a)) along ``axis``, shifted by the max for stability."""
     _check_arithmetic(a._dtype, "softmax")
-    ax = L.normalize_axis(axis, a.ndim, "softmax")
-    backend = a._device.backend
-    if ax == a.ndim - 1 and hasattr(backend, "softmax_last") and a.size:
+    ax = normalize_axis(axis, a.ndim, "softmax")
+    kernels = a._device.kernels
+    if ax == a.ndim - 1 and kernels.softmax_last is not None and a.size:
         src = a.compact()
-        out = NDArray._empty(a._shape, a._dtype, a._device)
-        backend.softmax_last(src._buf, out._buf, a._shape[-1])
+        out = a._empty(a._shape, a._dtype, a._device)
+        kernels.softmax_last(src._buf, out._buf, a._shape[-1])
         return out
     e = unary(binary(a, reduce(a, ax, True, "max"), "sub"), "exp")
     return binary(e, reduce(e, ax, True, "sum"), "div")
@@ -320,19 +362,18 @@ def layer_norm(a: NDArray, weight: NDArray, bias: NDArray, eps: float = 1e-5
         raise ShapeError(f"layer_norm: weight {weight._shape} and bias {bias._shape} must "
                          f"both have shape ({a._shape[-1]},) for input {a._shape} "
                          "(normalised over the last axis)")
-    for other in (weight, bias):
-        _check_pair(a, other, "layer_norm")
+    check_same_device_dtype((a, weight, bias), "layer_norm")
     _check_arithmetic(a._dtype, "layer_norm")
     size = a._shape[-1]
     stats = a._shape[:-1] + (1,)
-    backend = a._device.backend
-    if hasattr(backend, "layer_norm_last"):
+    kernels = a._device.kernels
+    if kernels.layer_norm_last is not None:
         src, w, b = a.compact(), weight.compact(), bias.compact()
-        out = NDArray._empty(a._shape, a._dtype, a._device)
-        mu = NDArray._empty(stats, a._dtype, a._device)
-        rstd = NDArray._empty(stats, a._dtype, a._device)
+        out = a._empty(a._shape, a._dtype, a._device)
+        mu = a._empty(stats, a._dtype, a._device)
+        rstd = a._empty(stats, a._dtype, a._device)
         if a.size:
-            backend.layer_norm_last(src._buf, w._buf, b._buf, out._buf, mu._buf, rstd._buf,
+            kernels.layer_norm_last(src._buf, w._buf, b._buf, out._buf, mu._buf, rstd._buf,
                                     size, float(eps))
         return out, mu, rstd
     mu = a.sum(axis=-1, keepdims=True) * (1.0 / size)
@@ -356,7 +397,7 @@ def erf(a: NDArray) -> NDArray:
     precision).
     """
     _check_arithmetic(a._dtype, "erf")
-    if hasattr(a._device.backend, "ewise_erf"):
+    if "erf" in a._device.kernels.ewise:
         return unary(a, "erf")
     t = 1 / (1 + _ERF_P * a.abs())
     poly = t * (_ERF_A[0] + t * (_ERF_A[1] + t * (_ERF_A[2] + t * (_ERF_A[3] + t * _ERF_A[4]))))
@@ -366,15 +407,14 @@ def erf(a: NDArray) -> NDArray:
 def logsumexp(a: NDArray, axis: Any = -1, keepdims: bool = False) -> NDArray:
     """log(sum(exp(a))) over ``axis``, stable for large and -inf entries."""
     _check_arithmetic(a._dtype, "logsumexp")
-    axes = L.normalize_axes(axis, a.ndim, "logsumexp")
-    backend = a._device.backend
-    if axes == (a.ndim - 1,) and hasattr(backend, "logsumexp_last") and a.size:
+    axes = normalize_axes(axis, a.ndim, "logsumexp")
+    kernels = a._device.kernels
+    if axes == (a.ndim - 1,) and kernels.logsumexp_last is not None and a.size:
         src = a.compact()
-        out = NDArray._empty(a._shape[:-1], a._dtype, a._device)
-        backend.logsumexp_last(src._buf, out._buf, a._shape[-1])
+        out = a._empty(a._shape[:-1], a._dtype, a._device)
+        kernels.logsumexp_last(src._buf, out._buf, a._shape[-1])
         return out.expand_dims(-1) if keepdims else out
     peak = reduce(a, axes, True, "max")
-    from ._creation import where
     peak = where(binary(peak, float("inf"), "lt") * binary(peak, float("-inf"), "gt"),
                  peak, 0.0)
     total = reduce(unary(binary(a, peak, "sub"), "exp"), axes, True, "sum")
@@ -389,8 +429,18 @@ def pad(a: NDArray, pad_width: Any, value: float = 0.0) -> NDArray:
         raise ShapeError(f"pad: need one non-negative (before, after) pair per axis of shape "
                          f"{a._shape}, got {pad_width}")
     shape = tuple(n + lo + hi for n, (lo, hi) in zip(a._shape, widths))
-    out = NDArray._empty(shape, a._dtype, a._device)
+    out = a._empty(shape, a._dtype, a._device)
     if out.size:
-        a._device.backend.fill(out._buf, value)
+        a._device.kernels.fill(out._buf, value)
         out[tuple(slice(lo, lo + n) for n, (lo, _) in zip(a._shape, widths))] = a
     return out
+
+
+def maximum(a: NDArray, b: Any) -> NDArray:
+    """Elementwise maximum with broadcasting (NaN propagates)."""
+    return binary(a, b, "maximum")
+
+
+def minimum(a: NDArray, b: Any) -> NDArray:
+    """Elementwise minimum with broadcasting (NaN propagates)."""
+    return binary(a, b, "minimum")

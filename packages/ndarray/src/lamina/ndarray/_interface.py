@@ -1,43 +1,146 @@
-"""The backend interface, version 1, as a typed Protocol.
+"""The backend interface, version 1: the kernel table and the typed Protocol.
 
 ``docs/backend-interface.md`` is the prose form of this contract. A backend
 owns flat 1-D buffers of one dtype and kernels over them; arguments come in
 the order *inputs, output, layout*; layout values count elements, never bytes;
 kernels never allocate and never return.
+
+:class:`KernelTable` is the one list of kernel names: ``REQUIRED`` and
+``OPTIONAL`` below are derived from its fields, and so are the numpy
+backend's checks, the cuda backend's ``KERNELS`` and the conformance kit's.
+The registry resolves a table once per device (:func:`resolve_kernels`), so
+compute ops call ``device.kernels.matmul(...)`` instead of looking a name up
+on the backend at every call.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
 API_VERSION = 1
 
 Shape = tuple[int, ...]
+Kernel = Callable[..., Any]
 
-# Names of the kernels every backend provides, grouped by family. The
-# conformance kit and the registry both read these lists.
+# The ops of each kernel family, by the suffix of ``<family>_<op>``.
 BINARY_OPS = ("add", "sub", "mul", "div", "power", "maximum", "minimum",
               "eq", "ne", "lt", "le", "gt", "ge")
 COMPARISON_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
 REVERSED_SCALAR_OPS = ("rsub", "rdiv", "rpower")
 UNARY_OPS = ("neg", "abs", "exp", "log", "sqrt", "tanh", "sin", "cos", "sign")
+OPTIONAL_UNARY_OPS = ("erf",)
 REDUCE_OPS = ("sum", "max", "min", "argmax")
 
-REQUIRED = (
-    ("Array", "from_numpy", "to_numpy", "fill",
-     "compact", "ewise_setitem", "scalar_setitem",
-     "ewise_where", "ewise_cast",
-     "index_gather", "index_scatter_add",
-     "matmul", "matmul_batched",
-     "is_available", "unavailable_reason")
-    + tuple(f"ewise_{op}" for op in BINARY_OPS + UNARY_OPS)
-    + tuple(f"scalar_{op}" for op in BINARY_OPS + REVERSED_SCALAR_OPS)
-    + tuple(f"reduce_{op}" for op in REDUCE_OPS)
-)
+METADATA = ("is_available", "unavailable_reason")
+"""Functions every backend has that are not kernels (nor in the table)."""
 
-OPTIONAL = ("softmax_last", "logsumexp_last", "layer_norm_last", "reduce_sum_axis", "im2col",
-            "col2im", "ewise_erf", "matmul_strided", "ewise_strided", "device_count",
-            "synchronize")
+
+def _family(ops: tuple[str, ...], optional: tuple[str, ...] = ()) -> Any:
+    return field(metadata={"ops": ops, "optional": optional})
+
+
+def _optional() -> Any:
+    return field(default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class KernelTable:
+    """One device's kernels, resolved once when the device is first used.
+
+    Fields without a default are required kernels; a family field maps each
+    op to its kernel (``ewise["add"]`` is the backend's ``ewise_add``); fields
+    defaulting to ``None`` are optional kernels and device functions, ``None``
+    where the backend lacks them. Signatures are in ``docs/backend-interface.md``.
+    """
+
+    # buffers and strided access
+    Array: Kernel  # noqa: N815  (the interface's spelling of the buffer type)
+    from_numpy: Kernel
+    to_numpy: Kernel
+    fill: Kernel
+    compact: Kernel
+    ewise_setitem: Kernel
+    scalar_setitem: Kernel
+    # elementwise, indexing, matmul
+    ewise_where: Kernel
+    ewise_cast: Kernel
+    index_gather: Kernel
+    index_scatter_add: Kernel
+    matmul: Kernel
+    matmul_batched: Kernel
+    # families: <family>_<op> by op
+    ewise: Mapping[str, Kernel] = _family(BINARY_OPS + UNARY_OPS, OPTIONAL_UNARY_OPS)
+    scalar: Mapping[str, Kernel] = _family(BINARY_OPS + REVERSED_SCALAR_OPS)
+    reduce: Mapping[str, Kernel] = _family(REDUCE_OPS)
+    # optional fast paths (NDArray composes required kernels without them)
+    ewise_strided: Kernel | None = _optional()
+    matmul_strided: Kernel | None = _optional()
+    reduce_sum_axis: Kernel | None = _optional()
+    softmax_last: Kernel | None = _optional()
+    logsumexp_last: Kernel | None = _optional()
+    layer_norm_last: Kernel | None = _optional()
+    im2col: Kernel | None = _optional()
+    col2im: Kernel | None = _optional()
+    # optional device functions (Device methods raise DeviceError without them)
+    device_count: Kernel | None = _optional()
+    synchronize: Kernel | None = _optional()
+    set_num_threads: Kernel | None = _optional()
+    num_threads: Kernel | None = _optional()
+    memory_stats: Kernel | None = _optional()
+    empty_cache: Kernel | None = _optional()
+
+
+def _names(required: bool) -> tuple[str, ...]:
+    names: list[str] = []
+    for f in fields(KernelTable):
+        ops = f.metadata.get("ops")
+        if ops is not None:
+            names += [f"{f.name}_{op}" for op in (ops if required else f.metadata["optional"])]
+        elif (f.default is not None) == required:
+            names.append(f.name)
+    return tuple(names)
+
+
+REQUIRED: tuple[str, ...] = _names(required=True) + METADATA
+"""Every name a backend must provide (kernels and metadata functions)."""
+
+OPTIONAL: tuple[str, ...] = _names(required=False)
+"""Optional kernels and device functions; the table holds ``None`` without them."""
+
+DEVICE_FUNCTIONS = ("device_count", "synchronize", "set_num_threads", "num_threads",
+                    "memory_stats", "empty_cache")
+"""The optional names that are device functions, not kernels over buffers."""
+
+
+def missing_kernels(backend: object) -> list[str]:
+    """Names from ``REQUIRED`` that ``backend`` does not provide."""
+    return [name for name in REQUIRED if not hasattr(backend, name)]
+
+
+def resolve_kernels(backend: object) -> KernelTable:
+    """Look every kernel of ``backend`` up once; optional ones are ``None`` when absent.
+
+    Raises:
+        AttributeError: a required kernel is missing (the registry checks
+            :func:`missing_kernels` first and reports it as incompatible).
+    """
+    values: dict[str, Any] = {}
+    for f in fields(KernelTable):
+        ops = f.metadata.get("ops")
+        if ops is None:
+            values[f.name] = (getattr(backend, f.name) if f.default is not None
+                              else getattr(backend, f.name, None))
+            continue
+        family = {op: getattr(backend, f"{f.name}_{op}") for op in ops}
+        for op in f.metadata["optional"]:
+            kernel = getattr(backend, f"{f.name}_{op}", None)
+            if kernel is not None:
+                family[op] = kernel
+        values[f.name] = MappingProxyType(family)
+    return KernelTable(**values)
 
 
 class Buffer(Protocol):
@@ -101,8 +204,3 @@ class BackendProtocol(Protocol):
     def matmul(self, a: Buffer, b: Buffer, out: Buffer, m: int, n: int, p: int) -> None: ...
     def matmul_batched(self, a: Buffer, b: Buffer, out: Buffer, batch: int, m: int,
                        n: int, p: int) -> None: ...
-
-
-def missing_kernels(backend: object) -> list[str]:
-    """Names from ``REQUIRED`` that ``backend`` does not provide."""
-    return [name for name in REQUIRED if not hasattr(backend, name)]

@@ -87,26 +87,6 @@ def checked_size(shape: Shape, itemsize: int, op: str) -> int:
     return size
 
 
-def normalize_axis(axis: int, ndim: int, op: str) -> int:
-    """Map a possibly negative axis into ``range(ndim)``."""
-    if not -ndim <= axis < ndim:
-        raise ShapeError(f"{op}: axis {axis} is out of range for an array of {ndim} "
-                         f"dim{'s' if ndim != 1 else ''}")
-    return axis % ndim
-
-
-def normalize_axes(axis: int | tuple[int, ...] | list[int] | None, ndim: int,
-                   op: str) -> tuple[int, ...]:
-    """Sorted, de-negated axes; ``None`` means all of them."""
-    if axis is None:
-        return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
-    out = tuple(sorted(normalize_axis(a, ndim, op) for a in axes))
-    if len(set(out)) != len(out):
-        raise ShapeError(f"{op}: repeated axis in {axis}")
-    return out
-
-
 def broadcast_shapes(*shapes: Shape, op: str = "broadcast") -> Shape:
     """NumPy's broadcasting rule for any number of shapes."""
     ndim = max(len(s) for s in shapes)

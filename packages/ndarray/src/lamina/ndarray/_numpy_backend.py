@@ -13,11 +13,13 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ._checks import conv_output_size
 from ._interface import API_VERSION
 
 Shape = tuple[int, ...]
 
 _DTYPES = ("float32", "float64", "int64")
+_NP_DTYPES = {name: np.dtype(name) for name in _DTYPES}
 
 
 class NumpyArray:
@@ -26,11 +28,12 @@ class NumpyArray:
     __slots__ = ("data",)
 
     def __init__(self, size: int, dtype: str) -> None:
-        if dtype not in _DTYPES:
+        np_dtype = _NP_DTYPES.get(dtype)
+        if np_dtype is None:
             raise TypeError(f"Array: unsupported dtype {dtype!r}; numpy lists {_DTYPES}")
         if size < 0:
             raise ValueError(f"Array: size must be >= 0, got {size}")
-        self.data = np.empty(size, dtype=dtype)
+        self.data = np.empty(size, np_dtype)
 
     @property
     def size(self) -> int:
@@ -69,6 +72,106 @@ def _check_size(op: str, out: NumpyArray, *arrays: NumpyArray) -> int:
         if x.data.size < size:
             raise ValueError(f"{op}: operand {i} has {x.data.size} elements, out has {size}")
     return size
+
+
+# Ops whose IEEE results (inf, nan) numpy would announce with a RuntimeWarning;
+# only these pay for an errstate context, keeping add/mul/compare cheap.
+_MAY_WARN = frozenset({"div", "power", "log", "sqrt", "exp", "sin", "cos"})
+
+BINARY_UFUNCS: dict[str, Any] = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
+    "power": np.power, "maximum": np.maximum, "minimum": np.minimum,
+    "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+    "gt": np.greater, "ge": np.greater_equal,
+}
+"""The ufunc behind ``ewise_OP``/``scalar_OP``, for every op of ``BINARY_OPS``."""
+
+
+def _plain(ufunc: Any, x: Any, y: Any, out: np.ndarray) -> None:
+    ufunc(x, y, out=out, casting="unsafe")
+
+
+def _quiet(ufunc: Any, x: Any, y: Any, out: np.ndarray) -> None:
+    with np.errstate(all="ignore"):
+        ufunc(x, y, out=out, casting="unsafe")
+
+
+# The elementwise kernels are one numpy ufunc call each with out=, made by the
+# three factories below and named one by one in NumpyBackend's body. They
+# return IEEE results (inf, nan) silently, like PyTorch's kernels, instead of
+# numpy's RuntimeWarnings for log(0), x/0 and friends.
+def _binary(op: str) -> tuple[Any, Any]:
+    """``(ewise_OP, scalar_OP)`` as static methods."""
+    ufunc = BINARY_UFUNCS[op]
+    quiet = op in _MAY_WARN
+    # Only int64 / int64 (a float64 result into an int64 out) needs casting="unsafe";
+    # the keyword costs a tenth of a small op, so the other ops go without it.
+    casting = "unsafe" if op == "div" else "same_kind"
+
+    # Operands may be longer than out (a compact prefix view): only then slice,
+    # since a slice costs as much as the ufunc call on a few elements.
+    def ewise(a: NumpyArray, b: NumpyArray, out: NumpyArray) -> None:
+        o = out.data
+        x, y = a.data, b.data
+        n = o.size
+        if x.size != n or y.size != n:
+            _check_size(f"ewise_{op}", out, a, b)
+            x, y = x[:n], y[:n]
+        if quiet:
+            with np.errstate(all="ignore"):
+                ufunc(x, y, out=o, casting=casting)
+        else:
+            ufunc(x, y, out=o)
+
+    def scalar(a: NumpyArray, value: float, out: NumpyArray) -> None:
+        o = out.data
+        x = a.data
+        n = o.size
+        if x.size != n:
+            _check_size(f"scalar_{op}", out, a)
+            x = x[:n]
+        if quiet:
+            with np.errstate(all="ignore"):
+                ufunc(x, o.dtype.type(value), out=o, casting=casting)
+        else:
+            ufunc(x, o.dtype.type(value), out=o)
+
+    ewise.__name__ = ewise.__qualname__ = f"ewise_{op}"
+    scalar.__name__ = scalar.__qualname__ = f"scalar_{op}"
+    return staticmethod(ewise), staticmethod(scalar)
+
+
+def _reversed(op: str) -> Any:
+    """``scalar_rOP``: ``out = value OP a``."""
+    ufunc = BINARY_UFUNCS[op]
+
+    def scalar(a: NumpyArray, value: float, out: NumpyArray) -> None:
+        n = _check_size(f"scalar_r{op}", out, a)
+        _quiet(ufunc, out.data.dtype.type(value), a.data[:n], out.data)
+
+    scalar.__name__ = scalar.__qualname__ = f"scalar_r{op}"
+    return staticmethod(scalar)
+
+
+def _unary(op: str, ufunc: Any) -> Any:
+    """``ewise_OP`` for a unary op."""
+    quiet = op in _MAY_WARN
+
+    def ewise(a: NumpyArray, out: NumpyArray) -> None:
+        o = out.data
+        x = a.data
+        n = o.size
+        if x.size != n:
+            _check_size(f"ewise_{op}", out, a)
+            x = x[:n]
+        if quiet:
+            with np.errstate(all="ignore"):
+                ufunc(x, out=o)
+        else:
+            ufunc(x, out=o)
+
+    ewise.__name__ = ewise.__qualname__ = f"ewise_{op}"
+    return staticmethod(ewise)
 
 
 class NumpyBackend:
@@ -130,6 +233,52 @@ class NumpyBackend:
         view[...] = value
 
     # ----------------------------------------------------------- elementwise
+    ewise_add, scalar_add = _binary("add")
+    ewise_sub, scalar_sub = _binary("sub")
+    ewise_mul, scalar_mul = _binary("mul")
+    ewise_div, scalar_div = _binary("div")
+    ewise_power, scalar_power = _binary("power")
+    ewise_maximum, scalar_maximum = _binary("maximum")
+    ewise_minimum, scalar_minimum = _binary("minimum")
+    ewise_eq, scalar_eq = _binary("eq")
+    ewise_ne, scalar_ne = _binary("ne")
+    ewise_lt, scalar_lt = _binary("lt")
+    ewise_le, scalar_le = _binary("le")
+    ewise_gt, scalar_gt = _binary("gt")
+    ewise_ge, scalar_ge = _binary("ge")
+    scalar_rsub = _reversed("sub")
+    scalar_rdiv = _reversed("div")
+    scalar_rpower = _reversed("power")
+    ewise_neg = _unary("neg", np.negative)
+    ewise_abs = _unary("abs", np.abs)
+    ewise_exp = _unary("exp", np.exp)
+    ewise_log = _unary("log", np.log)
+    ewise_sqrt = _unary("sqrt", np.sqrt)
+    ewise_tanh = _unary("tanh", np.tanh)
+    ewise_sin = _unary("sin", np.sin)
+    ewise_cos = _unary("cos", np.cos)
+    ewise_sign = _unary("sign", np.sign)
+
+    @staticmethod
+    def ewise_strided(op: str, a: NumpyArray, b: NumpyArray, out: NumpyArray, shape: Shape,
+                      a_strides: Shape, a_offset: int, b_strides: Shape, b_offset: int) -> None:
+        ufunc = BINARY_UFUNCS.get(op)
+        if ufunc is None:
+            raise ValueError(f"ewise_strided: unknown op {op!r}; expected one of "
+                             f"{', '.join(BINARY_UFUNCS)}")
+        if a.data.dtype != out.data.dtype or b.data.dtype != out.data.dtype:
+            raise TypeError(f"ewise_strided: dtypes differ: {a.data.dtype}, {b.data.dtype} "
+                            f"-> {out.data.dtype}")
+        shape = tuple(shape)
+        av = _view(a, shape, tuple(a_strides), a_offset, "ewise_strided")
+        bv = _view(b, shape, tuple(b_strides), b_offset, "ewise_strided")
+        n = int(np.prod(shape))
+        if out.data.size < n:
+            raise ValueError(f"ewise_strided: out has {out.data.size} elements, shape {shape} "
+                             f"needs {n}")
+        (_quiet if op in _MAY_WARN else _plain)(ufunc, av, bv, out.data[:n].reshape(shape))
+
+    # ----------------------------------------------------------- where and cast
     @staticmethod
     def ewise_where(cond: NumpyArray, a: NumpyArray, b: NumpyArray, out: NumpyArray) -> None:
         n = _check_size("ewise_where", out, cond, a, b)
@@ -287,8 +436,8 @@ class NumpyBackend:
 
 def _conv_out(h: int, w: int, kh: int, kw: int, sh: int, sw: int, ph: int, pw: int,
               dh: int, dw: int, op: str) -> tuple[int, int]:
-    oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
-    ow = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    oh = conv_output_size(h, kh, sh, ph, dh)
+    ow = conv_output_size(w, kw, sw, pw, dw)
     if oh <= 0 or ow <= 0:
         raise ValueError(f"{op}: kernel ({kh}, {kw}) with dilation ({dh}, {dw}) does not "
                          f"fit the padded input ({h + 2 * ph}, {w + 2 * pw})")
@@ -346,102 +495,5 @@ def _check_matmul(a: NumpyArray, b: NumpyArray, out: NumpyArray, batch: int, m: 
                          f"n={n}, p={p}")
 
 
-# Ops whose IEEE results (inf, nan) numpy would announce with a RuntimeWarning;
-# only these pay for an errstate context, keeping add/mul/compare cheap.
-_MAY_WARN = frozenset({"div", "power", "log", "sqrt", "exp", "sin", "cos"})
-
-
-def _plain(ufunc: Any, x: Any, y: Any, out: np.ndarray) -> None:
-    ufunc(x, y, out=out, casting="unsafe")
-
-
-def _quiet(ufunc: Any, x: Any, y: Any, out: np.ndarray) -> None:
-    with np.errstate(all="ignore"):
-        ufunc(x, y, out=out, casting="unsafe")
-
-
-def _install_elementwise() -> None:
-    """Attach the ewise_/scalar_ kernels; each is one numpy ufunc call with out=.
-
-    They return IEEE results (inf, nan) silently, like PyTorch's kernels, instead
-    of numpy's RuntimeWarnings for log(0), x/0 and friends.
-    """
-    binary: dict[str, Any] = {
-        "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
-        "power": np.power, "maximum": np.maximum, "minimum": np.minimum,
-        "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
-        "gt": np.greater, "ge": np.greater_equal,
-    }
-    unary: dict[str, Any] = {
-        "neg": np.negative, "abs": np.abs, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
-        "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "sign": np.sign,
-    }
-
-    def make_binary(name: str, ufunc: Any) -> tuple[Any, Any]:
-        quiet = _quiet if name in _MAY_WARN else _plain
-
-        def ewise(a: NumpyArray, b: NumpyArray, out: NumpyArray) -> None:
-            n = out.data.size
-            if a.data.size < n or b.data.size < n:
-                _check_size(f"ewise_{name}", out, a, b)
-            quiet(ufunc, a.data[:n], b.data[:n], out.data)
-
-        def scalar(a: NumpyArray, value: float, out: NumpyArray) -> None:
-            n = out.data.size
-            if a.data.size < n:
-                _check_size(f"scalar_{name}", out, a)
-            quiet(ufunc, a.data[:n], out.data.dtype.type(value), out.data)
-
-        return ewise, scalar
-
-    def make_reversed(name: str, ufunc: Any) -> Any:
-        def scalar(a: NumpyArray, value: float, out: NumpyArray) -> None:
-            n = _check_size(f"scalar_{name}", out, a)
-            _quiet(ufunc, out.data.dtype.type(value), a.data[:n], out.data)
-        return scalar
-
-    def make_unary(name: str, ufunc: Any) -> Any:
-        def ewise(a: NumpyArray, out: NumpyArray) -> None:
-            n = out.data.size
-            if a.data.size < n:
-                _check_size(f"ewise_{name}", out, a)
-            if name in _MAY_WARN:
-                with np.errstate(all="ignore"):
-                    ufunc(a.data[:n], out=out.data)
-            else:
-                ufunc(a.data[:n], out=out.data)
-        return ewise
-
-    def ewise_strided(op: str, a: NumpyArray, b: NumpyArray, out: NumpyArray, shape: Shape,
-                      a_strides: Shape, a_offset: int, b_strides: Shape, b_offset: int) -> None:
-        ufunc = binary.get(op)
-        if ufunc is None:
-            raise ValueError(f"ewise_strided: unknown op {op!r}; expected one of "
-                             f"{', '.join(binary)}")
-        if a.data.dtype != out.data.dtype or b.data.dtype != out.data.dtype:
-            raise TypeError(f"ewise_strided: dtypes differ: {a.data.dtype}, {b.data.dtype} "
-                            f"-> {out.data.dtype}")
-        shape = tuple(shape)
-        av = _view(a, shape, tuple(a_strides), a_offset, "ewise_strided")
-        bv = _view(b, shape, tuple(b_strides), b_offset, "ewise_strided")
-        n = int(np.prod(shape))
-        if out.data.size < n:
-            raise ValueError(f"ewise_strided: out has {out.data.size} elements, shape {shape} "
-                             f"needs {n}")
-        (_quiet if op in _MAY_WARN else _plain)(ufunc, av, bv, out.data[:n].reshape(shape))
-
-    NumpyBackend.ewise_strided = staticmethod(ewise_strided)  # type: ignore[attr-defined]
-    for name, ufunc in binary.items():
-        ewise, scalar = make_binary(name, ufunc)
-        setattr(NumpyBackend, f"ewise_{name}", staticmethod(ewise))
-        setattr(NumpyBackend, f"scalar_{name}", staticmethod(scalar))
-    for name, ufunc in (("rsub", np.subtract), ("rdiv", np.true_divide),
-                        ("rpower", np.power)):
-        setattr(NumpyBackend, f"scalar_{name}", staticmethod(make_reversed(name, ufunc)))
-    for name, ufunc in unary.items():
-        setattr(NumpyBackend, f"ewise_{name}", staticmethod(make_unary(name, ufunc)))
-
-
-_install_elementwise()
 
 backend = NumpyBackend()

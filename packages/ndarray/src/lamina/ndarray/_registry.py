@@ -29,7 +29,13 @@ from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from ._errors import DeviceError
-from ._interface import API_VERSION, missing_kernels
+from ._interface import (
+    API_VERSION,
+    BackendProtocol,
+    KernelTable,
+    missing_kernels,
+    resolve_kernels,
+)
 
 __all__ = ["RESERVED", "BackendInfo", "Device", "default_device", "get_device",
            "list_backends", "refresh", "set_default_device"]
@@ -92,22 +98,29 @@ class Device:
         name: ``type`` for single-device backends, ``f"{type}:{index}"`` for
             backends that provide ``device_count``.
         backend: the loaded backend object.
+        kernels: the backend's kernels, resolved once when the device was
+            created (optional ones ``None`` where the backend lacks them).
         dtypes: the dtypes the backend lists.
 
     Example:
         >>> dev = get_device("numpy")
         >>> dev, str(dev), dev is get_device(dev)
         (device('numpy'), 'numpy', True)
+        >>> dev.kernels.matmul_strided is not None, dev.kernels.set_num_threads
+        (True, None)
     """
 
-    __slots__ = ("type", "index", "name", "backend", "dtypes")
+    __slots__ = ("type", "index", "name", "backend", "kernels", "dtypes", "_plugin")
 
-    def __init__(self, type: str, index: int, name: str, backend: Any) -> None:
+    def __init__(self, type: str, index: int, name: str, backend: BackendProtocol,
+                 kernels: KernelTable | None = None, plugin: str = "") -> None:
         self.type = type
         self.index = index
         self.name = name
         self.backend = backend
+        self.kernels = resolve_kernels(backend) if kernels is None else kernels
         self.dtypes: tuple[str, ...] = tuple(backend.dtypes)
+        self._plugin = plugin or type
 
     def __str__(self) -> str:
         return self.name
@@ -126,6 +139,60 @@ class Device:
     def __reduce__(self) -> tuple[Any, tuple[str]]:
         # Unpickling (e.g. in a DataLoader worker) resolves the name again.
         return get_device, (self.name,)
+
+    # ------------------------------------------------------------------ settings
+    def _function(self, name: str, what: str) -> Any:
+        function = getattr(self.kernels, name)
+        if function is None:
+            raise DeviceError(f"device {self.name!r} has no {what}: its backend "
+                              f"({self._plugin}) does not provide the optional {name}()")
+        return function
+
+    def set_num_threads(self, n: int) -> None:
+        """Use ``n`` threads (>= 1) for this device's kernels.
+
+        Raises:
+            TypeError: ``n`` is not an int.
+            ValueError: ``n`` is below 1.
+            DeviceError: the backend has no thread setting (e.g. ``numpy``).
+        """
+        setter = self._function("set_num_threads", "thread setting")
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise TypeError(f"set_num_threads: expected an int >= 1, got {type(n).__name__} "
+                            f"{n!r}")
+        if n < 1:
+            raise ValueError(f"set_num_threads: expected an int >= 1, got {n}")
+        setter(n)
+
+    def num_threads(self) -> int:
+        """How many threads this device's kernels use.
+
+        Raises:
+            DeviceError: the backend has no thread setting.
+        """
+        return int(self._function("num_threads", "thread setting")())
+
+    def memory_stats(self) -> dict[str, int]:
+        """The backend allocator's counters (bytes in use, cached, peak, ...).
+
+        Raises:
+            DeviceError: the backend reports no memory statistics.
+        """
+        return dict(self._function("memory_stats", "memory statistics")())
+
+    def empty_cache(self) -> None:
+        """Return the allocator's cached, unused blocks to the system.
+
+        Raises:
+            DeviceError: the backend has no allocator cache.
+        """
+        self._function("empty_cache", "allocator cache")()
+
+    def synchronize(self) -> None:
+        """Wait until every kernel queued on this device has finished (a no-op
+        for backends that run kernels synchronously)."""
+        if self.kernels.synchronize is not None:
+            self.kernels.synchronize()
 
 
 class _Registry:
@@ -352,8 +419,8 @@ def _parse(spec: str) -> tuple[str, int | None]:
     return match.group(1), None if index is None else int(index)
 
 
-def _device_count(info: BackendInfo, backend: Any) -> int | None:
-    counter = getattr(backend, "device_count", None)
+def _device_count(info: BackendInfo, kernels: KernelTable) -> int | None:
+    counter = kernels.device_count
     if counter is None:
         return None
     try:
@@ -412,7 +479,8 @@ def _resolve(spec: str) -> Device:
     info, backend = loaded
     if backend is None:
         raise _unusable(type_ if index is None else spec, info)
-    count = _device_count(info, backend)
+    kernels = _kernels_of(type_, backend)
+    count = _device_count(info, kernels)
     if count is None:
         if index not in (None, 0):
             raise DeviceError(f"device {spec!r} is out of range: backend {type_!r} "
@@ -426,7 +494,22 @@ def _resolve(spec: str) -> Device:
                               f"reports {count} device(s) ({have})")
         name = f"{type_}:{index}"
     with _state.lock:
-        return _state.devices.setdefault(name, Device(type_, index, name, backend))
+        cached = _state.devices.get(name)  # "cpu:0" after "cpu": one Device, one table
+    if cached is not None:
+        return cached
+    device = Device(type_, index, name, backend, kernels, info.plugin)
+    with _state.lock:
+        return _state.devices.setdefault(name, device)
+
+
+def _kernels_of(type_: str, backend: Any) -> KernelTable:
+    """The kernel table of a device of ``type_``: that of a cached device of the
+    same backend, or a new one (resolving looks every kernel name up once)."""
+    with _state.lock:
+        for device in _state.devices.values():
+            if device.type == type_ and device.backend is backend:
+                return device.kernels
+    return resolve_kernels(backend)
 
 
 def default_device() -> Device:

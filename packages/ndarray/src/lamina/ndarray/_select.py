@@ -1,0 +1,96 @@
+"""Functions that pick from or join several arrays: where, concatenate, stack.
+
+They build on :class:`~lamina.ndarray._base.ArrayBase` only (copies and
+strided writes), so ``_compute``'s composites can use them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+from . import _layout as L
+from ._base import ArrayBase
+from ._checks import check_same_device_dtype, normalize_axis
+from ._dtypes import DType, float32, int64
+from ._errors import DeviceError, DTypeError, ShapeError
+
+A = TypeVar("A", bound=ArrayBase)
+
+
+def concatenate(arrays: Sequence[A], axis: int = 0) -> A:
+    """Join arrays along an existing axis."""
+    _check_nonempty(arrays, "concatenate")
+    check_same_device_dtype(arrays, "concatenate")
+    first = arrays[0]
+    ax = normalize_axis(axis, first.ndim, "concatenate")
+    return _concatenate(arrays, ax)
+
+
+def _concatenate(arrays: Sequence[A], ax: int) -> A:
+    """concatenate() once the arrays and the axis are checked."""
+    first = arrays[0]
+    for i, a in enumerate(arrays):
+        if a.ndim != first.ndim or any(a.shape[d] != first.shape[d]
+                                       for d in range(first.ndim) if d != ax):
+            raise ShapeError(f"concatenate: shape {a.shape} (arg {i}) does not match "
+                             f"{first.shape} (arg 0) outside axis {ax}")
+    total = sum(a.shape[ax] for a in arrays)
+    out = first._empty(first.shape[:ax] + (total,) + first.shape[ax + 1:], first.dtype,
+                      first.device)
+    start = 0
+    for a in arrays:
+        stop = start + a.shape[ax]
+        out[(slice(None),) * ax + (slice(start, stop),)] = a
+        start = stop
+    return out
+
+
+def stack(arrays: Sequence[A], axis: int = 0) -> A:
+    """Join arrays of one shape along a new axis."""
+    _check_nonempty(arrays, "stack")
+    check_same_device_dtype(arrays, "stack")
+    for i, a in enumerate(arrays):
+        if a.shape != arrays[0].shape:
+            raise ShapeError(f"stack: shape {a.shape} (arg {i}) differs from "
+                             f"{arrays[0].shape} (arg 0)")
+    ax = normalize_axis(axis, arrays[0].ndim + 1, "stack")
+    return _concatenate([a.expand_dims(ax) for a in arrays], ax)
+
+
+def _check_nonempty(arrays: Sequence[ArrayBase], op: str) -> None:
+    if not arrays:
+        raise ShapeError(f"{op}: expected a non-empty sequence of arrays")
+
+
+def _scalar(like: A, value: Any, dtype: DType) -> A:
+    """A 0-d array holding ``value`` on ``like``'s device."""
+    out = like._empty((), dtype, like._device)
+    like._device.kernels.fill(out._buf, value)
+    return out
+
+
+def where(cond: A, a: Any, b: Any) -> A:
+    """Elementwise ``a if cond != 0 else b``, broadcasting all three; a or b may be scalars."""
+    ref = a if isinstance(a, ArrayBase) else b
+    if not isinstance(ref, ArrayBase):
+        ref = cond
+        dtype = float32 if not cond.dtype.is_floating else cond.dtype
+    else:
+        dtype = ref.dtype
+    device = cond.device
+    ops = [x if isinstance(x, ArrayBase) else _scalar(cond, x, dtype) for x in (a, b)]
+    for i, x in enumerate(ops, 1):
+        if x.device is not device:
+            raise DeviceError(f"where: arg {i} is on {x.device.name}, the condition on "
+                              f"{device.name}")
+        if x.dtype is not dtype:
+            raise DTypeError(f"where: dtypes differ, {ops[0].dtype.name} and "
+                             f"{ops[1].dtype.name}")
+    shape = L.broadcast_shapes(cond.shape, ops[0].shape, ops[1].shape, op="where")
+    mask = cond if cond.dtype in (dtype, int64) else cond.astype(dtype)
+    c, x, y = (t.broadcast_to(shape).compact() for t in (mask, ops[0], ops[1]))
+    out = cond._empty(shape, dtype, device)
+    if out.size:
+        device.kernels.ewise_where(c._buf, x._buf, y._buf, out._buf)
+    return out
