@@ -20,6 +20,7 @@ from ._util import normalize_axes, normalize_axis, shape_arg
 
 class Reshape(Function):
     name = "reshape"
+    is_view = True
 
     def forward(self, a: NDArray, shape: tuple[int, ...]) -> NDArray:
         return a.reshape(shape)
@@ -30,6 +31,7 @@ class Reshape(Function):
 
 class Permute(Function):
     name = "permute"
+    is_view = True
 
     def forward(self, a: NDArray, axes: tuple[int, ...]) -> NDArray:
         if sorted(axes) != list(range(a.ndim)):
@@ -46,6 +48,7 @@ class BroadcastTo(Function):
     """A stride-0 view; the engine sums the gradient back, so the rule is identity."""
 
     name = "broadcast_to"
+    is_view = True
 
     def forward(self, a: NDArray, shape: tuple[int, ...]) -> NDArray:
         return a.broadcast_to(shape)
@@ -56,6 +59,7 @@ class BroadcastTo(Function):
 
 class Flip(Function):
     name = "flip"
+    is_view = True
 
     def forward(self, a: NDArray, axes: tuple[int, ...]) -> NDArray:
         self.axes = axes
@@ -69,6 +73,7 @@ class Slice(Function):
     """Basic indexing ``a[key]``: ints, slices (any step), None, Ellipsis. A view."""
 
     name = "slice"
+    is_view = True
 
     def forward(self, a: NDArray, key: Any) -> NDArray:
         self.key = key
