@@ -24,7 +24,7 @@ _REDUCTIONS = ("mean", "sum", "none")
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """``x @ weight.T + bias``.
+    """``x @ weight.T + bias``, one graph node (:func:`lamina.autograd.linear`).
 
     Args:
         x: (*, in_features).
@@ -34,8 +34,7 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     Returns:
         (*, out_features).
     """
-    out = x @ weight.transpose(0, 1)
-    return out + bias if bias is not None else out
+    return ag.linear(x, weight, bias)
 
 
 def relu(x: Tensor) -> Tensor:
