@@ -112,8 +112,9 @@ __all__ = [
     # ops
     "abs", "add", "amax", "amin", "argmax", "avg_pool2d", "broadcast_to", "cat", "chunk",
     "clamp", "conv2d", "cos", "dilate", "div", "dropout", "embedding", "eq", "erf", "exp",
-    "expand", "flatten", "flip", "ge", "gelu", "gt", "le", "linear", "log", "log_softmax", "logsumexp",
-    "lt", "matmul", "max_pool2d", "maximum", "mean", "minimum", "mul", "ne", "neg", "one_hot",
+    "expand", "flatten", "flip", "ge", "gelu", "gt", "le", "linear", "log", "log_softmax",
+    "logsumexp", "lt", "matmul", "max_pool2d", "maximum", "mean", "minimum", "mul", "ne", "neg",
+    "one_hot",
     "pad", "permute", "pow", "relu", "reshape", "scatter_add", "sigmoid", "sign", "sin",
     "softmax", "split", "sqrt", "squeeze", "stack", "std", "sub", "sum", "take", "tanh",
     "transpose", "undilate", "unsqueeze", "var", "view", "where",

@@ -147,7 +147,10 @@ class Function:
     @property
     def needs_input_grad(self) -> tuple[bool, ...]:
         """Whether each input needs a gradient; lets a rule skip useless work."""
-        return tuple(edge is not None for edge in self.next)
+        need = []
+        for edge in self.next:  # a loop, not a generator: one Python call fewer per node
+            need.append(edge is not None)
+        return tuple(need)
 
     @property
     def inputs(self) -> tuple[Tensor, ...]:
