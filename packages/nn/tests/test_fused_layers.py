@@ -110,3 +110,29 @@ def test_layer_norm_shape_errors() -> None:
         F.layer_norm(ag.ones(3, 5), 4)
     with pytest.raises(nn.ShapeError, match=r"layer_norm: weight must have shape \(4,\)"):
         F.layer_norm(ag.ones(3, 4), 4, ag.ones(5))
+
+
+def test_inference_sees_every_kind_of_weight_update() -> None:
+    # without a graph, linear keeps a compact W^T: each update must refresh it
+    layer = nn.Linear(4, 3)
+    x = ag.randn(2, 4)
+
+    def expected() -> np.ndarray:
+        return x.numpy() @ layer.weight.detach().numpy().T + layer.bias.detach().numpy()
+
+    with ag.no_grad():
+        np.testing.assert_allclose(layer(x).numpy(), expected(), rtol=1e-5)
+        layer.weight.mul_(2)  # in place: same data object, new version
+        np.testing.assert_allclose(layer(x).numpy(), expected(), rtol=1e-5)
+        layer.weight -= 1.0
+        np.testing.assert_allclose(layer(x).numpy(), expected(), rtol=1e-5)
+    layer.weight.data = layer.weight.data * 3.0  # replaced, as optimizers do
+    with ag.no_grad():
+        np.testing.assert_allclose(layer(x).numpy(), expected(), rtol=1e-5)
+    layer.load_state_dict(nn.Linear(4, 3).state_dict())
+    with ag.no_grad():
+        np.testing.assert_allclose(layer(x).numpy(), expected(), rtol=1e-5)
+    nn.init.zeros_(layer.weight)
+    np.testing.assert_allclose(layer(x).detach().numpy(), expected(), rtol=1e-5)
+    np.testing.assert_allclose(layer(x).detach().numpy(), np.broadcast_to(
+        layer.bias.detach().numpy(), (2, 3)), rtol=1e-6)
