@@ -365,6 +365,8 @@ def add(a: Any, b: Any) -> Tensor:
         return AddScalar.apply(a, value=b)
     if isinstance(b, Tensor) and isinstance(a, _NUMBER):
         return AddScalar.apply(b, value=a)
+    if isinstance(b, Tensor) and isinstance(a, Tensor):  # the common case, without operands()
+        return Add.apply(a, b)
     return Add.apply(*operands(a, b, "add"))
 
 
@@ -374,6 +376,8 @@ def sub(a: Any, b: Any) -> Tensor:
         return AddScalar.apply(a, value=-b)
     if isinstance(b, Tensor) and isinstance(a, _NUMBER):
         return RSubScalar.apply(b, value=a)
+    if isinstance(b, Tensor) and isinstance(a, Tensor):  # the common case, without operands()
+        return Sub.apply(a, b)
     return Sub.apply(*operands(a, b, "sub"))
 
 
@@ -383,6 +387,8 @@ def mul(a: Any, b: Any) -> Tensor:
         return MulScalar.apply(a, value=b)
     if isinstance(b, Tensor) and isinstance(a, _NUMBER):
         return MulScalar.apply(b, value=a)
+    if isinstance(b, Tensor) and isinstance(a, Tensor):  # the common case, without operands()
+        return Mul.apply(a, b)
     return Mul.apply(*operands(a, b, "mul"))
 
 
@@ -392,6 +398,8 @@ def div(a: Any, b: Any) -> Tensor:
         return DivScalar.apply(a, value=b)
     if isinstance(b, Tensor) and isinstance(a, _NUMBER):
         return RDivScalar.apply(b, value=a)
+    if isinstance(b, Tensor) and isinstance(a, Tensor):  # the common case, without operands()
+        return Div.apply(a, b)
     return Div.apply(*operands(a, b, "div"))
 
 
