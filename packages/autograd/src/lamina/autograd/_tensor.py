@@ -5,9 +5,10 @@ A Tensor holds its values in ``data`` (a ``lamina.ndarray.NDArray``), a
 recording, ``grad_fn``: the node of that op. Methods mirror PyTorch's names
 and delegate to the op functions in ``lamina.autograd._ops``.
 
-Unlike PyTorch, ``tensor.data`` is the raw NDArray (not a detached Tensor):
-assigning to it (``p.data = p.data - lr * p.grad.data``) is how optimizers
-update a parameter without recording.
+Unlike PyTorch, ``tensor.data`` is the raw NDArray (not a detached Tensor);
+assigning to it replaces the storage without recording. In-place ops
+(``add_``, ``x -= y``, ...) write into the storage instead and keep PyTorch's
+safety net: see ``_inplace``.
 """
 
 from __future__ import annotations
