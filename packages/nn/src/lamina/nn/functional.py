@@ -25,18 +25,9 @@ __all__ = [
 _REDUCTIONS = ("mean", "sum", "none")
 
 
-def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """``x @ weight.T + bias``, one graph node (:func:`lamina.autograd.linear`).
-
-    Args:
-        x: (*, in_features).
-        weight: (out_features, in_features).
-        bias: (out_features,) or None.
-
-    Returns:
-        (*, out_features).
-    """
-    return ag.linear(x, weight, bias)
+# ``x @ weight.T + bias`` (x (*, in), weight (out, in), bias (out,) or None) is one
+# graph node of lamina.autograd; the same function, not a wrapper (one call fewer).
+linear = ag.linear
 
 
 def relu(x: Tensor) -> Tensor:

@@ -155,8 +155,11 @@ def reshape(x: Tensor, *shape: Any) -> Tensor:
 
 def permute(x: Tensor, *dims: Any) -> Tensor:
     """Reorders axes: output axis ``i`` is input axis ``dims[i]``. A view."""
-    dims = shape_arg(dims)
-    return Permute.apply(x, axes=tuple(normalize_axis(d, x.ndim, "permute") for d in dims))
+    ndim = x.data.ndim
+    axes = []
+    for d in shape_arg(dims):
+        axes.append(normalize_axis(d, ndim, "permute"))
+    return Permute.apply(x, axes=tuple(axes))
 
 
 def broadcast_to(x: Tensor, *shape: Any) -> Tensor:
@@ -190,10 +193,11 @@ def view(x: Tensor, *shape: Any) -> Tensor:
 
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     """Swaps two axes. A view."""
-    axes = list(range(x.ndim))
-    d0, d1 = normalize_axis(dim0, x.ndim, "transpose"), normalize_axis(dim1, x.ndim, "transpose")
+    ndim = x.data.ndim
+    axes = list(range(ndim))
+    d0, d1 = normalize_axis(dim0, ndim, "transpose"), normalize_axis(dim1, ndim, "transpose")
     axes[d0], axes[d1] = axes[d1], axes[d0]
-    return permute(x, tuple(axes))
+    return Permute.apply(x, axes=tuple(axes))  # already normalised: not through permute()
 
 
 def expand(x: Tensor, *sizes: Any) -> Tensor:
