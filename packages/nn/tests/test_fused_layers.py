@@ -136,3 +136,18 @@ def test_inference_sees_every_kind_of_weight_update() -> None:
     np.testing.assert_allclose(layer(x).detach().numpy(), expected(), rtol=1e-5)
     np.testing.assert_allclose(layer(x).detach().numpy(), np.broadcast_to(
         layer.bias.detach().numpy(), (2, 3)), rtol=1e-6)
+
+
+def test_kept_transposes_go_with_their_weights() -> None:
+    import gc
+
+    from lamina.autograd._ops import linalg
+
+    layer = nn.Linear(4, 3)
+    with ag.no_grad():
+        layer(ag.ones(1, 4))
+    key = id(layer.weight)
+    assert key in linalg._WEIGHT_T
+    del layer
+    gc.collect()
+    assert key not in linalg._WEIGHT_T

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import weakref
+from functools import partial
 
 from lamina.ndarray import NDArray, ShapeError
 
@@ -136,9 +137,13 @@ def _transposed(weight: Tensor) -> NDArray | None:
     if entry is None or entry[1] is not data or entry[2] != version or entry[0]() is not weight:
         if data.ndim != 2:
             return None  # the forward raises the error naming the shapes
-        ref = weakref.ref(weight, lambda _, key=key: _WEIGHT_T.pop(key, None))
+        ref = weakref.ref(weight, partial(_forget, key))
         entry = _WEIGHT_T[key] = (ref, data, version, data.T.compact())
     return entry[3]
+
+
+def _forget(key: int, _: object) -> None:
+    _WEIGHT_T.pop(key, None)
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
