@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as TF
 from lamina.autograd._ops import (
     batch_norm_reference,
+    gelu_reference,
     im2col,
     layer_norm_reference,
     lstm_layer_reference,
@@ -271,6 +272,10 @@ RECORDS: list[OpRecord] = [
              [S(r(3, 4)), S(r(5), approximate="tanh"), S(r(2, 3), approximate="none")],
              errors=[ErrorSample(S(r(3), approximate="erf"), ValueError, "approximate")],
              second_order=True, tolerance=_ERF_TOL),
+    OpRecord("gelu_reference", gelu_reference, TF.gelu,
+             [S(r(3, 4)), S(r(5), approximate="tanh")],
+             errors=[ErrorSample(S(r(3), approximate="erf"), ValueError, "approximate")],
+             tolerance=_ERF_TOL),
     OpRecord("clamp", ag.clamp, torch.clamp,
              [S(away(3, 4), min=-0.5), S(away(3, 4), max=0.5),
               S(away(5), min=-0.5, max=0.5)],
