@@ -212,3 +212,34 @@ def test_lamina_train_with_lr_nan_fails_before_training(capsys):
     out, err = capsys.readouterr()
     assert "lamina-train mnist: error: Adam: invalid lr nan" in err
     assert "epoch" not in out.lower()
+
+
+@pytest.mark.parametrize("name,ours,_,kwargs", OPTIMIZERS, ids=[o[0] for o in OPTIMIZERS])
+def test_step_updates_parameters_in_place(name, ours, _, kwargs):
+    w = nn.Parameter(ag.tensor([[1.0, -2.0], [0.5, 3.0]]))
+    data, row = w.data, w[0].detach()  # the storage and a view of it, taken before the step
+    opt = ours([w], **kwargs)
+    (w * w).sum().backward()
+    before = w.detach().numpy().copy()
+    opt.step()
+    assert w.data is data and w._version == 1
+    assert not np.array_equal(w.detach().numpy(), before)
+    np.testing.assert_array_equal(row.numpy(), w.detach().numpy()[0])
+
+
+def test_backward_through_a_graph_saved_before_a_step_raises():
+    w = nn.Parameter(ag.tensor([1.0, 2.0]))
+    opt = optim.SGD([w], lr=0.1)
+    (w * w).sum().backward()
+    pending = (w * w).sum()  # saves w
+    opt.step()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        pending.backward()
+
+
+def test_zero_grad_without_none_zeroes_in_place():
+    w = nn.Parameter(ag.tensor([1.0, 2.0]))
+    (w * w).sum().backward()
+    grad = w.grad
+    optim.SGD([w], lr=0.1).zero_grad(set_to_none=False)
+    assert w.grad is grad and w.grad.tolist() == [0.0, 0.0]

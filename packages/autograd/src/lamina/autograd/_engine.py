@@ -21,15 +21,13 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lamina.ndarray import ShapeError
 
+from . import _grad_mode as grad_mode
 from ._function import Function
-from ._grad_mode import set_grad_enabled
-
-if TYPE_CHECKING:
-    from ._tensor import Tensor
+from ._tensor import Tensor, ones_like_data
 
 
 def topological_order(roots: Sequence[Function]) -> list[Function]:
@@ -78,15 +76,13 @@ def sum_to_shape(grad: Tensor, shape: tuple[int, ...]) -> Tensor:
 def _seed(outputs: Sequence[Tensor], grad_outputs: Sequence[Any] | None,
           op: str) -> list[tuple[Tensor, Tensor]]:
     """Pairs each output with the gradient that starts the backward pass."""
-    from ._tensor import Tensor, ones_like_data
-
     if grad_outputs is None:
         grad_outputs = [None] * len(outputs)
     if len(grad_outputs) != len(outputs):
         raise ShapeError(f"{op}: got {len(outputs)} outputs but {len(grad_outputs)} gradients")
     pairs = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
-        if not out.requires_grad:
+        if not out._requires_grad:
             raise RuntimeError(
                 f"element {i} of tensors does not require grad and does not have a grad_fn")
         if g is None:
@@ -95,7 +91,7 @@ def _seed(outputs: Sequence[Tensor], grad_outputs: Sequence[Any] | None,
             g = Tensor._make(ones_like_data(out.data))
         elif not isinstance(g, Tensor):
             g = Tensor(g, dtype=out.dtype, device=out.device)
-        if g.shape != out.shape:
+        if g.data.shape != out.data.shape:
             raise ShapeError(
                 f"{op}: gradient {i} has shape {g.shape} but output {i} has shape "
                 f"{out.shape}; pass a gradient of the output's shape")
@@ -117,12 +113,17 @@ def run_backward(pairs: list[tuple[Tensor, Tensor]], retain_graph: bool, create_
     ``capture`` (``grad()``), mapping ``id`` of a leaf tensor or of a node to
     a slot, nothing is written to ``.grad`` and the gradients reaching those
     keys are returned, keyed by ``id``.
+
+    The loop is written out (no helper per node or per edge): it runs once per
+    node of every training step, so each Python call saved is eager overhead saved.
     """
     captured: dict[int, Tensor] = {}
     leaves: dict[int, Tensor] = {}
     pending: dict[int, Tensor] = {}
     keep: dict[int, Any] = {}  # ids stay valid only while their objects live
-    with set_grad_enabled(create_graph):
+    previous = grad_mode._state.enabled
+    grad_mode._state.enabled = create_graph
+    try:
         roots: list[Function] = []
         for out, g in pairs:
             if out.grad_fn is None:
@@ -137,19 +138,36 @@ def run_backward(pairs: list[tuple[Tensor, Tensor]], retain_graph: bool, create_
         for index, node in enumerate(order):
             grad = pending.pop(id(node), None)
             if grad is not None:
-                _run_node(node, grad, capture, captured, pending, leaves, keep, create_graph)
+                if capture is not None:
+                    if id(node) in capture:
+                        _accumulate(captured, id(node), grad)
+                elif node._retained is not None:
+                    _store_grad(node._retained(), grad, create_graph)
+                for edge, shape, edge_grad in zip(node.next, node.shapes, node.backward(grad)):
+                    if edge is None or edge_grad is None:
+                        continue
+                    if edge_grad.data.shape != shape:
+                        edge_grad = sum_to_shape(edge_grad, shape)
+                    key = id(edge)
+                    keep[key] = edge
+                    store = pending if isinstance(edge, Function) else leaves
+                    old = store.get(key)
+                    store[key] = edge_grad if old is None else old + edge_grad
                 if not retain_graph:
                     node.release()
             # a leaf no later node points at has its whole gradient: store it now,
             # so its post-accumulate hooks run while the rest of backward goes on
-            for key in flush_after.get(index, ()):
-                if key in leaves:
-                    _store_grad(keep[key], leaves.pop(key), create_graph)
+            if index in flush_after:
+                for key in flush_after[index]:
+                    if key in leaves:
+                        _store_grad(keep[key], leaves.pop(key), create_graph)
         for key, grad in leaves.items():
             if capture is None:
                 _store_grad(keep[key], grad, create_graph)
             elif key in capture:
                 _accumulate(captured, key, grad)
+    finally:
+        grad_mode._state.enabled = previous
     return captured
 
 
@@ -166,31 +184,14 @@ def _last_uses(order: list[Function]) -> dict[int, list[int]]:
     return after
 
 
-def _run_node(node: Function, grad: Tensor, capture: dict[int, int] | None,
-              captured: dict[int, Tensor], pending: dict[int, Tensor],
-              leaves: dict[int, Tensor], keep: dict[int, Any], create_graph: bool) -> None:
-    """Runs one node's backward rule and sends its gradients on."""
-    if capture is not None and id(node) in capture:
-        _accumulate(captured, id(node), grad)
-    elif capture is None and node._retained is not None:
-        _store_grad(node._retained(), grad, create_graph)
-    grads = node.backward(grad)
-    for edge, shape, edge_grad in zip(node.next, node.shapes, grads):
-        if edge is None or edge_grad is None:
-            continue
-        keep[id(edge)] = edge
-        _accumulate(pending if isinstance(edge, Function) else leaves, id(edge),
-                    sum_to_shape(edge_grad, shape))
-
-
 def _store_grad(tensor: Tensor | None, grad: Tensor, create_graph: bool) -> None:
     """Accumulates into ``tensor.grad`` (PyTorch: sum across backward calls)."""
     if tensor is None:
         return
     if not create_graph:
-        grad = grad.detach()
+        grad = Tensor._make(grad.data)  # detached (a fresh gradient: no counter to share)
     tensor.grad = grad if tensor.grad is None else tensor.grad + grad
-    if tensor.is_leaf and tensor._post_hooks:
+    if tensor.grad_fn is None and tensor._post_hooks:
         for hook in list(tensor._post_hooks.values()):
             hook(tensor)
 
@@ -207,8 +208,6 @@ def backward(tensors: Tensor | Sequence[Tensor], grad_tensors: Any = None,
             ``create_graph``.
         create_graph: record the backward pass, for higher-order gradients.
     """
-    from ._tensor import Tensor
-
     outputs = [tensors] if isinstance(tensors, Tensor) else list(tensors)
     if isinstance(grad_tensors, Tensor) or grad_tensors is None and len(outputs) == 1:
         grad_tensors = [grad_tensors]
@@ -241,8 +240,6 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
         >>> g.tolist(), ag.grad(g.sum(), x)[0].tolist()
         ([3.0, 12.0], [6.0, 12.0])
     """
-    from ._tensor import Tensor
-
     outs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
     ins = [inputs] if isinstance(inputs, Tensor) else list(inputs)
     if isinstance(grad_outputs, Tensor) or grad_outputs is None and len(outs) == 1:

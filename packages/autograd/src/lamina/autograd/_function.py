@@ -6,6 +6,12 @@ differentiated). Calling ``Op.apply(*tensors, **params)`` runs the forward and,
 when a gradient may be needed, records the instance as the output's
 ``grad_fn``: the instance *is* the graph node, like PyTorch's ``ctx``.
 
+Tensors carry a version counter (``Tensor._version``) that in-place ops bump
+and that views share with the tensor they view, as in PyTorch. A node notes
+the versions of the tensors it saves and checks them when its backward reads
+them, so a saved tensor modified in place raises instead of giving a wrong
+gradient.
+
 A node points at what produced its inputs (``next``): the parent node for an
 intermediate tensor, the tensor itself for a leaf, ``None`` for an input that
 needs no gradient. It never holds intermediate tensors except the ones its
@@ -31,6 +37,24 @@ FREED_MESSAGE = (
     "if you need to access saved tensors after calling backward.")
 
 
+class Version:
+    """A tensor's version counter, shared by views of the same storage."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0
+
+
+def share_storage(view: Tensor, base: Tensor) -> None:
+    """Marks ``view`` as a view of ``base``: one version counter, one base."""
+    vc = base._vc
+    if vc is None:
+        vc = base._vc = Version()
+    view._vc = vc
+    view._base = base if base._base is None else base._base
+
+
 class Function:
     """Base class of every primitive op; an instance is one node of the graph.
 
@@ -40,6 +64,8 @@ class Function:
             (comparisons, argmax); such ops define no ``backward``.
         save_inputs: keep the input Tensors for ``backward`` (``self.inputs``).
         save_output: keep the output for ``backward`` (``self.output``).
+        is_view: the output may share the input's storage (reshape, permute,
+            slices): it then shares the input's version counter.
 
     ``forward(*arrays, **params)`` receives NDArrays and returns one NDArray;
     it may store non-tensor facts (axes, shapes) on ``self``. ``backward(grad)``
@@ -52,6 +78,11 @@ class Function:
     differentiable: ClassVar[bool] = True
     save_inputs: ClassVar[bool] = False
     save_output: ClassVar[bool] = False
+    is_view: ClassVar[bool] = False
+
+    # Versions of the saved inputs (None: all 0) and the output's counter.
+    _versions: tuple[int, ...] | None = None
+    _out_vc: Version | None = None
 
     # Set by apply() on recorded nodes only.
     next: tuple[Any, ...]
@@ -71,30 +102,55 @@ class Function:
     def apply(cls, *inputs: Tensor, **params: Any) -> Tensor:
         """Runs the forward on ``inputs``' data and records the node if needed."""
         node = cls()
-        data = node.forward(*[t.data for t in inputs], **params)
-        # A plain loop, not any(genexpr): this line runs for every op (eager overhead).
+        # Plain loops, not comprehensions or any(genexpr): this runs for every
+        # op, and each comprehension is one more Python call (eager overhead).
+        arrays = []
         record = False
-        if cls.differentiable and grad_mode._state.enabled:
-            for t in inputs:
-                if t._requires_grad:
-                    record = True
-                    break
-        if not record:
-            return Tensor._make(data)
-        node.next = tuple([
-            (t if t.grad_fn is None else t.grad_fn) if t._requires_grad else None
-            for t in inputs])
-        node.shapes = tuple([t.data.shape for t in inputs])
-        node._saved = inputs if cls.save_inputs else None
-        node._out_data = data if cls.save_output else None
+        for t in inputs:
+            arrays.append(t.data)
+            if t._requires_grad:
+                record = True
+        data = node.forward(*arrays, **params)
+        if not (record and cls.differentiable and grad_mode._state.enabled):
+            out = Tensor._make(data)
+            if cls.is_view and data.buffer is arrays[0].buffer:
+                share_storage(out, inputs[0])
+            return out
+        edges = []
+        shapes = []
+        for t in inputs:
+            edges.append((t if t.grad_fn is None else t.grad_fn) if t._requires_grad else None)
+            shapes.append(t.data.shape)
+        node.next = tuple(edges)
+        node.shapes = tuple(shapes)
         node._released = False
         node._retained = None
-        return Tensor._make(data, True, node)
+        if cls.save_inputs:
+            node._saved = inputs
+            for t in inputs:
+                if t._vc is not None:
+                    node._versions = tuple([0 if u._vc is None else u._vc.value
+                                            for u in inputs])
+                    break
+        else:
+            node._saved = None
+        out = Tensor._make(data, True, node)
+        if cls.save_output:
+            node._out_data = data
+            out._vc = node._out_vc = Version()
+        else:
+            node._out_data = None
+        if cls.is_view and data.buffer is arrays[0].buffer:
+            share_storage(out, inputs[0])
+        return out
 
     @property
     def needs_input_grad(self) -> tuple[bool, ...]:
         """Whether each input needs a gradient; lets a rule skip useless work."""
-        return tuple(edge is not None for edge in self.next)
+        need = []
+        for edge in self.next:  # a loop, not a generator: one Python call fewer per node
+            need.append(edge is not None)
+        return tuple(need)
 
     @property
     def inputs(self) -> tuple[Tensor, ...]:
@@ -102,6 +158,11 @@ class Function:
         if self._released:
             raise RuntimeError(FREED_MESSAGE)
         assert self._saved is not None, f"{self.name} did not declare save_inputs"
+        versions = self._versions
+        for i, t in enumerate(self._saved):
+            if t._vc is not None and t._vc.value != (0 if versions is None else versions[i]):
+                raise RuntimeError(modified_message(
+                    f"input {i} of {self.name}", t, 0 if versions is None else versions[i]))
         return self._saved
 
     @property
@@ -115,6 +176,10 @@ class Function:
         if self._released:
             raise RuntimeError(FREED_MESSAGE)
         assert self._out_data is not None, f"{self.name} did not declare save_output"
+        if self._out_vc is not None and self._out_vc.value:
+            raise RuntimeError(modified_message(
+                f"the output of {self.name}", Tensor._make(self._out_data), 0,
+                self._out_vc.value))
         return Tensor._make(self._out_data, requires_grad=True, grad_fn=self)
 
     def release(self) -> None:
@@ -125,6 +190,17 @@ class Function:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__}Backward>"
+
+
+def modified_message(what: str, t: Tensor, expected: int, found: int | None = None) -> str:
+    """PyTorch's error for a saved tensor that an in-place op has changed."""
+    if found is None:
+        found = t._version
+    return ("one of the variables needed for gradient computation has been modified by an "
+            f"inplace operation: {what} (shape {t.shape}, dtype {t.dtype.name}) is at "
+            f"version {found}; expected version {expected} instead. Hint: the in-place op "
+            "overwrote a value that backward needs; use its out-of-place form "
+            "(x = x + y instead of x += y, or .clone() first)")
 
 
 # Tensor's module imports the ops, which import this one: bind Tensor last.

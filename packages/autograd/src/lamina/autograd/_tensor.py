@@ -5,9 +5,10 @@ A Tensor holds its values in ``data`` (a ``lamina.ndarray.NDArray``), a
 recording, ``grad_fn``: the node of that op. Methods mirror PyTorch's names
 and delegate to the op functions in ``lamina.autograd._ops``.
 
-Unlike PyTorch, ``tensor.data`` is the raw NDArray (not a detached Tensor):
-assigning to it (``p.data = p.data - lr * p.grad.data``) is how optimizers
-update a parameter without recording.
+Unlike PyTorch, ``tensor.data`` is the raw NDArray (not a detached Tensor);
+assigning to it replaces the storage without recording. In-place ops
+(``add_``, ``x -= y``, ...) write into the storage instead and keep PyTorch's
+safety net: see ``_inplace``.
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ class Tensor:
         ((2, 2), lamina.float32)
     """
 
-    __slots__ = ("data", "_requires_grad", "grad", "grad_fn", "_post_hooks", "__weakref__")
+    __slots__ = ("data", "_requires_grad", "grad", "grad_fn", "_post_hooks", "_vc", "_base",
+                 "__weakref__")
     __array_priority__ = 1000  # numpy scalars on the left defer to Tensor's operators
 
     data: NDArray
@@ -74,6 +76,8 @@ class Tensor:
         self.grad = None
         self.grad_fn = None
         self._post_hooks: dict[int, Callable[[Tensor], None]] | None = None
+        self._vc: Version | None = None  # created by the first in-place op or view
+        self._base: Tensor | None = None  # the viewed tensor, for views
 
     @classmethod
     def _make(cls, data: NDArray, requires_grad: bool = False, grad_fn: Any = None) -> Tensor:
@@ -84,6 +88,8 @@ class Tensor:
         t.grad = None
         t.grad_fn = grad_fn
         t._post_hooks = None
+        t._vc = None
+        t._base = None
         return t
 
     # ----- autograd state -------------------------------------------------------------
@@ -113,8 +119,21 @@ class Tensor:
         return self.grad_fn is None
 
     def detach(self) -> Tensor:
-        """The same data (no copy) as a new leaf that does not require grad."""
-        return Tensor._make(self.data)
+        """The same data (no copy) as a new leaf that does not require grad.
+
+        It shares the version counter: an in-place op on either one is seen
+        by the saved-tensor checks of both.
+        """
+        out = Tensor._make(self.data)
+        if self._vc is None:
+            self._vc = Version()
+        out._vc = self._vc
+        return out
+
+    @property
+    def _version(self) -> int:
+        """How many in-place ops have modified this tensor's storage (PyTorch's name)."""
+        return 0 if self._vc is None else self._vc.value
 
     def backward(self, gradient: Any = None, retain_graph: bool | None = None,
                  create_graph: bool = False) -> None:
@@ -508,6 +527,45 @@ class Tensor:
     def take(self, indices: Any, dim: int = 0) -> Tensor:
         return F.take(self, indices, dim)
 
+    # ----- in-place ops: they write into this tensor's storage (see _inplace) ----------
+
+    def add_(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        return _inplace.add_(self, other, alpha)
+
+    def sub_(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        return _inplace.sub_(self, other, alpha)
+
+    def mul_(self, other: Any) -> Tensor:
+        return _inplace.mul_(self, other)
+
+    def div_(self, other: Any) -> Tensor:
+        return _inplace.div_(self, other)
+
+    def clamp_(self, min: builtins.float | None = None,  # noqa: A002
+               max: builtins.float | None = None) -> Tensor:  # noqa: A002
+        return _inplace.clamp_(self, min, max)
+
+    def fill_(self, value: Any) -> Tensor:
+        return _inplace.fill_(self, value)
+
+    def zero_(self) -> Tensor:
+        return _inplace.fill_(self, 0)
+
+    def copy_(self, src: Any) -> Tensor:
+        return _inplace.copy_(self, src)
+
+    def __iadd__(self, other: Any) -> Tensor:
+        return _inplace.add_(self, other, 1)
+
+    def __isub__(self, other: Any) -> Tensor:
+        return _inplace.sub_(self, other, 1)
+
+    def __imul__(self, other: Any) -> Tensor:
+        return _inplace.mul_(self, other)
+
+    def __itruediv__(self, other: Any) -> Tensor:
+        return _inplace.div_(self, other)
+
 
 class RemovableHandle:
     """Returned by hook registrations; ``remove()`` unregisters the hook (idempotent)."""
@@ -523,6 +581,7 @@ class RemovableHandle:
 
 
 # The op modules build Tensors, so they are imported once Tensor exists.
-from . import _engine  # noqa: E402
+from . import _engine, _inplace  # noqa: E402
 from . import _ops as F  # noqa: E402
+from ._function import Version  # noqa: E402
 from ._ops import shape as _ops_shape  # noqa: E402

@@ -20,7 +20,6 @@ from lamina import autograd as ag
 from lamina import nn
 from lamina.autograd import Tensor
 from lamina.nn import functional as F
-from lamina.nn._attention import attention, causal_mask
 
 __all__ = ["GPT", "Block", "CausalSelfAttention", "GPTConfig", "KVCache"]
 
@@ -62,33 +61,6 @@ class GPTConfig:
         return asdict(self)
 
 
-def _linear(layer: nn.Linear, x: Tensor) -> Tensor:
-    """``layer(x)``; without a graph, multiplies by a kept compact copy of W^T.
-
-    ``x @ W.T`` copies the transposed weight on every call (matmul needs a
-    compact right operand). Decoding one token at a time would spend much of
-    its kernel time on those copies, so inference keeps W^T, refreshed
-    whenever the weight's data object is replaced, as optimizer steps,
-    ``nn.init`` and ``load_state_dict`` do (an in-place write into
-    ``weight.data`` would not be seen).
-    """
-    if ag.is_grad_enabled() or x.ndim < 2 or x.shape[-1] != layer.in_features:
-        return layer(x)  # (the layer raises the error naming the sizes)
-    w = layer.weight.data
-    kept = layer.__dict__.get("_weight_t")
-    if kept is None or kept[0] is not w:
-        kept = layer.__dict__["_weight_t"] = (w, Tensor(w.transpose(0, 1).compact()))
-    out = x @ kept[1]
-    return out + layer.bias if layer.bias is not None else out
-
-
-def _layer_norm(layer: nn.LayerNorm, x: Tensor) -> Tensor:
-    """``layer(x)`` as one graph node (``autograd.layer_norm``) when it has weight and bias."""
-    if layer.weight is None or layer.bias is None or x.shape[-1:] != layer.weight.shape:
-        return layer(x)
-    return ag.layer_norm(x, layer.weight, layer.bias, layer.eps)
-
-
 class KVCache:
     """Per-layer keys and values (N, H, T, D) of the positions decoded so far.
 
@@ -127,7 +99,7 @@ class CausalSelfAttention(nn.Module):
     def forward(self, x: Tensor, cache: KVCache | None = None, layer: int = 0) -> Tensor:
         n, t, c = x.shape
         h, d = self.n_head, c // self.n_head
-        qkv = _linear(self.c_attn, x).reshape(n, t, 3, h, d).permute(2, 0, 3, 1, 4)
+        qkv = self.c_attn(x).reshape(n, t, 3, h, d).permute(2, 0, 3, 1, 4)
         q, k, v = qkv[0], qkv[1], qkv[2]  # (N, H, T, D) each
         offset = 0
         if cache is not None:
@@ -135,10 +107,10 @@ class CausalSelfAttention(nn.Module):
             k, v = cache.append(layer, k, v)
         s = k.shape[2]
         # A single new query may see every cached key: no mask needed.
-        mask = None if t == 1 else causal_mask(t, s, offset, x.dtype, x.device)
-        y, _ = attention(q, k, v, mask, self.dropout_p, training=self.training)
+        mask = None if t == 1 else F.causal_mask(t, s, offset, x.dtype, x.device)
+        y, _ = F.attention(q, k, v, mask, self.dropout_p, training=self.training)
         y = y.permute(0, 2, 1, 3).reshape(n, t, c)
-        return self.resid_dropout(_linear(self.c_proj, y))
+        return self.resid_dropout(self.c_proj(y))
 
 
 class MLP(nn.Module):
@@ -153,7 +125,7 @@ class MLP(nn.Module):
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.dropout(_linear(self.c_proj, self.gelu(_linear(self.c_fc, x))))
+        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
 
 
 class Block(nn.Module):
@@ -170,8 +142,8 @@ class Block(nn.Module):
         self.mlp = MLP(config)
 
     def forward(self, x: Tensor, cache: KVCache | None = None, layer: int = 0) -> Tensor:
-        x = x + self.attn(_layer_norm(self.ln_1, x), cache, layer)
-        return x + self.mlp(_layer_norm(self.ln_2, x))
+        x = x + self.attn(self.ln_1(x), cache, layer)
+        return x + self.mlp(self.ln_2(x))
 
 
 class GPT(nn.Module):
@@ -241,7 +213,7 @@ class GPT(nn.Module):
             x = block(x, cache, i)
         if cache is not None:
             cache.length += t
-        logits = _linear(self.lm_head, _layer_norm(self.ln_f, x))
+        logits = self.lm_head(self.ln_f(x))
         if targets is None:
             return logits
         if tuple(targets.shape) != (n, t):

@@ -1,4 +1,4 @@
-"""Attention: scaled dot-product attention and MultiheadAttention (PyTorch's layout).
+"""MultiheadAttention (PyTorch's layout), built on ``functional.attention``.
 
 Masks follow PyTorch's conventions, which differ between the two entry points:
 
@@ -15,148 +15,20 @@ Python list of bools) or an int64 Tensor (nonzero = True). A float mask
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
-from lamina import autograd as ag
 from lamina import ndarray as nd
 from lamina.autograd import Tensor
 
+from . import functional as F
 from . import init
 from ._errors import ShapeError
 from ._layers import Linear
 from ._module import Module
 from ._parameter import Parameter
 
-__all__ = ["MultiheadAttention", "attention", "causal_mask", "scaled_dot_product_attention"]
-
-_CAUSAL: dict[tuple[int, int, int, str, str], Tensor] = {}
-
-
-def causal_mask(q_len: int, k_len: int, offset: int = 0, dtype: Any = None,
-                device: Any = None) -> Tensor:
-    """Additive causal mask (q_len, k_len): 0 where key j <= offset + query i, else -inf.
-
-    ``offset`` is the position of the first query among the keys: 0 for
-    PyTorch's ``is_causal`` (top-left aligned), ``k_len - q_len`` when the
-    queries are the last ``q_len`` positions (decoding with a key/value cache).
-    Cached per shape, device and dtype; the result never requires grad.
-    """
-    dtype = nd.as_dtype(dtype) if dtype is not None else nd.float32
-    dev = nd.get_device(device) if device is not None else nd.default_device()
-    key = (q_len, k_len, offset, str(dtype), str(dev))
-    mask = _CAUSAL.get(key)
-    if mask is None:
-        blocked = np.arange(k_len)[None, :] > np.arange(q_len)[:, None] + offset
-        values = np.where(blocked, -np.inf, 0.0).astype(dtype.np)
-        mask = _CAUSAL[key] = Tensor(nd.array(values, dtype=dtype, device=dev))
-    return mask
-
-
-def _is_boolean(mask: Any) -> bool:
-    if isinstance(mask, Tensor):
-        return mask.dtype == nd.int64
-    return np.asarray(mask).dtype == np.bool_ or np.asarray(mask).dtype.kind in "iu"
-
-
-def additive_mask(mask: Any, like: Tensor, true_means_keep: bool) -> Tensor:
-    """A mask as a float Tensor to add to scores: boolean masks become 0 / -inf.
-
-    Args:
-        mask: numpy bool/int array, int64 Tensor, or float Tensor/array (returned as is).
-        like: a tensor whose dtype and device the result takes.
-        true_means_keep: True for SDPA's convention, False for MultiheadAttention's.
-    """
-    if _is_boolean(mask):
-        keep = mask.numpy() if isinstance(mask, Tensor) else np.asarray(mask)
-        keep = keep.astype(bool) if true_means_keep else ~keep.astype(bool)
-        values = np.where(keep, 0.0, -np.inf).astype(like.dtype.np)
-        return Tensor(nd.array(values, dtype=like.dtype, device=like.device))
-    if isinstance(mask, Tensor):
-        return mask
-    return Tensor(nd.array(np.asarray(mask, dtype=like.dtype.np), dtype=like.dtype,
-                           device=like.device))
-
-
-def _broadcastable(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
-    if len(shape) > len(target):
-        return False
-    return all(s in (1, t) for s, t in zip(shape[::-1], target[::-1]))
-
-
-def attention(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None,
-              dropout_p: float = 0.0, scale: float | None = None,
-              training: bool = True) -> tuple[Tensor, Tensor]:
-    """softmax(q @ k^T * scale + mask) @ v, returning the output and the weights.
-
-    No checks: callers validate. Shapes: q (*, L, E), k (*, S, E), v (*, S, Ev),
-    mask broadcastable to (*, L, S) -> (out (*, L, Ev), weights (*, L, S)).
-    The softmax runs over the last axis, where backends with a fused
-    ``softmax_last`` kernel use it.
-    """
-    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    scores = (query @ key.mT) * scale
-    if mask is not None:
-        scores = scores + mask
-    weights = scores.softmax(-1)
-    if dropout_p > 0.0 and training:
-        weights = ag.dropout(weights, dropout_p)
-    return weights @ value, weights
-
-
-def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
-                                 attn_mask: Any = None, dropout_p: float = 0.0,
-                                 is_causal: bool = False, scale: float | None = None
-                                 ) -> Tensor:
-    """Attention as ``torch.nn.functional.scaled_dot_product_attention``.
-
-    Args:
-        query: (*, L, E).
-        key: (*, S, E).
-        value: (*, S, Ev).
-        attn_mask: broadcastable to (*, L, S); boolean (True = attend) or float (added).
-        dropout_p: dropout probability on the attention weights (always applied
-            when > 0, as in PyTorch: pass 0.0 at evaluation).
-        is_causal: mask out key j > query i (top-left aligned); excludes ``attn_mask``.
-        scale: score scale, default 1 / sqrt(E).
-
-    Returns:
-        (*, L, Ev).
-
-    Example:
-        >>> from lamina import autograd
-        >>> q = autograd.ones(2, 3, 5, 8)
-        >>> scaled_dot_product_attention(q, q, q, is_causal=True).shape
-        (2, 3, 5, 8)
-    """
-    op = "scaled_dot_product_attention"
-    q_shape, k_shape, v_shape = tuple(query.shape), tuple(key.shape), tuple(value.shape)
-    if min(len(q_shape), len(k_shape), len(v_shape)) < 2:
-        raise ShapeError(f"{op}: query, key and value need at least 2 dims (*, L, E), got "
-                         f"{q_shape}, {k_shape} and {v_shape}")
-    if q_shape[-1] != k_shape[-1]:
-        raise ShapeError(f"{op}: query {q_shape} and key {k_shape} must have the same "
-                         f"embedding size: {q_shape[-1]} != {k_shape[-1]}")
-    if k_shape[-2] != v_shape[-2]:
-        raise ShapeError(f"{op}: key {k_shape} and value {v_shape} must have the same "
-                         f"sequence length: {k_shape[-2]} != {v_shape[-2]}")
-    if not 0.0 <= dropout_p <= 1.0:
-        raise ValueError(f"{op}: dropout_p must be in [0, 1], got {dropout_p}")
-    if is_causal and attn_mask is not None:
-        raise ValueError(f"{op}: pass either attn_mask or is_causal=True, not both")
-    L, S = q_shape[-2], k_shape[-2]
-    mask = None
-    if is_causal:
-        mask = causal_mask(L, S, 0, query.dtype, query.device)
-    elif attn_mask is not None:
-        mask = additive_mask(attn_mask, query, true_means_keep=True)
-        target = q_shape[:-1] + (S,)
-        if not _broadcastable(tuple(mask.shape), target):
-            raise ShapeError(f"{op}: attn_mask of shape {tuple(mask.shape)} does not "
-                             f"broadcast to the scores' shape {target} (*, L, S)")
-    return attention(query, key, value, mask, dropout_p, scale)[0]
-
+__all__ = ["MultiheadAttention"]
 
 class MultiheadAttention(Module):
     """Multi-head attention with PyTorch's parameters, names and masks.
@@ -269,10 +141,10 @@ class MultiheadAttention(Module):
         bq = bk = bv = None
         if self.in_proj_bias is not None:
             bq, bk, bv = self.in_proj_bias.chunk(3, 0)
-        q = self._heads(_linear(query, wq, bq), n, q_len)
-        k = self._heads(_linear(key, wk, bk), n, k_len)
-        v = self._heads(_linear(value, wv, bv), n, k_len)
-        out, weights = attention(q, k, v, mask, self.dropout, training=self.training)
+        q = self._heads(F.linear(query, wq, bq), n, q_len)
+        k = self._heads(F.linear(key, wk, bk), n, k_len)
+        v = self._heads(F.linear(value, wv, bv), n, k_len)
+        out, weights = F.attention(q, k, v, mask, self.dropout, training=self.training)
         out = out.permute(0, 2, 1, 3).reshape(n, q_len, self.embed_dim)
         out = self.out_proj(out)
         if not self.batch_first or not batched:
@@ -315,7 +187,7 @@ class MultiheadAttention(Module):
         name = f"MultiheadAttention(embed_dim={self.embed_dim}, num_heads={self.num_heads})"
         mask = None
         if attn_mask is not None:
-            mask = additive_mask(attn_mask, like, true_means_keep=False)
+            mask = F.additive_mask(attn_mask, like, true_means_keep=False)
             shape = tuple(mask.shape)
             if shape == (q_len, k_len):
                 pass
@@ -326,9 +198,9 @@ class MultiheadAttention(Module):
                                  f"({n * self.num_heads}, {q_len}, {k_len}) (L, S) or "
                                  f"(N * num_heads, L, S), got {shape}")
         elif is_causal:
-            mask = causal_mask(q_len, k_len, 0, like.dtype, like.device)
+            mask = F.causal_mask(q_len, k_len, 0, like.dtype, like.device)
         if key_padding_mask is not None:
-            pad = additive_mask(key_padding_mask, like, true_means_keep=False)
+            pad = F.additive_mask(key_padding_mask, like, true_means_keep=False)
             if tuple(pad.shape) != (n, k_len):
                 raise ShapeError(f"{name}: key_padding_mask must have shape ({n}, {k_len}) "
                                  f"(N, S), got {tuple(pad.shape)}")
@@ -339,11 +211,6 @@ class MultiheadAttention(Module):
     def extra_repr(self) -> str:
         return (f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, "
                 f"dropout={self.dropout}, batch_first={self.batch_first}")
-
-
-def _linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
-    out = x @ weight.mT
-    return out + bias if bias is not None else out
 
 
 def _unsqueeze_mask(mask: Any) -> Any:

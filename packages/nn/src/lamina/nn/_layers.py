@@ -76,9 +76,12 @@ class Linear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, x: Tensor) -> Tensor:
-        check_shape(repr(self), tuple(x.shape), (), f"(*, {self.in_features})",
-                    -1, self.in_features)
-        return F.linear(x, self.weight, self.bias)
+        try:
+            return F.linear(x, self.weight, self.bias)
+        except ShapeError:  # name the layer (its repr is built only here, on failure)
+            check_shape(repr(self), tuple(x.shape), (), f"(*, {self.in_features})",
+                        -1, self.in_features)
+            raise
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "

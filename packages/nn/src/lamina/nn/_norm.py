@@ -142,12 +142,15 @@ class LayerNorm(Module):
             self.register_parameter("bias", None)
 
     def forward(self, x: Tensor) -> Tensor:
-        k = len(self.normalized_shape)
-        if tuple(x.shape[len(x.shape) - k:]) != self.normalized_shape:
-            dims = ", ".join(map(str, self.normalized_shape))
-            raise ShapeError(f"{self!r}: expected input of shape (*, {dims}), "
-                             f"got {tuple(x.shape)}")
-        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+        try:
+            return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+        except ShapeError:  # name the layer (its repr is built only here, on failure)
+            k = len(self.normalized_shape)
+            if tuple(x.shape[len(x.shape) - k:]) != self.normalized_shape:
+                dims = ", ".join(map(str, self.normalized_shape))
+                raise ShapeError(f"{self!r}: expected input of shape (*, {dims}), "
+                                 f"got {tuple(x.shape)}") from None
+            raise
 
     def extra_repr(self) -> str:
         return (f"{self.normalized_shape}, eps={self.eps}, "

@@ -6,8 +6,10 @@ further dims.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+import numpy as np
 from lamina import autograd as ag
 from lamina import ndarray as nd
 from lamina.autograd import Tensor
@@ -17,25 +19,15 @@ from ._errors import ShapeError
 __all__ = [
     "batch_norm", "cross_entropy", "dropout", "embedding", "gelu", "layer_norm", "linear",
     "log_softmax", "mse_loss", "nll_loss", "one_hot", "relu", "sigmoid", "softmax", "tanh",
-    "scaled_dot_product_attention",
+    "scaled_dot_product_attention", "attention", "causal_mask",
 ]
 
 _REDUCTIONS = ("mean", "sum", "none")
 
 
-def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """``x @ weight.T + bias``.
-
-    Args:
-        x: (*, in_features).
-        weight: (out_features, in_features).
-        bias: (out_features,) or None.
-
-    Returns:
-        (*, out_features).
-    """
-    out = x @ weight.transpose(0, 1)
-    return out + bias if bias is not None else out
+# ``x @ weight.T + bias`` (x (*, in), weight (out, in), bias (out,) or None) is one
+# graph node of lamina.autograd; the same function, not a wrapper (one call fewer).
+linear = ag.linear
 
 
 def relu(x: Tensor) -> Tensor:
@@ -193,17 +185,51 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
                          momentum=momentum, eps=eps, num_batches_tracked=num_batches_tracked)
 
 
-def layer_norm(x: Tensor, normalized_shape: tuple[int, ...], weight: Tensor | None = None,
-               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
-    """Normalise over the last ``len(normalized_shape)`` dims (biased variance)."""
-    dims = tuple(range(x.ndim - len(normalized_shape), x.ndim))
-    if tuple(x.shape[x.ndim - len(normalized_shape):]) != tuple(normalized_shape):
+def layer_norm(x: Tensor, normalized_shape: int | tuple[int, ...],
+               weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5) -> Tensor:
+    """Normalise over the last ``len(normalized_shape)`` dims (biased variance).
+
+    One graph node (:func:`lamina.autograd.layer_norm`, the backend's fused
+    kernel where it has one): trailing dims D are viewed as one axis of
+    size prod(D), a missing weight or bias acts as ones or zeros.
+
+    Args:
+        x: (*, *D).
+        normalized_shape: D, an int or a tuple.
+        weight, bias: (*D) or None.
+
+    Returns:
+        (*, *D).
+    """
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) \
+        else tuple(normalized_shape)
+    xs = x.shape
+    k = len(shape)
+    if not k or len(xs) < k or xs[len(xs) - k:] != shape:
         raise ShapeError(f"layer_norm: expected input of shape (*, "
-                         f"{', '.join(map(str, normalized_shape))}), got {tuple(x.shape)}")
-    mean = x.mean(dims, keepdim=True)
-    centred = x - mean
-    var = (centred * centred).mean(dims, keepdim=True)
-    out = centred / (var + eps) ** 0.5
+                         f"{', '.join(map(str, shape))}), got {tuple(xs)}")
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and p.shape != shape:
+            raise ShapeError(f"layer_norm: {name} must have shape {shape}, got {p.shape}")
+    size = math.prod(shape)
+    if not size:  # nothing to normalise: the composite form gives the (empty) result
+        return _layer_norm_composite(x, k, weight, bias, eps)
+    if weight is None:
+        weight = ag.Tensor(nd.ones(size, dtype=x.dtype, device=x.device))
+    if bias is None:
+        bias = ag.Tensor(nd.zeros(size, dtype=x.dtype, device=x.device))
+    if k == 1:
+        return ag.layer_norm(x, weight, bias, eps)
+    flat = x.reshape(xs[:len(xs) - k] + (size,))
+    return ag.layer_norm(flat, weight.reshape(size), bias.reshape(size), eps).reshape(xs)
+
+
+def _layer_norm_composite(x: Tensor, k: int, weight: Tensor | None, bias: Tensor | None,
+                          eps: float) -> Tensor:
+    dims = tuple(range(x.ndim - k, x.ndim))
+    centred = x - x.mean(dims, keepdim=True)
+    out = centred / ((centred * centred).mean(dims, keepdim=True) + eps) ** 0.5
     if weight is not None:
         out = out * weight
     return out + bias if bias is not None else out
@@ -225,12 +251,161 @@ def embedding(indices: Tensor, weight: Tensor) -> Tensor:
                          f"size {size} (ids must be in [0, {size}))") from None
 
 
+# ----- attention -----------------------------------------------------------------------
+# Masks follow PyTorch: ``scaled_dot_product_attention``'s boolean mask marks the
+# pairs that take part (True = attend). Lamina has no bool dtype, so a boolean
+# mask is a numpy ``bool`` array (or a list of bools) or an int64 Tensor
+# (nonzero = True); a float mask is added to the scores (``-inf`` removes a pair).
+
+_CAUSAL: dict[tuple[int, int, int, str, str], Tensor] = {}
+
+
+def causal_mask(q_len: int, k_len: int, offset: int = 0, dtype: Any = None,
+                device: Any = None) -> Tensor:
+    """Additive causal mask (q_len, k_len): 0 where key j <= offset + query i, else -inf.
+
+    ``offset`` is the position of the first query among the keys: 0 for
+    PyTorch's ``is_causal`` (top-left aligned), ``k_len - q_len`` when the
+    queries are the last ``q_len`` positions (decoding with a key/value cache).
+    Cached per shape, device and dtype; the result never requires grad.
+    """
+    dtype = nd.as_dtype(dtype) if dtype is not None else nd.float32
+    dev = nd.get_device(device) if device is not None else nd.default_device()
+    key = (q_len, k_len, offset, str(dtype), str(dev))
+    mask = _CAUSAL.get(key)
+    if mask is None:
+        blocked = np.arange(k_len)[None, :] > np.arange(q_len)[:, None] + offset
+        values = np.where(blocked, -np.inf, 0.0).astype(dtype.np)
+        mask = _CAUSAL[key] = Tensor(nd.array(values, dtype=dtype, device=dev))
+    return mask
+
+
+def _is_boolean(mask: Any) -> bool:
+    if isinstance(mask, Tensor):
+        return mask.dtype == nd.int64
+    return np.asarray(mask).dtype == np.bool_ or np.asarray(mask).dtype.kind in "iu"
+
+
+def additive_mask(mask: Any, like: Tensor, true_means_keep: bool) -> Tensor:
+    """A mask as a float Tensor to add to scores: boolean masks become 0 / -inf.
+
+    Args:
+        mask: numpy bool/int array, int64 Tensor, or float Tensor/array (returned as is).
+        like: a tensor whose dtype and device the result takes.
+        true_means_keep: True for SDPA's convention, False for MultiheadAttention's.
+    """
+    if _is_boolean(mask):
+        keep = mask.numpy() if isinstance(mask, Tensor) else np.asarray(mask)
+        keep = keep.astype(bool) if true_means_keep else ~keep.astype(bool)
+        values = np.where(keep, 0.0, -np.inf).astype(like.dtype.np)
+        return Tensor(nd.array(values, dtype=like.dtype, device=like.device))
+    if isinstance(mask, Tensor):
+        return mask
+    return Tensor(nd.array(np.asarray(mask, dtype=like.dtype.np), dtype=like.dtype,
+                           device=like.device))
+
+
+def _broadcastable(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    if len(shape) > len(target):
+        return False
+    return all(s in (1, t) for s, t in zip(shape[::-1], target[::-1]))
+
+
+def attention(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None,
+              dropout_p: float = 0.0, scale: float | None = None,
+              training: bool = True) -> tuple[Tensor, Tensor]:
+    """softmax(q @ k^T * scale + mask) @ v, returning the output and the weights.
+
+    The core of :func:`scaled_dot_product_attention` and ``MultiheadAttention``
+    for callers that build their own additive mask (a GPT decoding with a
+    key/value cache passes ``causal_mask(L, S, offset)``). It checks nothing
+    beyond what matmul checks. The softmax runs over the last axis, where
+    backends with a fused ``softmax_last`` kernel use it.
+
+    Args:
+        query: (*, L, E).
+        key: (*, S, E).
+        value: (*, S, Ev).
+        mask: additive, broadcastable to (*, L, S), or None.
+        dropout_p: dropout on the weights, applied only when ``training``.
+        scale: score scale, default 1 / sqrt(E).
+
+    Returns:
+        (out (*, L, Ev), weights (*, L, S)).
+
+    Example:
+        >>> from lamina import autograd
+        >>> q = autograd.ones(2, 4, 8)
+        >>> out, w = attention(q, q, q, causal_mask(4, 4))
+        >>> out.shape, w.shape
+        ((2, 4, 8), (2, 4, 4))
+    """
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = (query @ key.mT) * scale
+    if mask is not None:
+        scores = scores + mask
+    weights = scores.softmax(-1)
+    if dropout_p > 0.0 and training:
+        weights = ag.dropout(weights, dropout_p)
+    return weights @ value, weights
+
+
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
+                                 attn_mask: Any = None, dropout_p: float = 0.0,
+                                 is_causal: bool = False, scale: float | None = None
+                                 ) -> Tensor:
+    """Attention as ``torch.nn.functional.scaled_dot_product_attention``.
+
+    Args:
+        query: (*, L, E).
+        key: (*, S, E).
+        value: (*, S, Ev).
+        attn_mask: broadcastable to (*, L, S); boolean (True = attend) or float (added).
+        dropout_p: dropout probability on the attention weights (always applied
+            when > 0, as in PyTorch: pass 0.0 at evaluation).
+        is_causal: mask out key j > query i (top-left aligned); excludes ``attn_mask``.
+        scale: score scale, default 1 / sqrt(E).
+
+    Returns:
+        (*, L, Ev).
+
+    Example:
+        >>> from lamina import autograd
+        >>> q = autograd.ones(2, 3, 5, 8)
+        >>> scaled_dot_product_attention(q, q, q, is_causal=True).shape
+        (2, 3, 5, 8)
+    """
+    op = "scaled_dot_product_attention"
+    q_shape, k_shape, v_shape = tuple(query.shape), tuple(key.shape), tuple(value.shape)
+    if min(len(q_shape), len(k_shape), len(v_shape)) < 2:
+        raise ShapeError(f"{op}: query, key and value need at least 2 dims (*, L, E), got "
+                         f"{q_shape}, {k_shape} and {v_shape}")
+    if q_shape[-1] != k_shape[-1]:
+        raise ShapeError(f"{op}: query {q_shape} and key {k_shape} must have the same "
+                         f"embedding size: {q_shape[-1]} != {k_shape[-1]}")
+    if k_shape[-2] != v_shape[-2]:
+        raise ShapeError(f"{op}: key {k_shape} and value {v_shape} must have the same "
+                         f"sequence length: {k_shape[-2]} != {v_shape[-2]}")
+    if not 0.0 <= dropout_p <= 1.0:
+        raise ValueError(f"{op}: dropout_p must be in [0, 1], got {dropout_p}")
+    if is_causal and attn_mask is not None:
+        raise ValueError(f"{op}: pass either attn_mask or is_causal=True, not both")
+    L, S = q_shape[-2], k_shape[-2]
+    mask = None
+    if is_causal:
+        mask = causal_mask(L, S, 0, query.dtype, query.device)
+    elif attn_mask is not None:
+        mask = additive_mask(attn_mask, query, true_means_keep=True)
+        target = q_shape[:-1] + (S,)
+        if not _broadcastable(tuple(mask.shape), target):
+            raise ShapeError(f"{op}: attn_mask of shape {tuple(mask.shape)} does not "
+                             f"broadcast to the scores' shape {target} (*, L, S)")
+    return attention(query, key, value, mask, dropout_p, scale)[0]
+
+
 # Convolution and pooling live beside their layers; these are their functional forms.
 from ._conv import conv2d  # noqa: E402
 from ._pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d  # noqa: E402
 
 __all__ += ["adaptive_avg_pool2d", "avg_pool2d", "conv2d", "max_pool2d"]
 
-
-# Last: the attention module imports the layers, which import this module.
-from ._attention import scaled_dot_product_attention  # noqa: E402

@@ -52,7 +52,7 @@ class Adam(Optimizer):
             raise ValueError(f"{owner}: invalid betas {betas!r}; expected two values in [0, 1)")
 
     def _update(self, param: Tensor, grad: nd.NDArray, group: dict[str, Any],
-                state: dict[str, Any]) -> None:
+                state: dict[str, Any]) -> nd.NDArray:
         p = param.data
         lr, (beta1, beta2), wd = group["lr"], group["betas"], group["weight_decay"]
         if wd and self._decoupled:
@@ -72,7 +72,7 @@ class Adam(Optimizer):
         if group["amsgrad"]:
             v = state["max_exp_avg_sq"] = state["max_exp_avg_sq"].maximum(v)
         denom = v.sqrt() * (1.0 / math.sqrt(1.0 - beta2**t)) + group["eps"]
-        param.data = p - (m / denom) * (lr / (1.0 - beta1**t))
+        return p - (m / denom) * (lr / (1.0 - beta1**t))
 
 
 class AdamW(Adam):

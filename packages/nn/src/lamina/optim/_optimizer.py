@@ -1,8 +1,11 @@
 """Optimizer: parameter groups, per-parameter state, zero_grad, state dicts.
 
 Subclasses implement ``_update(param, grad, group, state)``, working on
-NDArrays (``param.data``, ``param.grad.data``): an update records no graph
-and replaces ``param.data`` rather than building Tensors.
+NDArrays (``param.data``, ``param.grad.data``) and returning the parameter's
+new value: an update records no graph. ``step`` writes that value into the
+parameter's storage in place, as PyTorch's optimizers do: views of the
+parameter see it, and its version counter records the change (a graph that
+saved the old value then refuses to backward instead of using the new one).
 """
 
 from __future__ import annotations
@@ -96,7 +99,7 @@ class Optimizer:
                     if set_to_none:
                         p.grad = None
                     else:
-                        p.grad.data = p.grad.data * 0.0
+                        p.grad.zero_()
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Update every parameter that has a gradient.
@@ -118,11 +121,11 @@ class Optimizer:
                         continue
                     if p not in self.state:
                         self.state[p] = {}
-                    self._update(p, p.grad.data, group, self.state[p])
+                    p.copy_(Tensor(self._update(p, p.grad.data, group, self.state[p])))
         return loss
 
     def _update(self, param: Tensor, grad: nd.NDArray, group: dict[str, Any],
-                state: dict[str, Any]) -> None:
+                state: dict[str, Any]) -> nd.NDArray:
         raise TypeError(f"{type(self).__name__} does not define _update()")
 
     # ------------------------------------------------------------- state dict

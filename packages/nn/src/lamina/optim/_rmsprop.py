@@ -52,7 +52,7 @@ class RMSprop(Optimizer):
             check_range("RMSprop", group, name)
 
     def _update(self, param: Tensor, grad: nd.NDArray, group: dict[str, Any],
-                state: dict[str, Any]) -> None:
+                state: dict[str, Any]) -> nd.NDArray:
         p = param.data
         alpha = group["alpha"]
         if group["weight_decay"]:
@@ -74,9 +74,9 @@ class RMSprop(Optimizer):
         if group["momentum"] > 0:
             buf = state["momentum_buffer"] = state["momentum_buffer"] * group["momentum"] \
                 + grad / denom
-            param.data = p - buf * group["lr"]
+            return p - buf * group["lr"]
         else:
-            param.data = p - (grad / denom) * group["lr"]
+            return p - (grad / denom) * group["lr"]
 
 
 class Adagrad(Optimizer):
@@ -110,7 +110,7 @@ class Adagrad(Optimizer):
             check_range("Adagrad", group, name)
 
     def _update(self, param: Tensor, grad: nd.NDArray, group: dict[str, Any],
-                state: dict[str, Any]) -> None:
+                state: dict[str, Any]) -> nd.NDArray:
         p = param.data
         if not state:
             state["step"] = 0
@@ -120,4 +120,4 @@ class Adagrad(Optimizer):
             grad = grad + p * group["weight_decay"]
         lr = group["lr"] / (1.0 + (state["step"] - 1) * group["lr_decay"])
         s = state["sum"] = state["sum"] + grad * grad
-        param.data = p - (grad / (s.sqrt() + group["eps"])) * lr
+        return p - (grad / (s.sqrt() + group["eps"])) * lr

@@ -52,7 +52,7 @@ class SGD(Optimizer):
             raise ValueError("SGD: nesterov momentum requires momentum > 0 and dampening = 0")
 
     def _update(self, param: Tensor, grad: nd.NDArray, group: dict[str, Any],
-                state: dict[str, Any]) -> None:
+                state: dict[str, Any]) -> nd.NDArray:
         p = param.data
         if group["weight_decay"]:
             grad = grad + p * group["weight_decay"]
@@ -67,4 +67,4 @@ class SGD(Optimizer):
                 buf = buf * momentum + grad
             state["momentum_buffer"] = buf
             grad = grad + buf * momentum if group["nesterov"] else buf
-        param.data = p - grad * group["lr"]
+        return p - grad * group["lr"]

@@ -12,6 +12,7 @@ from typing import Any
 import lamina.ndarray as nd
 from lamina.ndarray import NDArray
 
+from .. import _grad_mode as grad_mode
 from .._function import Function
 from .._tensor import Tensor
 from ._util import lift, operands
@@ -284,6 +285,52 @@ class Erf(Function):
         return (g * (2 / math.sqrt(math.pi)) * (-(a * a)).exp(),)
 
 
+class Gelu(Function):
+    """``x * Phi(x)`` as one node (a Transformer's MLP calls it on its widest activation).
+
+    Exact form ``x/2 * (1 + erf(x / sqrt 2))``, whose derivative is
+    ``Phi(x) + x * phi(x)``; or the tanh form ``x/2 * (1 + tanh(u))``,
+    ``u = sqrt(2/pi) * (x + 0.044715 x^3)``, whose derivative is
+    ``(1 + tanh(u))/2 + x/2 * (1 - tanh(u)^2) * du/dx``. With ``create_graph``
+    the backward differentiates :func:`gelu_reference` instead, so higher-order
+    gradients are exact.
+    """
+
+    name = "gelu"
+    save_inputs = True
+
+    def forward(self, a: NDArray, approximate: str) -> NDArray:
+        self.approximate = approximate
+        if approximate == "tanh":
+            self.t = ((a + a * a * a * 0.044715) * _SQRT_2_OVER_PI).tanh()
+            return a * 0.5 * (self.t + 1)
+        return a * 0.5 * ((a * _SQRT_HALF).erf() + 1)
+
+    def release(self) -> None:
+        super().release()
+        self.t = None
+
+    def backward(self, g: Tensor) -> tuple[Tensor | None, ...]:
+        if grad_mode.is_grad_enabled():
+            (x,) = self.inputs
+            from .._engine import grad  # (create_graph only)
+            return grad(gelu_reference(x, self.approximate), x, g, create_graph=True)
+        a = self.inputs[0].data
+        if self.approximate == "tanh":
+            t = self.t
+            du = (a * a * (3 * 0.044715) + 1) * _SQRT_2_OVER_PI
+            slope = (t + 1) * 0.5 + a * 0.5 * (1 - t * t) * du
+        else:
+            pdf = (a * a * -0.5).exp() * _INV_SQRT_2PI
+            slope = ((a * _SQRT_HALF).erf() + 1) * 0.5 + a * pdf
+        return (Tensor._make(g.data * slope),)
+
+
+_SQRT_HALF = 1 / math.sqrt(2)
+_SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
+_INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
+
+
 class Maximum(Function):
     """Elementwise maximum; at ties the gradient is split evenly (as PyTorch)."""
 
@@ -365,6 +412,8 @@ def add(a: Any, b: Any) -> Tensor:
         return AddScalar.apply(a, value=b)
     if isinstance(b, Tensor) and isinstance(a, _NUMBER):
         return AddScalar.apply(b, value=a)
+    if isinstance(b, Tensor) and isinstance(a, Tensor):  # the common case, without operands()
+        return Add.apply(a, b)
     return Add.apply(*operands(a, b, "add"))
 
 
@@ -374,6 +423,8 @@ def sub(a: Any, b: Any) -> Tensor:
         return AddScalar.apply(a, value=-b)
     if isinstance(b, Tensor) and isinstance(a, _NUMBER):
         return RSubScalar.apply(b, value=a)
+    if isinstance(b, Tensor) and isinstance(a, Tensor):  # the common case, without operands()
+        return Sub.apply(a, b)
     return Sub.apply(*operands(a, b, "sub"))
 
 
@@ -383,6 +434,8 @@ def mul(a: Any, b: Any) -> Tensor:
         return MulScalar.apply(a, value=b)
     if isinstance(b, Tensor) and isinstance(a, _NUMBER):
         return MulScalar.apply(b, value=a)
+    if isinstance(b, Tensor) and isinstance(a, Tensor):  # the common case, without operands()
+        return Mul.apply(a, b)
     return Mul.apply(*operands(a, b, "mul"))
 
 
@@ -392,6 +445,8 @@ def div(a: Any, b: Any) -> Tensor:
         return DivScalar.apply(a, value=b)
     if isinstance(b, Tensor) and isinstance(a, _NUMBER):
         return RDivScalar.apply(b, value=a)
+    if isinstance(b, Tensor) and isinstance(a, Tensor):  # the common case, without operands()
+        return Div.apply(a, b)
     return Div.apply(*operands(a, b, "div"))
 
 
@@ -460,6 +515,20 @@ def erf(x: Tensor) -> Tensor:
     return Erf.apply(x)
 
 
+def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    """Gaussian error linear unit, ``x * Phi(x)``, as ``torch.nn.functional.gelu``; one node.
+
+    Args:
+        x: input of any shape.
+        approximate: ``"none"`` for the exact form ``x/2 * (1 + erf(x/sqrt 2))``
+            (erf's forward is accurate to 1.5e-7), or ``"tanh"`` for
+            ``x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x**3)))``.
+    """
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return Gelu.apply(x, approximate=approximate)
+
+
 def maximum(a: Any, b: Any) -> Tensor:
     """Elementwise maximum, broadcast."""
     return Maximum.apply(*operands(a, b, "maximum"))
@@ -524,15 +593,8 @@ def sigmoid(x: Tensor) -> Tensor:
     return (tanh(x * 0.5) + 1) * 0.5
 
 
-def gelu(x: Tensor, approximate: str = "none") -> Tensor:
-    """Gaussian error linear unit, ``x * Phi(x)``, as ``torch.nn.functional.gelu``.
-
-    Args:
-        x: input of any shape.
-        approximate: ``"none"`` for the exact form ``x/2 * (1 + erf(x/sqrt 2))``
-            (erf's forward is accurate to 1.5e-7), or ``"tanh"`` for
-            ``x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x**3)))``.
-    """
+def gelu_reference(x: Tensor, approximate: str = "none") -> Tensor:
+    """GELU from composite ops (differentiable to any order); see :func:`gelu`."""
     if approximate == "tanh":
         inner = (x + x * x * x * 0.044715) * math.sqrt(2 / math.pi)
         return x * 0.5 * (tanh(inner) + 1)
@@ -569,5 +631,5 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
 
 PRIMITIVES = (Add, Sub, Mul, Div, AddScalar, MulScalar, DivScalar, RSubScalar, RDivScalar,
               Pow, PowScalar, Neg, Exp, Log, Sqrt, Tanh, Sin, Cos, Abs,
-              Relu, Erf, Maximum, Minimum, Where, Sign, Eq, Ne, Lt, Le, Gt, Ge)
-COMPOSITES = (sigmoid, gelu, clamp, dropout)
+              Relu, Erf, Gelu, Maximum, Minimum, Where, Sign, Eq, Ne, Lt, Le, Gt, Ge)
+COMPOSITES = (sigmoid, gelu_reference, clamp, dropout)

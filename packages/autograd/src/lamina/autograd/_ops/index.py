@@ -104,6 +104,8 @@ def getitem(x: Tensor, key: Any) -> Tensor:
     ``take``; it may follow only full slices (``x[:, idx]``), and later
     entries index what remains.
     """
+    if type(key) is int or type(key) is slice:  # the common cases: a view, nothing to sort out
+        return Slice.apply(x, key=key)
     parts = key if isinstance(key, tuple) else (key,)
     arrays = [i for i, k in enumerate(parts) if _is_index_array(k)]
     if not arrays:

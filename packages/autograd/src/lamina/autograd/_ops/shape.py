@@ -20,6 +20,7 @@ from ._util import normalize_axes, normalize_axis, shape_arg
 
 class Reshape(Function):
     name = "reshape"
+    is_view = True
 
     def forward(self, a: NDArray, shape: tuple[int, ...]) -> NDArray:
         return a.reshape(shape)
@@ -30,6 +31,7 @@ class Reshape(Function):
 
 class Permute(Function):
     name = "permute"
+    is_view = True
 
     def forward(self, a: NDArray, axes: tuple[int, ...]) -> NDArray:
         if sorted(axes) != list(range(a.ndim)):
@@ -46,6 +48,7 @@ class BroadcastTo(Function):
     """A stride-0 view; the engine sums the gradient back, so the rule is identity."""
 
     name = "broadcast_to"
+    is_view = True
 
     def forward(self, a: NDArray, shape: tuple[int, ...]) -> NDArray:
         return a.broadcast_to(shape)
@@ -56,6 +59,7 @@ class BroadcastTo(Function):
 
 class Flip(Function):
     name = "flip"
+    is_view = True
 
     def forward(self, a: NDArray, axes: tuple[int, ...]) -> NDArray:
         self.axes = axes
@@ -69,6 +73,7 @@ class Slice(Function):
     """Basic indexing ``a[key]``: ints, slices (any step), None, Ellipsis. A view."""
 
     name = "slice"
+    is_view = True
 
     def forward(self, a: NDArray, key: Any) -> NDArray:
         self.key = key
@@ -150,8 +155,11 @@ def reshape(x: Tensor, *shape: Any) -> Tensor:
 
 def permute(x: Tensor, *dims: Any) -> Tensor:
     """Reorders axes: output axis ``i`` is input axis ``dims[i]``. A view."""
-    dims = shape_arg(dims)
-    return Permute.apply(x, axes=tuple(normalize_axis(d, x.ndim, "permute") for d in dims))
+    ndim = x.data.ndim
+    axes = []
+    for d in shape_arg(dims):
+        axes.append(normalize_axis(d, ndim, "permute"))
+    return Permute.apply(x, axes=tuple(axes))
 
 
 def broadcast_to(x: Tensor, *shape: Any) -> Tensor:
@@ -185,10 +193,11 @@ def view(x: Tensor, *shape: Any) -> Tensor:
 
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     """Swaps two axes. A view."""
-    axes = list(range(x.ndim))
-    d0, d1 = normalize_axis(dim0, x.ndim, "transpose"), normalize_axis(dim1, x.ndim, "transpose")
+    ndim = x.data.ndim
+    axes = list(range(ndim))
+    d0, d1 = normalize_axis(dim0, ndim, "transpose"), normalize_axis(dim1, ndim, "transpose")
     axes[d0], axes[d1] = axes[d1], axes[d0]
-    return permute(x, tuple(axes))
+    return Permute.apply(x, axes=tuple(axes))  # already normalised: not through permute()
 
 
 def expand(x: Tensor, *sizes: Any) -> Tensor:

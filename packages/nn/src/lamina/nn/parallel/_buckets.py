@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 import lamina.ndarray as nd
 import numpy as np
-from lamina.autograd import Tensor
-from lamina.distributed._buffers import host_view, write
+from lamina.autograd import Tensor, no_grad
+from lamina.distributed._buffers import host_view
 from lamina.ndarray import NDArray
 
 
@@ -116,6 +116,7 @@ def broadcast_coalesced(tensors: Sequence[Tensor], src: int = 0) -> None:
             continue
         values = buf.numpy()
         start = 0
-        for t in group:
-            write(t.data, values[start:start + t.numel()].reshape(t.shape))
-            start += t.numel()
+        with no_grad():  # in place (views and kept copies of the parameter see it)
+            for t in group:
+                t.copy_(values[start:start + t.numel()].reshape(t.shape))
+                start += t.numel()

@@ -1,0 +1,184 @@
+"""In-place ops on Tensors (``add_``, ``mul_``, ``x -= y``, ...) with PyTorch's safety net.
+
+An in-place op computes its result with the out-of-place op, then writes it
+into the tensor's own storage (so views and other aliases of that storage see
+the change) and bumps the tensor's version counter. The checks are PyTorch's:
+
+- a leaf that requires grad cannot be modified in place while grad mode is on
+  (``with no_grad():`` is how optimizers and the manual SGD idiom
+  ``p -= lr * p.grad`` update parameters);
+- when the op is recorded, the tensor takes the new node as its ``grad_fn``,
+  so gradients flow through the modification; the op's own node keeps a copy
+  of the old value if its rule needs it (``mul_`` by a tensor);
+- any other node that saved the old value notices the version change when
+  backward reads it and raises instead of giving a wrong gradient.
+
+Recording an in-place op on a view (a slice, reshape or permute of another
+tensor) would also have to rewrite the base tensor's graph (PyTorch's
+``CopySlices``); that is not supported and raises. Under ``no_grad``, or when
+nothing requires grad, in-place ops on views write through to the base.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from lamina.ndarray import DTypeError, NDArray, ShapeError
+
+from . import _grad_mode as grad_mode
+from ._function import Version
+from ._ops import elementwise as E
+from ._ops import shape as S
+from ._tensor import Tensor
+
+_NUMBER = (int, float)
+
+
+def _check_leaf(t: Tensor, op: str) -> None:
+    if t._requires_grad and t.grad_fn is None and grad_mode._state.enabled:
+        raise RuntimeError(
+            f"{op}: a leaf Variable that requires grad is being used in an in-place "
+            f"operation (shape {t.shape}); update it under `with no_grad():`, as optimizers "
+            "do, or modify a copy (.clone())")
+
+
+def _write(t: Tensor, out: Tensor, op: str) -> Tensor:
+    """Stores ``out`` (the op's out-of-place result) into ``t``'s storage."""
+    if out.data.shape != t.data.shape:
+        raise ShapeError(f"{op}: the result has shape {out.shape} (broadcast), which does not "
+                         f"fit in place into a tensor of shape {t.shape}")
+    if out.dtype != t.dtype:
+        if not t.dtype.is_floating and out.dtype.is_floating:
+            raise DTypeError(f"{op}: result type {out.dtype.name} can't be cast to the "
+                             f"tensor's type {t.dtype.name} in place; convert with .float()")
+        if out._requires_grad:
+            out = S.to(out, dtype=t.dtype)
+    if out._requires_grad:
+        if t._base is not None:
+            raise RuntimeError(
+                f"{op}: in-place ops on a view (a slice, reshape or permute of another "
+                f"tensor) are not supported while the result requires grad; build the "
+                f"new tensor out of place instead (shape {t.shape})")
+        _keep_old_value(out.grad_fn, t)
+    t.data[...] = out.data
+    if out._requires_grad:
+        t.grad_fn = out.grad_fn
+        t._requires_grad = True
+    bump(t)
+    return t
+
+
+def _keep_old_value(node: Any, t: Tensor) -> None:
+    """The node about to become ``t``'s grad_fn saved ``t`` itself: give it ``t``'s
+    value before the write instead (``a.mul_(b)`` needs the old ``a`` for ``db``)."""
+    saved = node._saved
+    if saved is None or not any(s is t for s in saved):
+        return
+    old = Tensor._make(t.data.copy(), t._requires_grad, t.grad_fn)
+    node._saved = tuple([old if s is t else s for s in saved])
+
+
+def bump(t: Tensor) -> None:
+    """Records that ``t``'s storage changed (shared with its views)."""
+    vc = t._vc
+    if vc is None:
+        vc = t._vc = Version()
+    vc.value += 1
+
+
+def _binary(t: Tensor, other: Any, op: str, fn: Callable[[Any, Any], Tensor]) -> Tensor:
+    _check_leaf(t, op)
+    if isinstance(other, NDArray):
+        other = Tensor._make(other)
+    return _write(t, fn(t, other), op)
+
+
+def _scaled(other: Any, alpha: Any) -> Any:
+    return other if isinstance(alpha, _NUMBER) and alpha == 1 else other * alpha
+
+
+def add_(t: Tensor, other: Any, alpha: Any = 1) -> Tensor:
+    """``t += alpha * other``, broadcast to ``t``'s shape."""
+    return _binary(t, _scaled(other, alpha), "add_", E.add)
+
+
+def sub_(t: Tensor, other: Any, alpha: Any = 1) -> Tensor:
+    """``t -= alpha * other``."""
+    return _binary(t, _scaled(other, alpha), "sub_", E.sub)
+
+
+def mul_(t: Tensor, other: Any) -> Tensor:
+    """``t *= other``."""
+    return _binary(t, other, "mul_", E.mul)
+
+
+def div_(t: Tensor, other: Any) -> Tensor:
+    """``t /= other``."""
+    return _binary(t, other, "div_", E.div)
+
+
+def clamp_(t: Tensor, min: float | None = None, max: float | None = None) -> Tensor:  # noqa: A002
+    """Limits ``t`` to ``[min, max]`` in place."""
+    _check_leaf(t, "clamp_")
+    # clamp is composite: its inner nodes would save t itself, so a recorded
+    # clamp_ works on a copy (the old value stays intact for them).
+    src = S.to(t, copy=True) if t._requires_grad and grad_mode._state.enabled else t
+    return _write(t, E.clamp(src, min, max), "clamp_")
+
+
+def fill_(t: Tensor, value: Any) -> Tensor:
+    """Sets every element to ``value`` (a number or a one-element tensor).
+
+    A recorded fill sends a zero gradient to the old value (and, for a tensor
+    ``value``, the summed gradient to it), as PyTorch.
+    """
+    _check_leaf(t, "fill_")
+    if isinstance(value, Tensor):
+        if value.data.size != 1:
+            raise ShapeError(f"fill_: value must have one element, got shape {value.shape}")
+        return copy_(t, value.reshape(()))
+    if not isinstance(value, (int, float, bool)):
+        raise TypeError(f"fill_: value must be a number or a one-element Tensor, "
+                        f"got {type(value).__name__}")
+    if t._requires_grad and grad_mode._state.enabled:
+        return _write(t, _replaced(t, value), "fill_")
+    t.data[...] = value
+    bump(t)
+    return t
+
+
+def _replaced(t: Tensor, value: Any) -> Tensor:
+    """``value`` as the result of a recorded op on ``t`` whose gradient to ``t`` is zero."""
+    out = E.add(E.mul(t, 0.0), value)
+    out.data[...] = value.data if isinstance(value, Tensor) else value  # exact, even where
+    return out                                                          # t held inf or nan
+
+
+def copy_(t: Tensor, src: Any) -> Tensor:
+    """Copies ``src`` (broadcast, converted to ``t``'s dtype and device) into ``t``.
+
+    Differentiable with respect to ``src``; ``t``'s old value gets no gradient.
+    """
+    _check_leaf(t, "copy_")
+    if not isinstance(src, Tensor):
+        src = Tensor(src, dtype=t.dtype, device=t.device)
+    if src.shape != t.shape:
+        try:
+            src = src.broadcast_to(t.shape)
+        except ValueError:
+            raise ShapeError(f"copy_: source of shape {src.shape} does not broadcast to the "
+                             f"destination's shape {t.shape}") from None
+    if src.dtype != t.dtype and not t.dtype.is_floating and src.dtype.is_floating:
+        # PyTorch truncates here; an explicit conversion says what is meant.
+        raise DTypeError(f"copy_: cannot copy {src.dtype.name} into {t.dtype.name} in "
+                         f"place; convert the source with .long() first")
+    recording = grad_mode._state.enabled and (src._requires_grad or t._requires_grad)
+    if not recording:
+        t.data[...] = S.to(src, device=t.device).data
+        bump(t)
+        return t
+    if t._requires_grad:
+        return _write(t, _replaced(t, S.to(src, device=t.device, dtype=t.dtype)), "copy_")
+    # A fresh node (a copy of src): t must not become the output of src's node.
+    return _write(t, S.to(src, device=t.device, dtype=t.dtype, copy=True), "copy_")

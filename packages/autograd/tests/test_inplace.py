@@ -1,0 +1,217 @@
+"""In-place ops: values and gradients against PyTorch, version counters, leaf and view rules."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import lamina.autograd as ag
+import numpy as np
+import pytest
+import torch
+from conftest import DEVICES
+from lamina.ndarray import DTypeError, ShapeError
+
+X = [[0.5, -1.5, 2.0], [3.0, -0.25, 1.0]]
+Y = [[1.5, 2.0, -0.5], [0.75, 4.0, -2.0]]
+
+
+def _both(fn: Callable[[Any, Any, Any], Any], device: str) -> None:
+    """Runs ``fn(lib, x, y)`` in Lamina and PyTorch and compares the output and both grads."""
+    x, y = ag.tensor(X, device=device, requires_grad=True), ag.tensor(Y, device=device,
+                                                                      requires_grad=True)
+    tx, ty = torch.tensor(X, requires_grad=True), torch.tensor(Y, requires_grad=True)
+    out, tout = fn(ag, x, y), fn(torch, tx, ty)
+    np.testing.assert_allclose(out.detach().numpy(), tout.detach().numpy(), rtol=1e-6)
+    (out * ag.tensor(Y, device=device)).sum().backward()
+    (tout * torch.tensor(Y)).sum().backward()
+    for ours, theirs in ((x.grad, tx.grad), (y.grad, ty.grad)):
+        if theirs is None:
+            assert ours is None
+        else:
+            np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+
+
+CASES: dict[str, Callable[[Any, Any, Any], Any]] = {
+    "add_scalar": lambda lib, x, y: (x * 2).add_(1).mul_(3),
+    "add_tensor_alpha": lambda lib, x, y: (x * 1).add_(y, alpha=0.5),
+    "sub_tensor": lambda lib, x, y: (x * 1).sub_(y),
+    "sub_broadcast": lambda lib, x, y: (x * 1).sub_(y[0]),
+    "mul_tensor": lambda lib, x, y: (x * 1).mul_(y),
+    "div_tensor": lambda lib, x, y: (x * 1).div_(y),
+    "div_scalar": lambda lib, x, y: (x + y).div_(4.0),
+    "clamp_": lambda lib, x, y: (x * y).clamp_(-1.0, 2.0),
+    "zero_": lambda lib, x, y: (x * 1).zero_() + y,
+    "fill_": lambda lib, x, y: (x * 1).fill_(2.5) * y,
+    "copy_": lambda lib, x, y: (x * 1).copy_(y * 2),
+    "copy_into_plain": lambda lib, x, y: (x * 0).detach().copy_(y.exp()),
+    "iadd_chain": lambda lib, x, y: _augmented(x * 1, y),
+    "inplace_then_used_twice": lambda lib, x, y: _twice(x * 1, y),
+}
+
+
+def _augmented(a: Any, b: Any) -> Any:
+    a += b
+    a *= b
+    a -= 1.0
+    a /= 2.0
+    return a
+
+
+def _twice(a: Any, b: Any) -> Any:
+    before = a * 3  # mul by a number saves nothing: a may change afterwards
+    a.mul_(b)
+    return a + before
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_inplace_values_and_gradients_match_torch(case: str, device: str) -> None:
+    _both(CASES[case], device)
+
+
+def test_inplace_mul_keeps_old_value_for_the_other_gradient() -> None:
+    # d(a*b)/db needs a's value before the write; the op keeps a copy of it
+    a = ag.tensor([2.0, 3.0], requires_grad=True)
+    b = ag.tensor([5.0, 7.0], requires_grad=True)
+    c = a * 1
+    c.mul_(b)
+    c.sum().backward()
+    assert b.grad.tolist() == [2.0, 3.0] and a.grad.tolist() == [5.0, 7.0]
+
+
+def test_inplace_returns_self_and_writes_storage() -> None:
+    x = ag.tensor([1.0, 2.0])
+    alias = x
+    assert x.add_(1) is x
+    x += 1
+    assert x is alias and x.tolist() == [3.0, 4.0]
+    assert x._version == 2
+
+
+def test_modifying_a_saved_input_makes_backward_raise() -> None:
+    a = ag.tensor([1.0, 2.0], requires_grad=True)
+    b = a * 1
+    c = b * b  # saves b
+    b.add_(1)
+    with pytest.raises(RuntimeError, match=r"modified by an inplace operation: input 0 of mul "
+                                           r"\(shape \(2,\), dtype float32\) is at version 1; "
+                                           r"expected version 0"):
+        c.sum().backward()
+
+
+def test_modifying_a_saved_output_makes_backward_raise() -> None:
+    a = ag.tensor([1.0, 2.0], requires_grad=True)
+    e = a.exp()  # saves its output
+    e.mul_(2)
+    with pytest.raises(RuntimeError, match="the output of exp .* is at version 1; expected "
+                                           "version 0"):
+        e.sum().backward()
+
+
+def test_modifying_through_a_view_bumps_the_shared_version() -> None:
+    a = ag.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    b = a * 1
+    c = (b * b).sum()
+    with ag.no_grad():
+        b[0].zero_()  # a view of b: b's saved value changed
+    assert b._version == 1 and b[1]._version == 1
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        c.backward()
+
+
+def test_detach_shares_the_version_counter() -> None:
+    a = ag.tensor([1.0, 2.0], requires_grad=True)
+    b = a.sin()  # saves a
+    a.detach().mul_(2)
+    assert a._version == 1 and a.tolist() == [2.0, 4.0]
+    with pytest.raises(RuntimeError, match="input 0 of sin"):
+        b.sum().backward()
+
+
+def test_unmodified_graph_still_backpropagates() -> None:
+    a = ag.tensor([1.0, 2.0], requires_grad=True)
+    b = a * a
+    other = ag.tensor([5.0, 6.0])
+    other.add_(1)  # unrelated storage
+    b.sum().backward()
+    assert a.grad.tolist() == [2.0, 4.0]
+
+
+@pytest.mark.parametrize("op", ["add_", "sub_", "mul_", "div_", "clamp_", "fill_", "zero_",
+                                "copy_", "iadd"])
+def test_inplace_on_a_leaf_that_requires_grad_raises(op: str) -> None:
+    w = ag.tensor([1.0, 2.0], requires_grad=True)
+    calls = {"add_": lambda: w.add_(1), "sub_": lambda: w.sub_(1), "mul_": lambda: w.mul_(2),
+             "div_": lambda: w.div_(2), "clamp_": lambda: w.clamp_(0, 1),
+             "fill_": lambda: w.fill_(0), "zero_": lambda: w.zero_(),
+             "copy_": lambda: w.copy_(ag.ones(2)), "iadd": lambda: w.__iadd__(1)}
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used "
+                                           "in an in-place operation"):
+        calls[op]()
+    assert w.tolist() == [1.0, 2.0] and w._version == 0
+
+
+def test_manual_sgd_updates_the_parameter_in_place() -> None:
+    w = ag.tensor([1.0, -2.0], requires_grad=True)
+    tw = torch.tensor([1.0, -2.0], requires_grad=True)
+    param = w
+    for _ in range(3):
+        (w * w * 3).sum().backward()
+        (tw * tw * 3).sum().backward()
+        with ag.no_grad():
+            w -= 0.1 * w.grad
+        with torch.no_grad():
+            tw -= 0.1 * tw.grad
+        w.grad = None
+        tw.grad = None
+    assert w is param and w.is_leaf and w.requires_grad
+    np.testing.assert_allclose(w.detach().numpy(), tw.detach().numpy(), rtol=1e-6)
+
+
+def test_views_write_through_to_their_base() -> None:
+    base = ag.zeros(3, 4)
+    base[1].add_(5)
+    base[:, 2].fill_(-1)
+    base.T[0].copy_(ag.tensor([7.0, 8.0, 9.0]))
+    base.reshape(12)[11:].mul_(0)
+    expected = np.zeros((3, 4), np.float32)
+    expected[1] += 5
+    expected[:, 2] = -1
+    expected.T[0] = [7.0, 8.0, 9.0]
+    expected.reshape(12)[11:] *= 0
+    np.testing.assert_array_equal(base.numpy(), expected)
+    assert base._version == 4
+
+
+def test_view_of_a_leaf_in_grad_mode_raises_and_no_grad_writes() -> None:
+    w = ag.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="in-place ops on a view"):
+        w[:2].mul_(2)
+    with ag.no_grad():
+        w[:2].mul_(2)
+    assert w.tolist() == [2.0, 2.0, 1.0] and w.is_leaf
+
+
+def test_shape_and_dtype_errors() -> None:
+    x = ag.zeros(2, 3)
+    with pytest.raises(ShapeError, match=r"add_: the result has shape \(4, 2, 3\)"):
+        x.add_(ag.ones(4, 2, 3))
+    with pytest.raises(ShapeError, match=r"copy_: source of shape \(4,\) does not broadcast"):
+        x.copy_(ag.ones(4))
+    ids = ag.tensor([1, 2])
+    with pytest.raises(DTypeError, match="copy_: cannot copy float32 into int64"):
+        ids.copy_(ag.ones(2))
+    with pytest.raises(TypeError, match="fill_: value must be a number"):
+        x.fill_("a")
+    with pytest.raises(ShapeError, match="fill_: value must have one element"):
+        x.fill_(ag.ones(2))
+
+
+def test_copy_converts_dtype_and_broadcasts() -> None:
+    x = ag.zeros(2, 3, dtype="float64")
+    x.copy_(ag.tensor([1.0, 2.0, 3.0]))
+    assert x.dtype == "float64" and x.tolist() == [[1.0, 2.0, 3.0]] * 2
+    ids = ag.tensor([0, 0])
+    ids.fill_(3)
+    assert ids.tolist() == [3, 3]
