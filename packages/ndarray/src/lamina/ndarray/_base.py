@@ -292,8 +292,9 @@ class ArrayBase:
 
     def _permuted(self: A, axes: tuple[int, ...]) -> A:
         """The view for axes already checked to be a permutation."""
-        return self._as_strided(tuple(self._shape[a] for a in axes),
-                                tuple(self._strides[a] for a in axes), self._offset)
+        shape, strides = self._shape, self._strides
+        return self._as_strided(tuple([shape[a] for a in axes]),
+                                tuple([strides[a] for a in axes]), self._offset)
 
     def transpose(self: A, dim0: int = -2, dim1: int = -1) -> A:
         """A view with two axes swapped (the last two by default)."""

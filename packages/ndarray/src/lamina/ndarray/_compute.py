@@ -221,24 +221,26 @@ def matmul(a: NDArray, b: NDArray) -> NDArray:
         return NotImplemented
     check_same_device_dtype((a, b), "matmul")
     _check_arithmetic(a._dtype, "matmul")
-    if a.ndim == 0 or b.ndim == 0:
+    nda, ndb = len(a._shape), len(b._shape)
+    if nda == 0 or ndb == 0:
         raise ShapeError(f"matmul: operands must have at least 1 dim, got shapes {a._shape} "
                          f"and {b._shape}")
-    a2 = a.reshape(1, a._shape[0]) if a.ndim == 1 else a
-    b2 = b.reshape(b._shape[0], 1) if b.ndim == 1 else b
+    a2 = a.reshape(1, a._shape[0]) if nda == 1 else a
+    b2 = b.reshape(b._shape[0], 1) if ndb == 1 else b
     m, n = a2._shape[-2:]
     n2, p = b2._shape[-2:]
     if n != n2:
         raise ShapeError(f"matmul: shapes {a._shape} and {b._shape} are not aligned: {n} "
-                         f"(dim {a.ndim - 1} of arg 0) != {n2} (dim {max(b.ndim - 2, 0)} "
+                         f"(dim {nda - 1} of arg 0) != {n2} (dim {max(ndb - 2, 0)} "
                          f"of arg 1)")
-    batch = L.broadcast_shapes(a2._shape[:-2], b2._shape[:-2], op="matmul")
     kernels = a._device.kernels
-    if not batch:
+    if len(a2._shape) == 2 and len(b2._shape) == 2:  # the common case: no batch dims
         out = a._empty((m, p), a._dtype, a._device, op="matmul")
-        if out.size:
+        if m and p:
             _gemm(kernels, a2, b2, out, m, n, p)
-    elif b2.ndim == 2 and a2._shape[:-2] == batch and a2.is_compact():
+        return _matmul_squeeze(out, nda, ndb)
+    batch = L.broadcast_shapes(a2._shape[:-2], b2._shape[:-2], op="matmul")
+    if len(b2._shape) == 2 and a2._shape[:-2] == batch and a2.is_compact():
         # (..., m, n) @ (n, p): one GEMM over all rows, no copy of b
         flat = a._empty((prod(batch) * m, p), a._dtype, a._device, op="matmul")
         if flat.size:
@@ -253,9 +255,14 @@ def matmul(a: NDArray, b: NDArray) -> NDArray:
                 kernels.fill(out._buf, 0)
             else:
                 kernels.matmul_batched(a3._buf, b3._buf, out._buf, prod(batch), m, n, p)
-    if a.ndim == 1:
+    return _matmul_squeeze(out, nda, ndb)
+
+
+def _matmul_squeeze(out: NDArray, nda: int, ndb: int) -> NDArray:
+    """Drops the dims matmul added for 1-D operands."""
+    if nda == 1:
         out = out.squeeze(-2)
-    if b.ndim == 1:
+    if ndb == 1:
         out = out.squeeze(-1)
     return out
 

@@ -68,7 +68,7 @@ def normalize_shape(shape: Any, op: str) -> Shape:
     if bad:
         raise ShapeError(f"{op}: shape must be a sequence of ints, got {shape!r} "
                          f"({bad[0]!r} is a {type(bad[0]).__name__})")
-    return tuple(int(n) for n in items)
+    return tuple(map(int, items))
 
 
 def checked_size(shape: Shape, itemsize: int, op: str) -> int:
@@ -78,7 +78,7 @@ def checked_size(shape: Shape, itemsize: int, op: str) -> int:
     exceed what any 64-bit buffer can hold (where a C++ ``int64_t`` product
     would wrap), naming the op, the shape and the size.
     """
-    if any(n < 0 for n in shape):
+    if shape and min(shape) < 0:
         raise ShapeError(f"{op}: negative dimension in shape {shape}")
     size = prod(shape)
     if size * itemsize > MAX_BYTES:
@@ -89,7 +89,7 @@ def checked_size(shape: Shape, itemsize: int, op: str) -> int:
 
 def broadcast_shapes(*shapes: Shape, op: str = "broadcast") -> Shape:
     """NumPy's broadcasting rule for any number of shapes."""
-    ndim = max(len(s) for s in shapes)
+    ndim = max(map(len, shapes))
     out = []
     for i in range(-ndim, 0):
         n = 1
@@ -125,7 +125,7 @@ def infer_reshape(size: int, shape: Shape, old: Shape, op: str = "reshape") -> S
     """Resolve one ``-1`` and check the element count."""
     if shape.count(-1) > 1:
         raise ShapeError(f"{op}: only one dimension can be -1, got {shape}")
-    if any(n < -1 for n in shape):
+    if shape and min(shape) < -1:
         raise ShapeError(f"{op}: invalid dimension in {shape}")
     if -1 in shape:
         known = prod(n for n in shape if n != -1)
@@ -183,4 +183,4 @@ def reshape_strides(old: Shape, strides: Shape, new: Shape) -> Shape | None:
     out = result
     # size-1 dims get the stride a compact array would give them (any value is valid)
     comp = compact_strides(new)
-    return tuple(comp[k] if n == 1 else out[k] for k, n in enumerate(new))
+    return tuple([comp[k] if n == 1 else out[k] for k, n in enumerate(new)])
