@@ -13,6 +13,8 @@ from lamina.ndarray import DeviceError, DTypeError, ShapeError, float32, float64
 from ._creation import (
     arange,
     empty,
+    from_dlpack,
+    from_numpy,
     full,
     manual_seed,
     ones,
@@ -104,7 +106,7 @@ __all__ = [
     "ShapeError", "DTypeError", "DeviceError",
     # creation
     "tensor", "zeros", "ones", "empty", "full", "rand", "randn", "arange", "zeros_like",
-    "ones_like", "manual_seed",
+    "ones_like", "manual_seed", "from_numpy", "from_dlpack",
     # autograd
     "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
     "gradcheck", "GradcheckError",

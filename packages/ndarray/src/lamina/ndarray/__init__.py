@@ -37,6 +37,7 @@ from ._creation import (
     where,
     zeros,
 )
+from ._dlpack import from_dlpack
 from ._dtypes import DType, as_dtype, float32, float64, int64
 from ._errors import DeviceError, DTypeError, ShapeError
 from ._interface import API_VERSION, BackendProtocol
@@ -57,7 +58,7 @@ __all__ = [
     "API_VERSION", "BackendInfo", "BackendProtocol", "DType", "DTypeError", "Device",
     "DeviceError", "NDArray", "ShapeError", "arange", "argmax", "array", "as_dtype",
     "broadcast_shapes", "col2im", "concatenate", "default_device", "empty", "erf", "float32",
-    "float64", "full", "generator", "get_device", "im2col", "int64", "layer_norm",
+    "float64", "from_dlpack", "full", "generator", "get_device", "im2col", "int64", "layer_norm",
     "list_backends", "logsumexp", "manual_seed", "matmul", "maximum", "mean", "minimum",
     "one_hot", "ones", "pad", "rand", "randn", "scatter_add", "set_default_device", "softmax",
     "stack", "take", "where", "zeros",

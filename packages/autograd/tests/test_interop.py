@@ -1,0 +1,127 @@
+"""Interop with PyTorch and numpy: DLPack, torch.tensor/as_tensor, from_numpy."""
+
+from __future__ import annotations
+
+import lamina.autograd as ag
+import lamina.ndarray as nd
+import numpy as np
+import pytest
+import torch
+from conftest import DEVICES
+
+
+def _address(t: ag.Tensor) -> int:
+    """Address of element 0 of a numpy-device tensor's view."""
+    return int(t.data.buffer.data.ctypes.data) + t.data.offset * t.dtype.itemsize
+
+
+VIEWS = {
+    "compact": lambda t: t,
+    "transposed": lambda t: t.t(),
+    "sliced": lambda t: t[1:, ::2],
+    "permuted 3-d": lambda t: t.reshape(2, 3, 2).permute(2, 0, 1),
+    "0-d": lambda t: t[2, 1],
+}
+
+
+@pytest.mark.parametrize("view", VIEWS, ids=list(VIEWS))
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_torch_from_dlpack_is_zero_copy_on_numpy(view: str, dtype: str) -> None:
+    x = VIEWS[view](ag.arange(12, device="numpy").to(dtype=dtype).reshape(3, 4))
+    t = torch.from_dlpack(x)
+    assert t.data_ptr() == _address(x)
+    assert tuple(t.shape) == x.shape and t.stride() == x.data.strides
+    assert str(t.dtype) == f"torch.{dtype}"
+    np.testing.assert_array_equal(t.numpy(), x.numpy())
+    assert torch.as_tensor(x).data_ptr() == _address(x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64])
+def test_from_dlpack_of_torch_views_is_zero_copy_on_numpy(dtype: torch.dtype) -> None:
+    base = torch.arange(24).to(dtype).reshape(2, 3, 4)
+    for t in (base, base[:, 1:, ::3], base.transpose(0, 2), base[1, 2]):
+        x = ag.from_dlpack(t, device="numpy")
+        assert _address(x) == t.data_ptr()
+        assert x.shape == tuple(t.shape) and x.data.strides == t.stride()
+        np.testing.assert_array_equal(x.numpy(), t.numpy())
+    x = ag.from_dlpack(base, device="numpy")
+    base[0, 0, 0] = 42
+    assert x[0, 0, 0].item() == 42
+
+
+def test_writes_through_a_shared_tensor_show_in_torch() -> None:
+    x = ag.zeros(2, 3, device="numpy")
+    t = torch.from_dlpack(x)
+    t[1, 2] = 3.0
+    assert x.tolist() == [[0.0, 0.0, 0.0], [0.0, 0.0, 3.0]]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_torch_tensor_and_as_tensor_take_lamina_tensors(device: str) -> None:
+    x = ag.tensor([[1.0, 2.0], [3.0, 4.0]], device=device)
+    for make in (torch.tensor, torch.as_tensor):
+        t = make(x)
+        assert t.dtype == torch.float32
+        torch.testing.assert_close(t, torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    assert torch.tensor(ag.tensor(3.0, device=device)).item() == 3.0  # 0-d
+    assert torch.tensor(ag.tensor([1, 2], device=device)).dtype == torch.int64
+    copied = torch.tensor(x)
+    copied[0, 0] = 9.0
+    assert x[0, 0].item() == 1.0  # torch.tensor always copies
+    with pytest.raises(TypeError, match="len\\(\\) of a 0-d tensor"):
+        len(ag.tensor(1.0, device=device))
+
+
+def test_tensors_that_require_grad_export_their_values() -> None:
+    w = ag.tensor([1.0, 2.0], requires_grad=True)
+    assert torch.tensor(w).tolist() == [1.0, 2.0]
+    assert np.from_dlpack(w).tolist() == [1.0, 2.0]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_torch_round_trip_on_every_device(device: str) -> None:
+    t = torch.arange(12.0).reshape(3, 4)[:, 1::2]
+    x = ag.from_dlpack(t, device=device)
+    assert x.device == nd.get_device(device)
+    back = torch.from_dlpack(x)
+    torch.testing.assert_close(back, t)
+    if device != "numpy":  # the compiled backends hold their own buffers: copies
+        t[0, 0] = -1.0
+        assert x[0, 0].item() == 1.0
+        with pytest.raises(BufferError, match="copy=False"):
+            ag.from_dlpack(t, device=device, copy=False)
+
+
+def test_from_numpy_shares_memory_on_numpy_and_copies_elsewhere() -> None:
+    a = np.arange(6.0).reshape(2, 3)[:, ::2]
+    x = ag.from_numpy(a, device="numpy")
+    assert _address(x) == a.ctypes.data and x.dtype == "float64"
+    a[0, 0] = 8.0
+    assert x[0, 0].item() == 8.0
+    x.data[1, 1] = 9.0  # an NDArray write lands in the numpy array
+    assert a[1, 1] == 9.0
+    for device in DEVICES:
+        y = ag.from_numpy(a, device=device)
+        np.testing.assert_array_equal(y.numpy(), a)
+        if device != "numpy":
+            a[0, 0] = 0.0
+            assert y[0, 0].item() == 8.0
+            a[0, 0] = 8.0
+    with pytest.raises(TypeError, match="from_numpy: expected a numpy.ndarray"):
+        ag.from_numpy([1.0, 2.0])  # type: ignore[arg-type]
+    with pytest.raises(ag.DTypeError, match="from_dlpack: unsupported dtype"):
+        ag.from_numpy(np.ones(2, np.int32))
+
+
+def test_device_memory_cannot_be_imported() -> None:
+    class OnCuda:
+        def __dlpack__(self, **kwargs: object) -> object:
+            raise AssertionError("must not be asked for a capsule")
+
+        def __dlpack_device__(self) -> tuple[int, int]:
+            return (2, 0)
+
+    with pytest.raises(BufferError, match="CUDA:0.*\\.cpu\\(\\)"):
+        ag.from_dlpack(OnCuda())
+    with pytest.raises(TypeError, match="DLPack protocol"):
+        ag.from_dlpack(object())
