@@ -27,7 +27,13 @@ from ._creation import (
 )
 from ._engine import backward, grad
 from ._function import Function
-from ._grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from ._grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from ._gradcheck import GradcheckError, gradcheck
 from ._ops import (
     abs,
@@ -109,6 +115,7 @@ __all__ = [
     "ones_like", "manual_seed", "from_numpy", "from_dlpack",
     # autograd
     "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+    "inference_mode",
     "gradcheck", "GradcheckError",
     # ops
     "abs", "add", "amax", "amin", "argmax", "avg_pool2d", "broadcast_to", "cat", "chunk",

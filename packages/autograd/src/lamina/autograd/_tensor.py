@@ -458,36 +458,37 @@ class Tensor:
               max: builtins.float | None = None) -> Tensor:  # noqa: A002
         return F.clamp(self, min, max)
 
-    def sum(self, dim: Any = None, keepdim: bool = False) -> Tensor:
-        return F.sum(self, dim, keepdim)
+    # Reductions take PyTorch's dim/keepdim or numpy's axis/keepdims (torch takes both).
+    def sum(self, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:
+        return F.sum(self, dim, keepdim, **numpy_names)
 
-    def mean(self, dim: Any = None, keepdim: bool = False) -> Tensor:
-        return F.mean(self, dim, keepdim)
+    def mean(self, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:
+        return F.mean(self, dim, keepdim, **numpy_names)
 
-    def max(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+    def max(self, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:
         """Maximum over ``dim`` (values only, like ``torch.amax``)."""
-        return F.amax(self, dim, keepdim)
+        return F.amax(self, dim, keepdim, **numpy_names)
 
-    def min(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+    def min(self, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:
         """Minimum over ``dim`` (values only, like ``torch.amin``)."""
-        return F.amin(self, dim, keepdim)
+        return F.amin(self, dim, keepdim, **numpy_names)
 
-    def amax(self, dim: Any = None, keepdim: bool = False) -> Tensor:
-        return F.amax(self, dim, keepdim)
+    def amax(self, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:
+        return F.amax(self, dim, keepdim, **numpy_names)
 
-    def amin(self, dim: Any = None, keepdim: bool = False) -> Tensor:
-        return F.amin(self, dim, keepdim)
+    def amin(self, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:
+        return F.amin(self, dim, keepdim, **numpy_names)
 
     def var(self, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
-            correction: int | None = None) -> Tensor:
-        return F.var(self, dim, unbiased, keepdim, correction=correction)
+            correction: int | None = None, **numpy_names: Any) -> Tensor:
+        return F.var(self, dim, unbiased, keepdim, correction=correction, **numpy_names)
 
     def std(self, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
-            correction: int | None = None) -> Tensor:
-        return F.std(self, dim, unbiased, keepdim, correction=correction)
+            correction: int | None = None, **numpy_names: Any) -> Tensor:
+        return F.std(self, dim, unbiased, keepdim, correction=correction, **numpy_names)
 
-    def logsumexp(self, dim: int = -1, keepdim: bool = False) -> Tensor:
-        return F.logsumexp(self, dim, keepdim)
+    def logsumexp(self, dim: Any = -1, keepdim: bool = False, **numpy_names: Any) -> Tensor:
+        return F.logsumexp(self, dim, keepdim, **numpy_names)
 
     def softmax(self, dim: int = -1) -> Tensor:
         return F.softmax(self, dim)
@@ -495,8 +496,9 @@ class Tensor:
     def log_softmax(self, dim: int = -1) -> Tensor:
         return F.log_softmax(self, dim)
 
-    def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
-        return F.argmax(self, dim, keepdim)
+    def argmax(self, dim: int | None = None, keepdim: bool = False,
+               **numpy_names: Any) -> Tensor:
+        return F.argmax(self, dim, keepdim, **numpy_names)
 
     def reshape(self, *shape: Any) -> Tensor:
         return F.reshape(self, *shape)
