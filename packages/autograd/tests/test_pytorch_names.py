@@ -145,3 +145,25 @@ def test_numpy_refuses_tensors_that_require_grad_like_torch() -> None:
     with pytest.raises(RuntimeError, match="detach\\(\\)\\.numpy\\(\\)"):
         w.numpy()
     assert w.detach().numpy().tolist() == [1.0, 1.0]
+
+
+def test_the_first_lines_a_pytorch_user_types() -> None:
+    """The interop and naming lines of the 'coming from PyTorch' report, against torch."""
+    a = np.arange(12.0).reshape(3, 4)
+    x = ag.tensor(a, device="numpy")
+    t = torch.tensor(a)
+    assert torch.from_dlpack(x).data_ptr() == int(x.data.buffer.data.ctypes.data)
+    np.testing.assert_array_equal(np.from_dlpack(x), a)
+    torch.testing.assert_close(torch.tensor(x), t)
+    np.testing.assert_allclose(x.mean(axis=1).numpy(), t.mean(axis=1).numpy())
+    np.testing.assert_array_equal(x.t().numpy(), t.t().numpy())
+    np.testing.assert_array_equal(x.cpu().numpy(), t.cpu().numpy())
+    shared = ag.from_numpy(a, device="numpy")
+    np.testing.assert_array_equal(shared.numpy(), torch.from_numpy(a).numpy())
+    with ag.inference_mode(), torch.inference_mode():
+        assert not (ag.ones(1, requires_grad=True) * 2).requires_grad
+        assert not (torch.ones(1, requires_grad=True) * 2).requires_grad
+    np.testing.assert_allclose(ag.logsumexp(x, (0, 1)).numpy(),
+                               torch.logsumexp(t, (0, 1)).numpy())
+    np.testing.assert_allclose(ag.logsumexp(x, None).numpy(),
+                               torch.logsumexp(t.reshape(-1), 0).numpy())
