@@ -146,7 +146,7 @@ def from_dlpack(x: Any, *, device: Any = None, copy: bool | None = None) -> NDAr
     if copy is False and not share:
         raise BufferError(f"from_dlpack: device {dev} cannot share memory with the "
                           f"producer (only 'numpy' can), and copy=False forbids a copy")
-    host = np.from_dlpack(x, copy=copy)
+    host = np.from_dlpack(x, copy=False if copy is False else None)  # array() copies
     dtype = as_dtype(host.dtype, "from_dlpack")
     if share and not host.flags.writeable:
         if copy is False:
@@ -170,6 +170,7 @@ def _wrap(host: np.ndarray, dev: Any) -> NDArray:
     first = host[tuple(slice(n - 1, n) if st < 0 else slice(0, 1)
                        for n, st in zip(host.shape, strides))] if host.ndim else host[...]
     flat = as_strided(first.reshape(1), shape=(hi - lo + 1,), strides=(item,))
+    # NumpyArray's constructor allocates; a buffer over foreign memory is made by hand.
     buf = object.__new__(NumpyArray)
     buf.data = flat
     return NDArray._view(buf, host.shape, strides, -lo, as_dtype(host.dtype), dev)
