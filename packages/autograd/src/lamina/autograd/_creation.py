@@ -54,8 +54,8 @@ def from_numpy(array: np.ndarray, device: Any = None) -> Tensor:
         >>> a = np.zeros(3, np.float32)
         >>> t = ag.from_numpy(a, device="numpy")
         >>> a[0] = 5.0
-        >>> t
-        tensor([5., 0., 0.], device='numpy')
+        >>> t.tolist()
+        [5.0, 0.0, 0.0]
     """
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(array).__name__}")
