@@ -11,6 +11,7 @@ from conftest import ALL, FLOATS, ODD_SIZES, TOL, buffer, compare, cpu, host, ra
 from lamina.ndarray._interface import (
     BINARY_OPS,
     COMPARISON_OPS,
+    HOST_OPTIONAL,
     OPTIONAL,
     REQUIRED,
     REVERSED_SCALAR_OPS,
@@ -26,6 +27,8 @@ def test_every_name_is_exported() -> None:
     assert missing == []
     optional = [n for n in OPTIONAL if n not in ("device_count", "synchronize")]
     assert [n for n in optional if not hasattr(cpu, n)] == []
+    assert [n for n in HOST_OPTIONAL if not hasattr(cpu, n)] == []  # zero-copy host memory
+    assert memoryview(cpu.Array(3, "float32")).shape == (3,)
 
 
 def test_metadata() -> None:

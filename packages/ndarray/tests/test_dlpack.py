@@ -1,7 +1,8 @@
-"""DLPack exchange with numpy: zero copy on the numpy device, copies elsewhere, clear errors."""
+"""DLPack exchange with numpy: zero copy on the host devices, copies elsewhere, clear errors."""
 
 from __future__ import annotations
 
+import gc
 from types import SimpleNamespace
 
 import lamina.ndarray as nd
@@ -10,14 +11,20 @@ import pytest
 from lamina.ndarray import NDArray, from_dlpack
 from numpy.lib.stride_tricks import as_strided
 
+# Devices whose buffers live in host memory: numpy, and cpu (buffer protocol + wrap_numpy).
+HOST = [b.name for b in nd.list_backends()
+        if b.status == "available" and hasattr(nd.get_device(b.name).backend, "wrap_numpy")]
+
 
 def _address(a: np.ndarray) -> int:
     return int(a.__array_interface__["data"][0])
 
 
 def _base_address(a: NDArray) -> int:
-    """Address of element 0 of the numpy device's buffer under ``a``."""
-    return _address(a.buffer.data)
+    """Address of element 0 of the host buffer under ``a``."""
+    buf = a.buffer
+    flat = buf.data if a.device.type == "numpy" else np.frombuffer(memoryview(buf), buf.dtype)
+    return _address(flat)
 
 
 VIEWS = {
@@ -30,10 +37,11 @@ VIEWS = {
 }
 
 
+@pytest.mark.parametrize("host", HOST)
 @pytest.mark.parametrize("view", VIEWS, ids=list(VIEWS))
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
-def test_export_to_numpy_shares_memory_and_strides(view: str, dtype: str) -> None:
-    base = nd.arange(12, device="numpy").astype(dtype).reshape(3, 4)
+def test_export_to_numpy_shares_memory_and_strides(host: str, view: str, dtype: str) -> None:
+    base = nd.arange(12, device=host).astype(dtype).reshape(3, 4)
     a = VIEWS[view](base)
     host = np.from_dlpack(a)
     itemsize = np.dtype(dtype).itemsize
@@ -44,14 +52,31 @@ def test_export_to_numpy_shares_memory_and_strides(view: str, dtype: str) -> Non
     assert a.__dlpack_device__() == (1, 0)
 
 
-def test_writes_show_through_both_ways() -> None:
-    a = nd.zeros((2, 3), device="numpy")
-    host = np.from_dlpack(a.T)
-    host[2, 1] = 5.0
+@pytest.mark.parametrize("host", HOST)
+def test_writes_show_through_both_ways(host: str) -> None:
+    a = nd.zeros((2, 3), device=host)
+    view = np.from_dlpack(a.T)
+    view[2, 1] = 5.0
     assert a.tolist() == [[0.0, 0.0, 0.0], [0.0, 0.0, 5.0]]
-    back = from_dlpack(host, device="numpy")
+    back = from_dlpack(view, device=host)
     back[0, 0] = 7.0
     assert a[0, 0].item() == 7.0 and back.strides == (1, 3)
+    a[:, :] = a + 1.0  # a kernel writing into the buffer shows in the view
+    assert view[0, 0] == 8.0 and view[2, 1] == 6.0
+
+
+@pytest.mark.parametrize("host", HOST)
+def test_a_shared_view_outlives_its_array(host: str) -> None:
+    a = nd.arange(4096.0, device=host).reshape(64, 64)
+    view = np.from_dlpack(a[1:, ::2])
+    imported = from_dlpack(np.arange(4096.0).reshape(64, 64)[::3], device=host)
+    del a
+    gc.collect()
+    # Fresh arrays of the same size: a recycled block would be overwritten.
+    junk = [nd.full((64, 64), -1.0, device=host) for _ in range(8)]
+    np.testing.assert_array_equal(view, np.arange(4096.0).reshape(64, 64)[1:, ::2])
+    np.testing.assert_array_equal(imported.numpy(), np.arange(4096.0).reshape(64, 64)[::3])
+    del junk
 
 
 @pytest.mark.parametrize("make", [
@@ -63,9 +88,10 @@ def test_writes_show_through_both_ways() -> None:
     lambda: np.full((), 3.5, np.float32),
     lambda: np.arange(6, dtype=np.int64)[1::2],
 ], ids=["compact", "strided", "permuted", "negative strides", "broadcast", "0-d", "int64"])
-def test_import_from_numpy_is_zero_copy_with_any_strides(make) -> None:
+@pytest.mark.parametrize("host", HOST)
+def test_import_from_numpy_is_zero_copy_with_any_strides(host: str, make) -> None:
     src = make()
-    a = from_dlpack(src, device="numpy")
+    a = from_dlpack(src, device=host)
     itemsize = src.itemsize
     assert a.shape == src.shape and a.dtype == src.dtype.name
     assert a.strides == tuple(s // itemsize for s in src.strides)
@@ -74,8 +100,10 @@ def test_import_from_numpy_is_zero_copy_with_any_strides(make) -> None:
     assert _base_address(a) + a.offset * itemsize == _address(src)
 
 
-def test_flipped_views_export_a_copy_because_consumers_cannot_take_negative_strides() -> None:
-    a = nd.arange(6.0, device="numpy").reshape(2, 3).flip(1)
+@pytest.mark.parametrize("host", HOST)
+def test_flipped_views_export_a_copy_because_consumers_cannot_take_negative_strides(
+        host: str) -> None:
+    a = nd.arange(6.0, device=host).reshape(2, 3).flip(1)
     host = np.from_dlpack(a)
     assert all(s > 0 for s in host.strides)
     np.testing.assert_array_equal(host, [[2.0, 1.0, 0.0], [5.0, 4.0, 3.0]])
@@ -83,18 +111,20 @@ def test_flipped_views_export_a_copy_because_consumers_cannot_take_negative_stri
         a.__dlpack__(copy=False)
 
 
-def test_read_only_memory_is_copied_or_refused() -> None:
+@pytest.mark.parametrize("host", HOST)
+def test_read_only_memory_is_copied_or_refused(host: str) -> None:
     src = np.broadcast_to(np.arange(4.0), (3, 4))
-    a = from_dlpack(src, device="numpy")
+    a = from_dlpack(src, device=host)
     a[0, 0] = 5.0
     assert src[0, 0] == 0.0
     with pytest.raises(BufferError, match="read-only"):
-        from_dlpack(src, device="numpy", copy=False)
+        from_dlpack(src, device=host, copy=False)
 
 
-def test_copy_true_gives_independent_memory() -> None:
+@pytest.mark.parametrize("host", HOST)
+def test_copy_true_gives_independent_memory(host: str) -> None:
     src = np.zeros(3)
-    a = from_dlpack(src, device="numpy", copy=True)
+    a = from_dlpack(src, device=host, copy=True)
     src[0] = 1.0
     assert a.tolist() == [0.0, 0.0, 0.0]
     host = np.from_dlpack(a, copy=True)
@@ -102,8 +132,9 @@ def test_copy_true_gives_independent_memory() -> None:
     assert a.tolist() == [0.0, 0.0, 0.0]
 
 
-def test_array_protocol_keeps_working_and_honours_copy_false() -> None:
-    a = nd.arange(4.0, device="numpy")
+@pytest.mark.parametrize("host", HOST)
+def test_array_protocol_keeps_working_and_honours_copy_false(host: str) -> None:
+    a = nd.arange(4.0, device=host)
     copied = np.asarray(a)
     copied[0] = 9.0
     assert a[0].item() == 0.0
@@ -116,7 +147,7 @@ def test_other_devices_copy_and_refuse_copy_false(device: str) -> None:
     a = from_dlpack(src[:, ::2], device=device)
     np.testing.assert_array_equal(a.numpy(), src[:, ::2])
     np.testing.assert_array_equal(np.from_dlpack(a.T), src[:, ::2].T)
-    if device == "numpy":
+    if device in HOST:
         return
     src[0, 0] = 100.0
     assert a[0, 0].item() == 0.0  # a copy
@@ -126,6 +157,35 @@ def test_other_devices_copy_and_refuse_copy_false(device: str) -> None:
         a.__dlpack__(copy=False)
     with pytest.raises(ValueError, match="without a copy"):
         np.asarray(a, copy=False)
+
+
+class _Hidden:
+    """A buffer that, like a plugin's, exposes no memory: no buffer protocol."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+
+
+def test_a_backend_without_host_memory_access_copies_both_ways() -> None:
+    numpy_backend = nd.get_device("numpy").backend
+    kernels = {k: getattr(numpy_backend, k) for k in dir(numpy_backend)
+               if not k.startswith("_") and k != "wrap_numpy"}
+    kernels["to_numpy"] = lambda buf, *layout: numpy_backend.to_numpy(
+        getattr(buf, "inner", buf), *layout)
+    dev = nd.Device("plain", 0, "plain", SimpleNamespace(**kernels))
+    src = np.arange(6.0).reshape(2, 3)
+    a = from_dlpack(src[:, ::2], device=dev)  # imported as a copy
+    src[0, 0] = 100.0
+    assert a.tolist() == [[0.0, 2.0], [3.0, 5.0]]
+    with pytest.raises(BufferError, match="no wrap_numpy.*copy=False"):
+        from_dlpack(src, device=dev, copy=False)
+    hidden = NDArray._view(_Hidden(a.buffer), a.shape, a.strides, a.offset, a.dtype, dev)
+    host = np.from_dlpack(hidden.T)  # exported as a copy
+    host[0, 0] = -1.0
+    np.testing.assert_array_equal(host, [[-1.0, 3.0], [2.0, 5.0]])
+    assert a[0, 0].item() == 0.0
+    with pytest.raises(BufferError, match="no host pointer"):
+        hidden.__dlpack__(copy=False)
 
 
 def test_ndarray_input_moves_or_returns_itself(device: str) -> None:

@@ -39,10 +39,11 @@ def tensor(data: Any, dtype: Any = None, device: Any = None,
 def from_numpy(array: np.ndarray, device: Any = None) -> Tensor:
     """A leaf tensor over ``array``'s memory where the device allows it.
 
-    On the ``numpy`` device the tensor shares memory with ``array`` (strides
-    included), as ``torch.from_numpy`` does: writes to one show in the other.
-    The ``cpu`` and ``cuda`` backends keep their own buffers, so there the
-    values are copied. ``device`` defaults to the default device.
+    On the host devices ``numpy`` and ``cpu`` the tensor shares memory with
+    ``array`` (strides included) and keeps it alive, as ``torch.from_numpy``
+    does: writes to one show in the other. ``cuda`` keeps its own buffers, so
+    there the values are copied, as they are from a read-only array.
+    ``device`` defaults to the default device.
 
     Args:
         array: a numpy array of float32, float64 or int64.
@@ -65,7 +66,8 @@ def from_numpy(array: np.ndarray, device: Any = None) -> Tensor:
 def from_dlpack(x: Any, *, device: Any = None, copy: bool | None = None) -> Tensor:
     """A leaf tensor from a DLPack producer (a torch tensor, a numpy array, ...).
 
-    Memory is shared on the ``numpy`` device and copied on the others, as in
+    Memory is shared on the host devices (``numpy``, ``cpu``) and copied on
+    ``cuda``, as in
     :func:`lamina.ndarray.from_dlpack`; ``copy=False`` raises ``BufferError``
     rather than copy.
 

@@ -300,8 +300,8 @@ class Tensor:
                    dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
         """A DLPack capsule of the values, for ``torch.from_dlpack``/``np.from_dlpack``.
 
-        Shares memory on the ``numpy`` device (see ``NDArray.__dlpack__`` for
-        the other devices). Like ``.detach()``, the consumer sees the values
+        Shares memory on the host devices ``numpy`` and ``cpu`` (see
+        ``NDArray.__dlpack__`` for the others). Like ``.detach()``, the consumer sees the values
         only: nothing it does is recorded. ``torch.tensor(t)`` and
         ``torch.as_tensor(t)`` go through this too.
         """

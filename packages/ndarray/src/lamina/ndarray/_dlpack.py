@@ -4,12 +4,13 @@ Capsules are made and read by numpy (``ndarray.__dlpack__``, ``np.from_dlpack``)
 so Lamina carries no DLPack struct code of its own. What decides between
 sharing and copying is where a device keeps its values:
 
-- ``numpy``: buffers are numpy arrays in host memory, so export and import
+- ``numpy`` and ``cpu``: buffers live in host memory, so export and import
   share memory (any strides and offsets, except the negative strides of a
   flipped view: PyTorch aborts the process on those, so such a view is
-  exported as a copy).
-- ``cpu``: the compiled backend does not expose the address of its buffers,
-  so export makes a host copy and import copies into a new buffer;
+  exported as a copy). Export views a buffer through numpy (a ``cpu`` Array
+  exports the buffer protocol, and the view keeps it alive); import wraps the
+  producer's memory with the backend's optional ``wrap_numpy``.
+- A backend without those (a third-party plugin) copies both ways;
   ``copy=False`` raises ``BufferError`` instead.
 - ``cuda``: reported as ``kDLCUDA`` with its index; the buffers expose no
   device pointer, so only a host copy can be exported (``dl_device=(1, 0)``).
@@ -33,7 +34,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ._dtypes import as_dtype
-from ._numpy_backend import NumpyArray, _view
+from ._numpy_backend import NumpyArray, NumpyBackend, _view
 from ._registry import get_device
 
 if TYPE_CHECKING:
@@ -55,9 +56,16 @@ def dlpack_device(a: NDArray) -> tuple[int, int]:
 
 def host_view(a: NDArray) -> np.ndarray | None:
     """A numpy view of ``a`` sharing its memory, or ``None`` if its device has none."""
-    if isinstance(a.buffer, NumpyArray):
-        return _view(a.buffer, a.shape, a.strides, a.offset, "__dlpack__")
-    return None
+    buf = a.buffer
+    if not isinstance(buf, NumpyArray):
+        try:  # a host backend's Array exports the buffer protocol
+            memory = memoryview(buf)
+        except TypeError:
+            return None
+        # The numpy array holds the memoryview, which holds the Array.
+        flat = np.frombuffer(memory, dtype=buf.dtype) if buf.size else np.empty(0, buf.dtype)
+        buf = NumpyBackend.wrap_numpy(flat)
+    return _view(buf, a.shape, a.strides, a.offset, "__dlpack__")
 
 
 def export(a: NDArray, stream: Any = None, max_version: tuple[int, int] | None = None,
@@ -95,10 +103,11 @@ def export(a: NDArray, stream: Any = None, max_version: tuple[int, int] | None =
 def from_dlpack(x: Any, *, device: Any = None, copy: bool | None = None) -> NDArray:
     """An NDArray from any object with ``__dlpack__`` (numpy, PyTorch, JAX, ...).
 
-    The memory is shared when ``device`` is ``numpy`` and the producer's data
-    is writable host memory; on any other device, or from read-only memory,
-    the values are copied into a new buffer. Strides (non-contiguous views)
-    are kept when sharing.
+    The memory is shared when ``device`` keeps its buffers in host memory
+    (``numpy``, ``cpu``: its backend has ``wrap_numpy``) and the producer's
+    data is writable; on any other device, or from read-only memory, the
+    values are copied into a new buffer. Strides (non-contiguous views) are
+    kept when sharing.
 
     Args:
         x: an object implementing the DLPack protocol (``__dlpack__`` and
@@ -142,10 +151,11 @@ def from_dlpack(x: Any, *, device: Any = None, copy: bool | None = None) -> NDAr
             f"from_dlpack: the {type(x).__name__} lives on DLPack device "
             f"{_DEVICE_NAMES.get(kind, kind)}:{index}; Lamina imports host (CPU) memory "
             f"only: move it to the CPU first (e.g. tensor.cpu())")
-    share = dev.type == "numpy" and copy is not True
+    share = hasattr(dev.backend, "wrap_numpy") and copy is not True
     if copy is False and not share:
         raise BufferError(f"from_dlpack: device {dev} cannot share memory with the "
-                          f"producer (only 'numpy' can), and copy=False forbids a copy")
+                          f"producer (its backend has no wrap_numpy), and copy=False "
+                          f"forbids a copy")
     host = np.from_dlpack(x, copy=False if copy is False else None)  # array() copies
     dtype = as_dtype(host.dtype, "from_dlpack")
     if share and not host.flags.writeable:
@@ -153,13 +163,13 @@ def from_dlpack(x: Any, *, device: Any = None, copy: bool | None = None) -> NDAr
             raise BufferError("from_dlpack: the producer's memory is read-only and Lamina "
                               "arrays are writable, so copy=False cannot be met")
         share = False
-    if not share or host.size == 0:
+    if not share or host.size == 0 or dtype.name not in dev.dtypes:  # array() says why
         return array(host, dtype=dtype, device=dev)
     return _wrap(host, dev)
 
 
 def _wrap(host: np.ndarray, dev: Any) -> NDArray:
-    """An NDArray on the numpy device viewing ``host``'s memory (strides included)."""
+    """An NDArray on ``dev`` (a host device) viewing ``host``'s memory, strides included."""
     from ._ndarray import NDArray
 
     item = host.itemsize
@@ -170,7 +180,6 @@ def _wrap(host: np.ndarray, dev: Any) -> NDArray:
     first = host[tuple(slice(n - 1, n) if st < 0 else slice(0, 1)
                        for n, st in zip(host.shape, strides))] if host.ndim else host[...]
     flat = as_strided(first.reshape(1), shape=(hi - lo + 1,), strides=(item,))
-    # NumpyArray's constructor allocates; a buffer over foreign memory is made by hand.
-    buf = object.__new__(NumpyArray)
-    buf.data = flat
+    # The buffer holds flat, whose base chain keeps the producer's memory alive.
+    buf = dev.backend.wrap_numpy(flat)
     return NDArray._view(buf, host.shape, strides, -lo, as_dtype(host.dtype), dev)

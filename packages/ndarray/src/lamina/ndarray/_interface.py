@@ -39,6 +39,12 @@ OPTIONAL = ("softmax_last", "logsumexp_last", "layer_norm_last", "reduce_sum_axi
             "col2im", "ewise_erf", "matmul_strided", "ewise_strided", "device_count",
             "synchronize")
 
+# Optional too, but only a backend whose buffers live in host memory can have
+# them (so they are not in OPTIONAL, which the cuda backend provides in full):
+# zero-copy import of numpy memory. Such a backend's Array also exports the
+# buffer protocol (a 1-D buffer of its dtype) for zero-copy export.
+HOST_OPTIONAL = ("wrap_numpy",)
+
 
 class Buffer(Protocol):
     """A flat, contiguous buffer owned by a backend."""

@@ -163,9 +163,9 @@ class NDArray:
                    dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
         """A DLPack capsule of this array (``np.from_dlpack(a)``, ``torch.from_dlpack(a)``).
 
-        Shares memory on the ``numpy`` device, strides included; on ``cpu``
-        the capsule holds a host copy (``copy=False`` raises ``BufferError``);
-        on ``cuda`` only a host copy can be asked for with ``dl_device=(1, 0)``.
+        Shares memory on the host devices ``numpy`` and ``cpu``, strides
+        included (the consumer's view keeps the buffer alive); on ``cuda`` only
+        a host copy can be asked for with ``dl_device=(1, 0)``.
         """
         return _dlpack.export(self, stream, max_version, dl_device, copy)
 
