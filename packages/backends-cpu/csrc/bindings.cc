@@ -89,8 +89,18 @@ PYBIND11_MODULE(_core, m) {
         nogil());
 
   // buffers
-  py::class_<Array>(m, "Array")
+  // The buffer protocol exposes the flat allocation as a writable 1-D buffer
+  // of its dtype, so numpy (and through it DLPack) views it without a copy;
+  // the view holds a reference to the Array, so the block is not recycled.
+  py::class_<Array>(m, "Array", py::buffer_protocol())
       .def(py::init<int64_t, const std::string&>(), py::arg("size"), py::arg("dtype") = "float32")
+      .def_buffer([](Array& a) {
+        return dispatch(a.dtype(), [&](auto tag) {
+          using T = elem_t<decltype(tag)>;
+          return py::buffer_info(a.data<T>(), sizeof(T), py::format_descriptor<T>::format(), 1,
+                                 {a.size()}, {static_cast<py::ssize_t>(sizeof(T))});
+        });
+      })
       .def_property_readonly("size", &Array::size)
       .def_property_readonly("dtype", &Array::dtype_str)
       .def_property_readonly("nbytes", &Array::nbytes)
@@ -98,6 +108,7 @@ PYBIND11_MODULE(_core, m) {
         return "cpu.Array(size=" + std::to_string(a.size()) + ", dtype=" + a.dtype_str() + ")";
       });
   m.def("from_numpy", &from_numpy, py::arg("src"), py::arg("out"));
+  m.def("wrap_numpy", &wrap_numpy, py::arg("src"));
   m.def("to_numpy", &to_numpy, py::arg("a"), py::arg("shape"), py::arg("strides"), py::arg("offset"));
   m.def("fill", &fill, py::arg("out"), py::arg("value"));
 

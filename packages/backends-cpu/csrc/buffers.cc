@@ -70,7 +70,12 @@ Array::Array(int64_t size, const std::string& dtype) {
   ptr_ = cached_alloc(nbytes());
 }
 
-Array::~Array() { cached_free(ptr_, nbytes()); }
+Array::Array(void* ptr, int64_t size, DType dtype, std::shared_ptr<void> owner)
+    : ptr_(ptr), size_(size), dtype_(dtype), owner_(std::move(owner)) {}
+
+Array::~Array() {
+  if (!owner_) cached_free(ptr_, nbytes());
+}
 
 template <class T>
 T scalar_as(py::handle value, const char* op) {
@@ -120,6 +125,39 @@ void from_numpy(py::array src, Array& out) {
                     "convert it with astype first");
   if (out.size() == 0) return;
   dispatch(out.dtype(), [&](auto tag) { copy_in<elem_t<decltype(tag)>>(src, out); });
+}
+
+std::unique_ptr<Array> wrap_numpy(py::object src) {
+  if (!py::isinstance<py::array>(src))
+    throw TypeError(cat("wrap_numpy: expected a numpy.ndarray, got ",
+                        std::string(py::str(py::type::of(src).attr("__name__")))));
+  auto arr = py::reinterpret_borrow<py::array>(src);
+  DType dt;
+  if (arr.dtype().equal(py::dtype::of<float>())) dt = DType::Float32;
+  else if (arr.dtype().equal(py::dtype::of<double>())) dt = DType::Float64;
+  else if (arr.dtype().equal(py::dtype::of<int64_t>())) dt = DType::Int64;
+  else
+    throw TypeError(cat("wrap_numpy: unsupported dtype ", std::string(py::str(arr.dtype())),
+                        "; cpu lists ('float32', 'float64', 'int64') in native byte order"));
+  auto item = static_cast<py::ssize_t>(dtype_itemsize(dt));
+  if (arr.ndim() != 1 || (arr.size() > 1 && arr.strides(0) != item))
+    value_error("wrap_numpy: expected a 1-D contiguous array, got shape ",
+                shape_str(Shape(arr.shape(), arr.shape() + arr.ndim())), " with byte strides ",
+                shape_str(Shape(arr.strides(), arr.strides() + arr.ndim())),
+                "; pass a flat contiguous array (np.ascontiguousarray(x).ravel())");
+  if (!arr.writeable())
+    value_error("wrap_numpy: the array is read-only and cpu buffers are writable; copy it "
+                "with from_numpy instead");
+  void* ptr = arr.mutable_data();
+  if (reinterpret_cast<std::uintptr_t>(ptr) % item != 0)
+    value_error("wrap_numpy: the data is not aligned to its ", item,
+                "-byte elements; copy it with from_numpy instead");
+  // The Array holds a reference to src; dropping it needs the GIL.
+  std::shared_ptr<void> owner(new py::object(src), [](py::object* o) {
+    py::gil_scoped_acquire gil;
+    delete o;
+  });
+  return std::make_unique<Array>(ptr, arr.size(), dt, std::move(owner));
 }
 
 py::array to_numpy(const Array& a, const Shape& shape, const Shape& strides, int64_t offset) {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -18,10 +19,13 @@ const char* dtype_name(DType dt);
 DType parse_dtype(const std::string& name, const char* op);  // throws TypeError
 std::size_t dtype_itemsize(DType dt);
 
-// A flat, contiguous, 64-byte aligned buffer from the caching allocator.
+// A flat, contiguous buffer: 64-byte aligned from the caching allocator, or
+// borrowed memory (wrap_numpy) that `owner` keeps alive and that is never
+// returned to the allocator.
 class Array {
  public:
   Array(int64_t size, const std::string& dtype);
+  Array(void* ptr, int64_t size, DType dtype, std::shared_ptr<void> owner);
   ~Array();
   Array(const Array&) = delete;
   Array& operator=(const Array&) = delete;
@@ -39,6 +43,7 @@ class Array {
   void* ptr_ = nullptr;
   int64_t size_ = 0;
   DType dtype_ = DType::Float32;
+  std::shared_ptr<void> owner_;  // set when the memory is borrowed
 };
 
 using Shape = std::vector<int64_t>;

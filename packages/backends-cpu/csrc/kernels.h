@@ -14,6 +14,9 @@ namespace py = pybind11;
 
 // buffers.cc
 void from_numpy(py::array src, Array& out);
+// An Array over the memory of src (1-D, contiguous, writable, a listed dtype),
+// keeping src alive: the optional zero-copy import of the interface.
+std::unique_ptr<Array> wrap_numpy(py::object src);
 py::array to_numpy(const Array& a, const Shape& shape, const Shape& strides, int64_t offset);
 void fill(Array& out, py::handle value);
 

@@ -26,6 +26,7 @@ def test_every_name_is_exported() -> None:
     assert missing == []
     # a single device: no device_count, so the registry names it "cpu", not "cpu:0"
     assert [n for n in OPTIONAL if not hasattr(cpu, n)] == ["device_count"]
+    assert memoryview(cpu.Array(3, "float32")).shape == (3,)  # zero-copy host memory
 
 
 def test_metadata() -> None:

@@ -30,11 +30,13 @@ def test_metadata() -> None:
 
 def test_provides_every_kernel() -> None:
     assert interface.missing_kernels(cuda) == []
-    # every optional kernel and device function but the host thread setting
-    assert [n for n in interface.OPTIONAL if not hasattr(cuda, n)] == ["set_num_threads",
-                                                                        "num_threads"]
+    # every optional kernel and device function but the host thread setting and the
+    # wrapping of host memory
+    assert [n for n in interface.OPTIONAL if not hasattr(cuda, n)] == [
+        "wrap_numpy", "set_num_threads", "num_threads"]
     assert set(lamina_backend_cuda.KERNELS) == set(interface.REQUIRED + interface.OPTIONAL) - {
-        "is_available", "unavailable_reason", "device_count", "set_num_threads", "num_threads"}
+        "is_available", "unavailable_reason", "device_count", "set_num_threads", "num_threads",
+        "wrap_numpy"}
 
 
 def test_extension_is_built_and_linked_statically() -> None:

@@ -25,13 +25,35 @@ def test_char_corpus_and_unknown_tokens(tmp_path):
     corpus = TextCorpus("abca", "cab", "b", level="char")
     assert corpus.vocab.itos == ["a", "b", "c"] and corpus.train.tolist() == [0, 1, 2, 0]
     with pytest.raises(KeyError, match="'z'"):
-        TextCorpus("abc", "z", "a", level="char")
+        TextCorpus("abc", "z", "a", level="char", unk=None)
     with pytest.raises(KeyError, match="'unseen'"):
-        TextCorpus("a b\n", "unseen\n", "a\n")
+        TextCorpus("a b\n", "unseen\n", "a\n", unk=None)
     with pytest.raises(ValueError, match="level"):
         TextCorpus("a", "a", "a", level="byte")
     with pytest.raises(FileNotFoundError, match="nope.txt"):
         TextCorpus.from_files(tmp_path / "nope.txt", tmp_path / "a", tmp_path / "b")
+
+
+def test_unseen_tokens_map_to_unk(tmp_path):
+    # the train text has <unk> (as PTB does): it keeps its id, the vocabulary does not grow
+    corpus = TextCorpus("a <unk> b\n", "a zebra\n", "quagga b\n")
+    assert corpus.vocab.itos == ["a", "<unk>", "b", "<eos>"]
+    assert corpus.valid.tolist() == [0, 1, 3] and corpus.test.tolist() == [1, 2, 3]
+    # without <unk> in train, it is added last, only when a token needs it
+    seen = TextCorpus("a b\n", "b a\n", "a\n")
+    assert "<unk>" not in seen.vocab and len(seen.vocab) == 3
+    grown = TextCorpus("a b\n", "b a\n", "a c\n")
+    assert grown.vocab.itos == ["a", "b", "<eos>", "<unk>"] and grown.test.tolist() == [0, 3, 2]
+    assert grown.tokenizer.encode("d a\n").tolist() == [3, 0, 2]  # later text too
+    assert grown.tokenizer.decode(grown.test) == "a <unk>\n"
+    # a token of one's own choosing, at the character level too
+    chars = TextCorpus("abca", "cab", "bz", level="char", unk="?")
+    assert chars.vocab.itos == ["a", "b", "c", "?"] and chars.test.tolist() == [1, 3]
+    (tmp_path / "tr.txt").write_text("x y\n")
+    (tmp_path / "va.txt").write_text("x w\n")
+    from_files = TextCorpus.from_files(tmp_path / "tr.txt", tmp_path / "va.txt",
+                                       tmp_path / "va.txt", unk="<oov>")
+    assert from_files.valid.tolist() == [0, 3, 2] and from_files.vocab.itos[3] == "<oov>"
 
 
 def test_ptb_reader_on_written_files(tmp_path):

@@ -26,8 +26,9 @@ else:
     _IMPORT_ERROR = ""
 
 # Names of the interface this backend does not bind from _core: the metadata
-# and device_count are methods below, and a GPU has no host thread setting.
-_NOT_BOUND = METADATA + ("device_count", "set_num_threads", "num_threads")
+# and device_count are methods below, a GPU has no host thread setting, and its
+# buffers live in device memory, so it cannot wrap numpy's (wrap_numpy).
+_NOT_BOUND = METADATA + ("device_count", "set_num_threads", "num_threads", "wrap_numpy")
 
 KERNELS: tuple[str, ...] = tuple(name for name in REQUIRED + OPTIONAL if name not in _NOT_BOUND)
 """Every kernel and device function the backend provides (interface v1 names)."""

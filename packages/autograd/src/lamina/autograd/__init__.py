@@ -13,6 +13,8 @@ from lamina.ndarray import DeviceError, DTypeError, ShapeError, float32, float64
 from ._creation import (
     arange,
     empty,
+    from_dlpack,
+    from_numpy,
     full,
     manual_seed,
     ones,
@@ -25,7 +27,13 @@ from ._creation import (
 )
 from ._engine import backward, grad
 from ._function import Function
-from ._grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from ._grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from ._gradcheck import GradcheckError, gradcheck
 from ._ops import (
     abs,
@@ -105,9 +113,10 @@ __all__ = [
     "ShapeError", "DTypeError", "DeviceError",
     # creation
     "tensor", "zeros", "ones", "empty", "full", "rand", "randn", "arange", "zeros_like",
-    "ones_like", "manual_seed",
+    "ones_like", "manual_seed", "from_numpy", "from_dlpack",
     # autograd
     "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+    "inference_mode",
     "gradcheck", "GradcheckError",
     # ops
     "abs", "add", "amax", "amin", "argmax", "avg_pool2d", "broadcast_to", "cat", "chunk",

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import lamina.ndarray as nd
+import numpy as np
 
 from ._ops._util import shape_arg
 from ._tensor import Tensor
@@ -33,6 +34,52 @@ def tensor(data: Any, dtype: Any = None, device: Any = None,
     if isinstance(data, Tensor):
         data = data.data
     return _leaf(nd.array(data, dtype=dtype, device=device), requires_grad)
+
+
+def from_numpy(array: np.ndarray, device: Any = None) -> Tensor:
+    """A leaf tensor over ``array``'s memory where the device allows it.
+
+    On the host devices ``numpy`` and ``cpu`` the tensor shares memory with
+    ``array`` (strides included) and keeps it alive, as ``torch.from_numpy``
+    does: writes to one show in the other. ``cuda`` keeps its own buffers, so
+    there the values are copied, as they are from a read-only array.
+    ``device`` defaults to the default device.
+
+    Args:
+        array: a numpy array of float32, float64 or int64.
+        device: where the tensor lives.
+
+    Example:
+        >>> import numpy as np
+        >>> import lamina.autograd as ag
+        >>> a = np.zeros(3, np.float32)
+        >>> t = ag.from_numpy(a, device="numpy")
+        >>> a[0] = 5.0
+        >>> t.tolist()
+        [5.0, 0.0, 0.0]
+    """
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(array).__name__}")
+    return Tensor(nd.from_dlpack(array, device=device))
+
+
+def from_dlpack(x: Any, *, device: Any = None, copy: bool | None = None) -> Tensor:
+    """A leaf tensor from a DLPack producer (a torch tensor, a numpy array, ...).
+
+    Memory is shared on the host devices (``numpy``, ``cpu``) and copied on
+    ``cuda``, as in
+    :func:`lamina.ndarray.from_dlpack`; ``copy=False`` raises ``BufferError``
+    rather than copy.
+
+    Example:
+        >>> import torch
+        >>> import lamina.autograd as ag
+        >>> ag.from_dlpack(torch.arange(3.0), device="numpy").tolist()
+        [0.0, 1.0, 2.0]
+    """
+    if isinstance(x, Tensor):
+        x = x.data
+    return Tensor(nd.from_dlpack(x, device=device, copy=copy))
 
 
 def zeros(*shape: Any, dtype: Any = "float32", device: Any = None,

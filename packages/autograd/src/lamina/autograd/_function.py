@@ -14,9 +14,11 @@ gradient.
 
 A node points at what produced its inputs (``next``): the parent node for an
 intermediate tensor, the tensor itself for a leaf, ``None`` for an input that
-needs no gradient. It never holds intermediate tensors except the ones its
-backward rule saved, and the engine drops those after use, which is what
-frees the activations of a training step.
+needs no gradient. ``next_functions`` shows the same edges as PyTorch does,
+with an :class:`AccumulateGrad` node standing for each leaf. A node never
+holds intermediate tensors except the ones its backward rule saved, and the
+engine drops those after use, which is what frees the activations of a
+training step.
 """
 
 from __future__ import annotations
@@ -55,6 +57,24 @@ def share_storage(view: Tensor, base: Tensor) -> None:
     view._base = base if base._base is None else base._base
 
 
+class OpName(str):
+    """An op's name (``"mul"``) that, called, gives its node's name (``"MulBackward"``).
+
+    ``Function.name`` is the op's registry key everywhere in Lamina, while
+    PyTorch users call ``grad_fn.name()``; this string serves both.
+    """
+
+    node_name: str
+
+    def __new__(cls, op: str, node_name: str) -> OpName:
+        self = super().__new__(cls, op)
+        self.node_name = node_name
+        return self
+
+    def __call__(self) -> str:
+        return self.node_name
+
+
 class Function:
     """Base class of every primitive op; an instance is one node of the graph.
 
@@ -91,6 +111,10 @@ class Function:
     _out_data: NDArray | None
     _released: bool
     _retained: weakref.ref[Tensor] | None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.name = OpName(cls.name, f"{cls.__name__}Backward")
 
     def forward(self, *arrays: NDArray, **params: Any) -> NDArray:
         raise TypeError(f"{type(self).__name__} does not define forward()")
@@ -153,6 +177,27 @@ class Function:
         return tuple(need)
 
     @property
+    def next_functions(self) -> tuple[tuple[Function | AccumulateGrad | None, int], ...]:
+        """One ``(node, 0)`` pair per input, as PyTorch's ``grad_fn.next_functions``.
+
+        The node is the ``grad_fn`` of an intermediate input, an
+        :class:`AccumulateGrad` for a leaf that requires grad, ``None`` for an
+        input that needs no gradient. The ``0`` is the output index of that
+        node (Lamina's nodes have one output).
+
+        Example:
+            >>> import lamina.autograd as ag
+            >>> w = ag.ones(2, requires_grad=True)
+            >>> y = (w * ag.tensor([3.0, 4.0])).sum()
+            >>> y.grad_fn.name(), y.grad_fn.next_functions
+            ('SumBackward', ((<MulBackward>, 0),))
+            >>> y.grad_fn.next_functions[0][0].next_functions
+            ((<AccumulateGrad>, 0), (None, 0))
+        """
+        return tuple((_accumulate_grad(e) if isinstance(e, Tensor) else e, 0)
+                     for e in self.next)
+
+    @property
     def inputs(self) -> tuple[Tensor, ...]:
         """The input Tensors saved by ``save_inputs``."""
         if self._released:
@@ -201,6 +246,42 @@ def modified_message(what: str, t: Tensor, expected: int, found: int | None = No
             f"version {found}; expected version {expected} instead. Hint: the in-place op "
             "overwrote a value that backward needs; use its out-of-place form "
             "(x = x + y instead of x += y, or .clone() first)")
+
+
+class AccumulateGrad:
+    """The node standing for a leaf in ``next_functions``; ``variable`` is the leaf."""
+
+    next_functions: tuple[tuple[Any, int], ...] = ()
+
+    def __init__(self, variable: Tensor) -> None:
+        self.variable = variable
+
+    def name(self) -> str:
+        return "AccumulateGrad"
+
+    def __repr__(self) -> str:
+        return "<AccumulateGrad>"
+
+
+# One AccumulateGrad per leaf while someone holds it, so walks of the graph that
+# meet a leaf twice see the same node (as in PyTorch). Keyed by id: a Tensor's
+# == is elementwise. A live node holds its leaf, so the id cannot be reused.
+_accumulators: dict[int, weakref.ref[AccumulateGrad]] = {}
+
+
+def _accumulate_grad(leaf: Tensor) -> AccumulateGrad:
+    key = id(leaf)
+    ref = _accumulators.get(key)
+    node = ref() if ref is not None else None
+    if node is None:
+        node = AccumulateGrad(leaf)
+
+        def forget(dead: weakref.ref[AccumulateGrad], key: int = key) -> None:
+            if _accumulators.get(key) is dead:
+                del _accumulators[key]
+
+        _accumulators[key] = weakref.ref(node, forget)
+    return node
 
 
 # Tensor's module imports the ops, which import this one: bind Tensor last.

@@ -23,6 +23,7 @@ import numpy as np
 from lamina.ndarray import DTypeError, NDArray
 
 _FLOAT_DTYPES = ("float32", "float64")
+_HOST_DEVICES = ("numpy", "cpu")
 
 
 def ones_like_data(a: NDArray) -> NDArray:
@@ -243,8 +244,7 @@ class Tensor:
         return self.data.numpy()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        out = self.data.numpy()
-        return out if dtype is None else out.astype(dtype)
+        return self.data.__array__(dtype, copy)
 
     def item(self) -> builtins.float | int:
         """The value of a one-element tensor as a Python number."""
@@ -312,6 +312,45 @@ class Tensor:
         elif self._requires_grad:
             extra.append("requires_grad=True")
         return "tensor(" + ", ".join([body, *extra]) + ")"
+
+    # ----- interop and PyTorch spellings ---------------------------------------------
+
+    def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
+        """A DLPack capsule of the values, for ``torch.from_dlpack``/``np.from_dlpack``.
+
+        Shares memory on the host devices ``numpy`` and ``cpu`` (see
+        ``NDArray.__dlpack__`` for the others). Like ``.detach()``, the consumer sees the values
+        only: nothing it does is recorded. ``torch.tensor(t)`` and
+        ``torch.as_tensor(t)`` go through this too.
+        """
+        return self.data.__dlpack__(stream=stream, max_version=max_version,
+                                    dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self.data.__dlpack_device__()
+
+    def cpu(self) -> Tensor:
+        """This tensor in host memory: itself on ``numpy``/``cpu``, else moved to ``cpu``.
+
+        Lamina has two host devices; ``cpu()`` keeps a tensor that is already
+        on either, and otherwise moves it to ``cpu`` (``numpy`` when the cpu
+        backend is not installed). Differentiable, like ``to``.
+        """
+        if self.device.type in _HOST_DEVICES:
+            return self
+        try:
+            host = nd.get_device("cpu")
+        except nd.DeviceError:
+            host = nd.get_device("numpy")
+        return self.to(host)
+
+    def t(self) -> Tensor:
+        """The matrix transpose of a 2-D tensor; 0-D and 1-D tensors are returned as is."""
+        if self.ndim > 2:
+            raise nd.ShapeError(f"t: expects a tensor with <= 2 dimensions, got shape "
+                                f"{self.shape}; use transpose(dim0, dim1) or .mT")
+        return F.transpose(self, 0, 1) if self.ndim == 2 else self
 
     # ----- operators ---------------------------------------------------------------
 
@@ -438,36 +477,37 @@ class Tensor:
               max: builtins.float | None = None) -> Tensor:  # noqa: A002
         return F.clamp(self, min, max)
 
-    def sum(self, dim: Any = None, keepdim: bool = False) -> Tensor:
-        return F.sum(self, dim, keepdim)
+    # Reductions take PyTorch's dim/keepdim or numpy's axis/keepdims (torch takes both).
+    def sum(self, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:
+        return F.sum(self, dim, keepdim, **numpy_names)
 
-    def mean(self, dim: Any = None, keepdim: bool = False) -> Tensor:
-        return F.mean(self, dim, keepdim)
+    def mean(self, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:
+        return F.mean(self, dim, keepdim, **numpy_names)
 
-    def max(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+    def max(self, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:
         """Maximum over ``dim`` (values only, like ``torch.amax``)."""
-        return F.amax(self, dim, keepdim)
+        return F.amax(self, dim, keepdim, **numpy_names)
 
-    def min(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+    def min(self, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:
         """Minimum over ``dim`` (values only, like ``torch.amin``)."""
-        return F.amin(self, dim, keepdim)
+        return F.amin(self, dim, keepdim, **numpy_names)
 
-    def amax(self, dim: Any = None, keepdim: bool = False) -> Tensor:
-        return F.amax(self, dim, keepdim)
+    def amax(self, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:
+        return F.amax(self, dim, keepdim, **numpy_names)
 
-    def amin(self, dim: Any = None, keepdim: bool = False) -> Tensor:
-        return F.amin(self, dim, keepdim)
+    def amin(self, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:
+        return F.amin(self, dim, keepdim, **numpy_names)
 
     def var(self, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
-            correction: int | None = None) -> Tensor:
-        return F.var(self, dim, unbiased, keepdim, correction=correction)
+            correction: int | None = None, **numpy_names: Any) -> Tensor:
+        return F.var(self, dim, unbiased, keepdim, correction=correction, **numpy_names)
 
     def std(self, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
-            correction: int | None = None) -> Tensor:
-        return F.std(self, dim, unbiased, keepdim, correction=correction)
+            correction: int | None = None, **numpy_names: Any) -> Tensor:
+        return F.std(self, dim, unbiased, keepdim, correction=correction, **numpy_names)
 
-    def logsumexp(self, dim: int = -1, keepdim: bool = False) -> Tensor:
-        return F.logsumexp(self, dim, keepdim)
+    def logsumexp(self, dim: Any = -1, keepdim: bool = False, **numpy_names: Any) -> Tensor:
+        return F.logsumexp(self, dim, keepdim, **numpy_names)
 
     def softmax(self, dim: int = -1) -> Tensor:
         return F.softmax(self, dim)
@@ -475,8 +515,9 @@ class Tensor:
     def log_softmax(self, dim: int = -1) -> Tensor:
         return F.log_softmax(self, dim)
 
-    def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
-        return F.argmax(self, dim, keepdim)
+    def argmax(self, dim: int | None = None, keepdim: bool = False,
+               **numpy_names: Any) -> Tensor:
+        return F.argmax(self, dim, keepdim, **numpy_names)
 
     def reshape(self, *shape: Any) -> Tensor:
         return F.reshape(self, *shape)

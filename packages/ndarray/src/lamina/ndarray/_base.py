@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from . import _dlpack
 from . import _host as H
 from . import _layout as L
 from ._checks import check_device_dtype, normalize_axes, normalize_axis, normalize_permutation
@@ -201,8 +202,28 @@ class ArrayBase:
                                              self._offset)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        if copy is False:  # numpy 2's np.asarray(a, copy=False): share or refuse
+            view = _dlpack.host_view(self)
+            if view is None or (dtype is not None and np.dtype(dtype) != view.dtype):
+                raise ValueError(f"__array__: an array on {self._device} cannot be seen "
+                                 f"by numpy without a copy; allow one (copy=None)")
+            return view
         out = self.numpy()
         return out if dtype is None else out.astype(dtype, copy=False)
+
+    def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
+        """A DLPack capsule of this array (``np.from_dlpack(a)``, ``torch.from_dlpack(a)``).
+
+        Shares memory on the host devices ``numpy`` and ``cpu``, strides
+        included (the consumer's view keeps the buffer alive); on ``cuda`` only
+        a host copy can be asked for with ``dl_device=(1, 0)``.
+        """
+        return _dlpack.export(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(1, 0)`` (kDLCPU) for host devices, ``(2, index)`` (kDLCUDA) on ``cuda``."""
+        return _dlpack.dlpack_device(self)
 
     def item(self) -> float | int:
         """The single value of a one-element array as a Python number."""

@@ -1,16 +1,20 @@
-"""Constructors: arrays from host data, filled, random and ranged arrays, one_hot."""
+"""Constructors: arrays from host data (``from_dlpack`` too), filled, random and ranged
+arrays, one_hot."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from . import _layout as L
+from ._dlpack import DEVICE_NAMES, KDLCPU
 from ._dtypes import as_dtype, float32, int64
 from ._errors import DTypeError, ShapeError
 from ._host import device_for
 from ._ndarray import NDArray
+from ._registry import Device, get_device
 
 Shape = tuple[int, ...]
 
@@ -115,3 +119,85 @@ def one_hot(indices: NDArray, num_classes: int, dtype: Any = float32) -> NDArray
                              f"{num_classes} classes")
     classes = arange(num_classes, device=indices.device)
     return (indices.expand_dims(-1) == classes).astype(dtype)
+
+
+def from_dlpack(x: Any, *, device: Any = None, copy: bool | None = None) -> NDArray:
+    """An NDArray from any object with ``__dlpack__`` (numpy, PyTorch, JAX, ...).
+
+    The memory is shared when ``device`` keeps its buffers in host memory
+    (``numpy``, ``cpu``: its backend has ``wrap_numpy``) and the producer's
+    data is writable; on any other device, or from read-only memory, the
+    values are copied into a new buffer. Strides (non-contiguous views) are
+    kept when sharing.
+
+    Args:
+        x: an object implementing the DLPack protocol (``__dlpack__`` and
+            ``__dlpack_device__``), in host (CPU) memory.
+        device: where the result lives; the default device when ``None``.
+        copy: ``True`` always copies; ``False`` never copies and raises
+            ``BufferError`` when sharing is impossible; ``None`` shares when
+            it can and copies otherwise.
+
+    Returns:
+        An NDArray of ``x``'s shape and dtype (float32, float64 or int64).
+
+    Raises:
+        TypeError: ``x`` does not implement DLPack.
+        DTypeError: ``x``'s dtype is not one Lamina supports.
+        BufferError: ``x`` is not in host memory, or ``copy=False`` cannot be met.
+
+    Example:
+        >>> import numpy as np
+        >>> src = np.zeros(3, np.float32)
+        >>> a = from_dlpack(src, device="numpy")
+        >>> src[0] = 7.0
+        >>> a.tolist()
+        [7.0, 0.0, 0.0]
+    """
+    dev = get_device(device)
+    if isinstance(x, NDArray):
+        if copy is False and x.device is not dev:
+            raise BufferError(f"from_dlpack: copy=False, but the array is on {x.device} "
+                              f"and device {dev} was asked for")
+        return x.copy() if copy and x.device is dev else x.to(dev)
+    if not (hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__")):
+        raise TypeError(f"from_dlpack: expected an object implementing the DLPack protocol "
+                        f"(__dlpack__ and __dlpack_device__), got {type(x).__name__}")
+    kind, index = x.__dlpack_device__()
+    if kind != KDLCPU:
+        raise BufferError(
+            f"from_dlpack: the {type(x).__name__} lives on DLPack device "
+            f"{DEVICE_NAMES.get(kind, kind)}:{index}; Lamina imports host (CPU) memory "
+            f"only: move it to the CPU first (e.g. tensor.cpu())")
+    wrap = dev.kernels.wrap_numpy
+    share = wrap is not None and copy is not True
+    if copy is False and not share:
+        raise BufferError(f"from_dlpack: device {dev} cannot share memory with the "
+                          f"producer (its backend has no wrap_numpy), and copy=False "
+                          f"forbids a copy")
+    host = np.from_dlpack(x, copy=False if copy is False else None)  # array() copies
+    dtype = as_dtype(host.dtype, "from_dlpack")
+    if share and not host.flags.writeable:
+        if copy is False:
+            raise BufferError("from_dlpack: the producer's memory is read-only and Lamina "
+                              "arrays are writable, so copy=False cannot be met")
+        share = False
+    if not share or host.size == 0 or dtype.name not in dev.dtypes:  # array() says why
+        return array(host, dtype=dtype, device=dev)
+    return _wrap(host, dev, wrap)
+
+
+def _wrap(host: np.ndarray, dev: Device, wrap_numpy: Any) -> NDArray:
+    """An NDArray on ``dev`` (a host device) viewing ``host``'s memory, strides included;
+    ``wrap_numpy`` is the device's kernel of that name."""
+    item = host.itemsize
+    strides = tuple(s // item for s in host.strides)
+    lo = sum(st * (n - 1) for n, st in zip(host.shape, strides) if st < 0)
+    hi = sum(st * (n - 1) for n, st in zip(host.shape, strides) if st > 0)
+    # The lowest-addressed element starts the flat buffer the view walks.
+    first = host[tuple(slice(n - 1, n) if st < 0 else slice(0, 1)
+                       for n, st in zip(host.shape, strides))] if host.ndim else host[...]
+    flat = as_strided(first.reshape(1), shape=(hi - lo + 1,), strides=(item,))
+    # The buffer holds flat, whose base chain keeps the producer's memory alive.
+    buf = wrap_numpy(flat)
+    return NDArray._view(buf, host.shape, strides, -lo, as_dtype(host.dtype), dev)

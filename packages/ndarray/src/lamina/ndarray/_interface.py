@@ -84,6 +84,10 @@ class KernelTable:
     layer_norm_last: Kernel | None = _optional()
     im2col: Kernel | None = _optional()
     col2im: Kernel | None = _optional()
+    # optional zero-copy import of numpy memory, for backends whose buffers live in
+    # host memory; such a backend's Array also exports the buffer protocol (a 1-D
+    # buffer of its dtype) for zero-copy export
+    wrap_numpy: Kernel | None = _optional()
     # optional device functions (Device methods raise DeviceError without them)
     device_count: Kernel | None = _optional()
     synchronize: Kernel | None = _optional()
@@ -141,7 +145,6 @@ def resolve_kernels(backend: object) -> KernelTable:
                 family[op] = kernel
         values[f.name] = MappingProxyType(family)
     return KernelTable(**values)
-
 
 class Buffer(Protocol):
     """A flat, contiguous buffer owned by a backend."""

@@ -199,6 +199,23 @@ class NumpyBackend:
         np.copyto(out.data, src.reshape(-1), casting="same_kind")
 
     @staticmethod
+    def wrap_numpy(src: np.ndarray) -> NumpyArray:
+        if not isinstance(src, np.ndarray):
+            raise TypeError(f"wrap_numpy: expected a numpy.ndarray, got {type(src).__name__}")
+        if src.dtype.name not in _DTYPES or not src.dtype.isnative:
+            raise TypeError(f"wrap_numpy: unsupported dtype {src.dtype}; numpy lists {_DTYPES} "
+                            f"in native byte order")
+        if src.ndim != 1 or not src.flags.c_contiguous:
+            raise ValueError(f"wrap_numpy: expected a 1-D contiguous array, got shape "
+                             f"{src.shape}; pass np.ascontiguousarray(x).ravel()")
+        if not (src.flags.writeable and src.flags.aligned):
+            raise ValueError("wrap_numpy: the array is read-only or misaligned; copy it with "
+                             "from_numpy instead")
+        buf = object.__new__(NumpyArray)  # the constructor allocates; this shares src
+        buf.data = src
+        return buf
+
+    @staticmethod
     def to_numpy(a: NumpyArray, shape: Shape, strides: Shape, offset: int) -> np.ndarray:
         return np.array(_view(a, shape, strides, offset, "to_numpy"), copy=True, order="C")
 

@@ -44,22 +44,24 @@ class TextCorpus:
         test: test text.
         level: ``"word"`` (whitespace words, ``<eos>`` after every line) or
             ``"char"`` (one token per character).
+        unk: the token that words (or characters) of valid/test unseen in
+            train map to. It keeps its id when the train text has it (PTB's
+            ``<unk>``), else it is added to the end of the vocabulary, only
+            when some token needs it. ``None`` raises ``KeyError`` instead.
 
     Attributes:
         train, valid, test: int64 token ids (n,).
         vocab: the :class:`Vocabulary`, in first-seen order of the train text.
         tokenizer: the fitted tokenizer (``encode``/``decode`` text).
 
-    Words or characters of valid/test that the train text lacks raise
-    ``KeyError`` naming them.
-
     Example:
-        >>> corpus = TextCorpus("a b\\nb c\\n", "c a\\n", "b\\n")
-        >>> corpus.train.tolist(), len(corpus.vocab)
-        ([0, 1, 2, 1, 3, 2], 4)
+        >>> corpus = TextCorpus("a b\\nb c\\n", "c a\\n", "b d\\n")
+        >>> corpus.train.tolist(), corpus.test.tolist(), corpus.vocab.itos
+        ([0, 1, 2, 1, 3, 2], [1, 4, 2], ['a', 'b', '<eos>', 'c', '<unk>'])
     """
 
-    def __init__(self, train: str, valid: str, test: str, level: str = "word") -> None:
+    def __init__(self, train: str, valid: str, test: str, level: str = "word",
+                 unk: str | None = "<unk>") -> None:
         if level == "word":
             self.tokenizer: WordTokenizer | CharTokenizer = WordTokenizer().fit(train)
         elif level == "char":
@@ -68,13 +70,24 @@ class TextCorpus:
             raise ValueError(f"TextCorpus: level must be 'word' or 'char', got {level!r}")
         self.level = level
         self.vocab: Vocabulary = self.tokenizer.vocab
+        self.vocab.unk = unk
         self.train = self.tokenizer.encode(train)
-        self.valid = self.tokenizer.encode(valid)
-        self.test = self.tokenizer.encode(test)
+        self.valid = self._encode_unseen(valid)
+        self.test = self._encode_unseen(test)
+
+    def _encode_unseen(self, text: str) -> np.ndarray:
+        """``text``'s ids, giving ``unk`` an id the first time a token needs it."""
+        try:
+            return self.tokenizer.encode(text)
+        except KeyError:
+            if self.vocab.unk is None or self.vocab.unk in self.vocab:
+                raise
+            self.vocab.add(self.vocab.unk)
+            return self.tokenizer.encode(text)
 
     @classmethod
     def from_files(cls, train: str | Path, valid: str | Path, test: str | Path,
-                   level: str = "word") -> TextCorpus:
+                   level: str = "word", unk: str | None = "<unk>") -> TextCorpus:
         """Reads three UTF-8 text files; a missing one raises FileNotFoundError naming it,
         one that is not UTF-8 DatasetFileError."""
         texts = []
@@ -82,7 +95,7 @@ class TextCorpus:
             if not path.is_file():
                 raise FileNotFoundError(f"TextCorpus: no such file {path}")
             texts.append(read_utf8(path, "TextCorpus"))
-        return cls(texts[0], texts[1], texts[2], level=level)
+        return cls(texts[0], texts[1], texts[2], level=level, unk=unk)
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(vocab={len(self.vocab)}, train={len(self.train)}, "

@@ -20,11 +20,14 @@ class Vocabulary:
 
     Args:
         tokens: initial tokens, given ids in order (duplicates ignored).
+        unk: the token that unknown tokens encode to, once it is in the
+            vocabulary; ``None`` (the default) makes unknown tokens a KeyError.
     """
 
-    def __init__(self, tokens: Iterable[str] = ()) -> None:
+    def __init__(self, tokens: Iterable[str] = (), unk: str | None = None) -> None:
         self.itos: list[str] = []
         self.stoi: dict[str, int] = {}
+        self.unk = unk
         for token in tokens:
             self.add(token)
 
@@ -43,7 +46,11 @@ class Vocabulary:
         return token in self.stoi
 
     def encode(self, tokens: Iterable[str]) -> np.ndarray:
-        """Token ids, int64 (n,). Unknown tokens raise KeyError naming them."""
+        """Token ids, int64 (n,). Unknown tokens get the id of ``unk`` when it is in
+        the vocabulary, else raise KeyError naming them."""
+        unk_id = self.stoi.get(self.unk) if self.unk is not None else None
+        if unk_id is not None:
+            return np.fromiter((self.stoi.get(t, unk_id) for t in tokens), dtype=np.int64)
         try:
             return np.fromiter((self.stoi[t] for t in tokens), dtype=np.int64)
         except KeyError as err:

@@ -51,6 +51,37 @@ def normalize_axes(dim: int | Sequence[int] | None, ndim: int, op: str) -> tuple
     return axes
 
 
+class _NotGiven:
+    """The default of ``axis``: ``axis=None`` (all axes) must differ from no ``axis``."""
+
+    def __repr__(self) -> str:
+        return "<not given>"
+
+
+NOT_GIVEN: Any = _NotGiven()
+
+
+def reduction_args(op: str, dim: Any, keepdim: bool, axis: Any, keepdims: bool | None,
+                   default: Any = None) -> tuple[Any, bool]:
+    """PyTorch's ``dim``/``keepdim`` or numpy's ``axis``/``keepdims`` (torch takes both)."""
+    if axis is not NOT_GIVEN:
+        if dim is not default:
+            raise TypeError(f"{op}: got both dim={dim!r} and axis={axis!r}; pass one of them")
+        dim = axis
+    if keepdims is not None:
+        if keepdim and not keepdims:
+            raise TypeError(f"{op}: got both keepdim=True and keepdims=False; pass one of them")
+        keepdim = bool(keepdims)
+    return dim, keepdim
+
+
+def reduction_axes(dim: int | Sequence[int] | None, ndim: int, op: str) -> tuple[int, ...]:
+    """The axes a reduction sums over: ``None`` and ``()`` mean all of them, as in PyTorch."""
+    if dim is not None and not isinstance(dim, int) and len(dim) == 0:
+        dim = None
+    return normalize_axes(dim, ndim, op)
+
+
 def shape_arg(shape: Sequence[Any]) -> tuple[int, ...]:
     """``f(2, 3)`` and ``f((2, 3))`` both mean the shape ``(2, 3)``."""
     if len(shape) == 1 and not isinstance(shape[0], int):

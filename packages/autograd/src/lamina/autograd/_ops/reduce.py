@@ -8,7 +8,7 @@ from lamina.ndarray import NDArray
 
 from .._function import Function
 from .._tensor import Tensor
-from ._util import kept_shape, normalize_axes, normalize_axis
+from ._util import NOT_GIVEN, kept_shape, normalize_axis, reduction_args, reduction_axes
 
 Dim = int | Sequence[int] | None
 
@@ -56,15 +56,17 @@ class Amin(_Extremum):
 
 
 class LogSumExp(Function):
-    """``log(sum(exp(x)))`` along one axis, computed stably by the NDArray kernel."""
+    """``log(sum(exp(x)))`` over some axes, computed stably by the NDArray kernel."""
 
     name = "logsumexp"
     save_inputs = True
     save_output = True
 
-    def forward(self, a: NDArray, axis: int, keepdim: bool) -> NDArray:
-        self.kept = kept_shape(a.shape, (axis,))
-        return a.logsumexp(axis=axis, keepdims=keepdim)
+    def forward(self, a: NDArray, axes: tuple[int, ...], keepdim: bool) -> NDArray:
+        self.kept = kept_shape(a.shape, axes)
+        if not axes:  # a 0-d tensor: log(exp(x)) is x
+            return a.copy()
+        return a.logsumexp(axis=axes, keepdims=keepdim)
 
     def backward(self, g: Tensor) -> tuple[Tensor]:
         (x,) = self.inputs
@@ -92,28 +94,41 @@ class Argmax(Function):
         return a.argmax(axis=axis, keepdims=keepdim)
 
 
-def sum(x: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:  # noqa: A001
+def sum(x: Tensor, dim: Dim = None, keepdim: bool = False, *,  # noqa: A001
+        axis: Dim = NOT_GIVEN, keepdims: bool | None = None) -> Tensor:
     """Sum over ``dim`` (an int, a tuple, or ``None`` for all).
 
+    ``axis``/``keepdims`` are accepted for ``dim``/``keepdim``, as in PyTorch.
     Shapes: ``(N, C, L)`` with ``dim=1`` -> ``(N, L)``, or ``(N, 1, L)`` with
     ``keepdim=True``.
     """
-    return Sum.apply(x, axes=normalize_axes(dim, x.ndim, "sum"), keepdim=keepdim)
+    dim, keepdim = reduction_args("sum", dim, keepdim, axis, keepdims)
+    return Sum.apply(x, axes=reduction_axes(dim, x.ndim, "sum"), keepdim=keepdim)
 
 
-def amax(x: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:
+def amax(x: Tensor, dim: Dim = None, keepdim: bool = False, *, axis: Dim = NOT_GIVEN,
+         keepdims: bool | None = None) -> Tensor:
     """Maximum over ``dim``; tied maxima share the gradient evenly."""
-    return Amax.apply(x, axes=normalize_axes(dim, x.ndim, "amax"), keepdim=keepdim)
+    dim, keepdim = reduction_args("amax", dim, keepdim, axis, keepdims)
+    return Amax.apply(x, axes=reduction_axes(dim, x.ndim, "amax"), keepdim=keepdim)
 
 
-def amin(x: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:
+def amin(x: Tensor, dim: Dim = None, keepdim: bool = False, *, axis: Dim = NOT_GIVEN,
+         keepdims: bool | None = None) -> Tensor:
     """Minimum over ``dim``; tied minima share the gradient evenly."""
-    return Amin.apply(x, axes=normalize_axes(dim, x.ndim, "amin"), keepdim=keepdim)
+    dim, keepdim = reduction_args("amin", dim, keepdim, axis, keepdims)
+    return Amin.apply(x, axes=reduction_axes(dim, x.ndim, "amin"), keepdim=keepdim)
 
 
-def logsumexp(x: Tensor, dim: int = -1, keepdim: bool = False) -> Tensor:
-    """``log(sum(exp(x), dim))`` without overflow. Shapes: ``(N, C)`` -> ``(N,)``."""
-    return LogSumExp.apply(x, axis=normalize_axis(dim, x.ndim, "logsumexp"), keepdim=keepdim)
+def logsumexp(x: Tensor, dim: Dim = -1, keepdim: bool = False, *, axis: Dim = NOT_GIVEN,
+              keepdims: bool | None = None) -> Tensor:
+    """``log(sum(exp(x), dim))`` without overflow; ``dim`` an int, a tuple or ``None`` (all).
+
+    Shapes: ``(N, C)`` -> ``(N,)``.
+    """
+    dim, keepdim = reduction_args("logsumexp", dim, keepdim, axis, keepdims, default=-1)
+    axes = reduction_axes(dim, x.ndim, "logsumexp")
+    return LogSumExp.apply(x, axes=axes, keepdim=keepdim)
 
 
 def softmax(x: Tensor, dim: int = -1) -> Tensor:
@@ -121,15 +136,19 @@ def softmax(x: Tensor, dim: int = -1) -> Tensor:
     return Softmax.apply(x, axis=normalize_axis(dim, x.ndim, "softmax"))
 
 
-def argmax(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+def argmax(x: Tensor, dim: int | None = None, keepdim: bool = False, *,
+           axis: int | None = NOT_GIVEN, keepdims: bool | None = None) -> Tensor:
     """Index of the maximum (int64, not differentiable); ``dim=None`` flattens."""
+    dim, keepdim = reduction_args("argmax", dim, keepdim, axis, keepdims)
     axis = None if dim is None else normalize_axis(dim, x.ndim, "argmax")
     return Argmax.apply(x, axis=axis, keepdim=keepdim)
 
 
-def mean(x: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:
+def mean(x: Tensor, dim: Dim = None, keepdim: bool = False, *, axis: Dim = NOT_GIVEN,
+         keepdims: bool | None = None) -> Tensor:
     """Mean over ``dim``. Shapes as ``sum``."""
-    axes = normalize_axes(dim, x.ndim, "mean")
+    dim, keepdim = reduction_args("mean", dim, keepdim, axis, keepdims)
+    axes = reduction_axes(dim, x.ndim, "mean")
     count = 1
     for a in axes:
         count *= x.shape[a]
@@ -137,7 +156,8 @@ def mean(x: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:
 
 
 def var(x: Tensor, dim: Dim = None, unbiased: bool | None = None, keepdim: bool = False, *,
-        correction: int | None = None) -> Tensor:
+        correction: int | None = None, axis: Dim = NOT_GIVEN,
+        keepdims: bool | None = None) -> Tensor:
     """Variance over ``dim``: ``sum((x - mean)**2) / (n - correction)``, as ``torch.var``.
 
     Args:
@@ -146,10 +166,12 @@ def var(x: Tensor, dim: Dim = None, unbiased: bool | None = None, keepdim: bool 
         unbiased: legacy spelling: ``True`` means correction 1, ``False`` 0.
         keepdim: keep reduced axes as size 1.
         correction: Bessel's correction; defaults to 1.
+        axis, keepdims: numpy's names for ``dim``, ``keepdim``.
     """
+    dim, keepdim = reduction_args("var", dim, keepdim, axis, keepdims)
     if correction is None:
         correction = 0 if unbiased is False else 1
-    axes = normalize_axes(dim, x.ndim, "var")
+    axes = reduction_axes(dim, x.ndim, "var")
     count = 1
     for a in axes:
         count *= x.shape[a]
@@ -159,9 +181,11 @@ def var(x: Tensor, dim: Dim = None, unbiased: bool | None = None, keepdim: bool 
 
 
 def std(x: Tensor, dim: Dim = None, unbiased: bool | None = None, keepdim: bool = False, *,
-        correction: int | None = None) -> Tensor:
+        correction: int | None = None, axis: Dim = NOT_GIVEN,
+        keepdims: bool | None = None) -> Tensor:
     """Standard deviation, ``sqrt(var(...))``; same arguments as ``var``."""
-    return var(x, dim, unbiased, keepdim, correction=correction).sqrt()
+    return var(x, dim, unbiased, keepdim, correction=correction, axis=axis,
+               keepdims=keepdims).sqrt()
 
 
 def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
