@@ -14,6 +14,7 @@ from typing import Any
 from lamina import autograd as ag
 from lamina import ndarray as nd
 from lamina.autograd import Tensor
+from lamina.ndarray import pair
 
 from . import init
 from ._errors import ShapeError
@@ -24,13 +25,6 @@ __all__ = ["Conv2d", "conv2d"]
 
 Pair = tuple[int, int]
 
-
-def _pair(layer: str, name: str, value: Any, minimum: int) -> Pair:
-    pair = (value, value) if isinstance(value, int) else tuple(value)
-    if len(pair) != 2 or not all(isinstance(v, int) and v >= minimum for v in pair):
-        raise ValueError(f"{layer}: {name} must be an int >= {minimum} or a pair of them, "
-                         f"got {value!r}")
-    return pair[0], pair[1]
 
 
 def same_padding(kernel_size: Pair, dilation: Pair) -> tuple[Pair, Pair]:
@@ -61,7 +55,7 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 
         padding = 0
     elif padding == "same":
         k = tuple(weight.shape[2:])
-        padding = same_padding((k[0], k[1]), _pair("conv2d", "dilation", dilation, 1))
+        padding = same_padding((k[0], k[1]), pair(dilation, "conv2d", "dilation", 1))
     if not isinstance(padding, int) and isinstance(padding[0], tuple):
         (top, bottom), (left, right) = padding
         if top == bottom and left == right:
@@ -113,9 +107,9 @@ class Conv2d(Module):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}: {arg} must be a positive int, got {value!r}")
         self.in_channels, self.out_channels = in_channels, out_channels
-        self.kernel_size = _pair(name, "kernel_size", kernel_size, 1)
-        self.stride = _pair(name, "stride", stride, 1)
-        self.dilation = _pair(name, "dilation", dilation, 1)
+        self.kernel_size = pair(kernel_size, name, "kernel_size", 1)
+        self.stride = pair(stride, name, "stride", 1)
+        self.dilation = pair(dilation, name, "dilation", 1)
         self.groups = groups
         if isinstance(padding, str):
             if padding not in ("same", "valid"):
@@ -125,7 +119,7 @@ class Conv2d(Module):
                 raise ValueError(f"{name}: padding='same' needs stride 1, got {self.stride}")
             self.padding: Pair | str = padding
         else:
-            self.padding = _pair(name, "padding", padding, 0)
+            self.padding = pair(padding, name, "padding", 0)
         dtype = dtype or nd.float32
         self.weight = Parameter(nd.zeros(out_channels, in_channels, *self.kernel_size,
                                          dtype=dtype, device=device))

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from lamina import autograd as ag
 from lamina.autograd import Tensor
+from lamina.ndarray import pair
 
 from ._errors import ShapeError
 from ._module import Module
@@ -23,13 +24,6 @@ __all__ = [
     "max_pool2d",
 ]
 
-
-def _pair(layer: str, name: str, value: Any, minimum: int) -> tuple[int, int]:
-    pair = (value, value) if isinstance(value, int) else tuple(value)
-    if len(pair) != 2 or not all(isinstance(v, int) and v >= minimum for v in pair):
-        raise ValueError(f"{layer}: {name} must be an int >= {minimum} or a pair of them, "
-                         f"got {value!r}")
-    return pair[0], pair[1]
 
 
 def _check_input(layer: str, x: Tensor, kernel: tuple[int, int], padding: tuple[int, int]
@@ -111,9 +105,9 @@ class MaxPool2d(Module):
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0) -> None:
         super().__init__()
         name = type(self).__name__
-        self.kernel_size = _pair(name, "kernel_size", kernel_size, 1)
-        self.stride = self.kernel_size if stride is None else _pair(name, "stride", stride, 1)
-        self.padding = _pair(name, "padding", padding, 0)
+        self.kernel_size = pair(kernel_size, name, "kernel_size", 1)
+        self.stride = self.kernel_size if stride is None else pair(stride, name, "stride", 1)
+        self.padding = pair(padding, name, "padding", 0)
         if any(2 * p > k for p, k in zip(self.padding, self.kernel_size)):
             raise ValueError(f"{name}: padding {self.padding} should be at most half of "
                              f"kernel_size {self.kernel_size}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import lamina.ndarray as nd
-from lamina.ndarray import NDArray, ShapeError
+from lamina.ndarray import NDArray, ShapeError, conv_output_size, pair
 
 from .._function import Function
 from .._tensor import Tensor
@@ -55,19 +55,11 @@ class Col2Im(Function):
                              dilation=dilation),)
 
 
-def _pair(value: Any, name: str, op: str, minimum: int) -> Pair:
-    pair = (value, value) if isinstance(value, int) else tuple(value)
-    if len(pair) != 2 or not all(isinstance(v, int) and v >= minimum for v in pair):
-        raise ValueError(f"{op}: {name} must be an int >= {minimum} or a pair of them, "
-                         f"got {value!r}")
-    return pair[0], pair[1]
-
-
 def _out_size(op: str, shape: tuple[int, ...], kernel: Pair, stride: Pair, padding: Pair,
               dilation: Pair) -> Pair:
     if len(shape) != 4:
         raise ShapeError(f"{op}: expected a 4-D (N, C, H, W) input, got shape {shape}")
-    out = tuple((size + 2 * p - d * (k - 1) - 1) // s + 1
+    out = tuple(conv_output_size(size, k, s, p, d)
                 for size, k, s, p, d in zip(shape[2:], kernel, stride, padding, dilation))
     if min(out) <= 0:
         raise ShapeError(f"{op}: input of shape {shape} is too small for kernel {kernel} "
@@ -140,8 +132,8 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 
         raise ShapeError(f"conv2d: input {x.shape} (N, C, H, W) and weight {weight.shape} "
                          "(O, C, KH, KW) must be 4-D with the same C")
     params: tuple[Pair, ...] = (
-        _pair(weight.shape[2:], "kernel", "conv2d", 1), _pair(stride, "stride", "conv2d", 1),
-        _pair(padding, "padding", "conv2d", 0), _pair(dilation, "dilation", "conv2d", 1))
+        pair(weight.shape[2:], "conv2d", "kernel", 1), pair(stride, "conv2d", "stride", 1),
+        pair(padding, "conv2d", "padding", 0), pair(dilation, "conv2d", "dilation", 1))
     oh, ow = _out_size("conv2d", x.shape, *params)
     weight, params = _crop_to_input(weight, tuple(x.shape), params, (oh, ow))
     n, o = x.shape[0], weight.shape[0]
@@ -157,9 +149,9 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 
 
 
 def _pool_params(op: str, kernel_size: Any, stride: Any, padding: Any) -> tuple[Pair, ...]:
-    kernel = _pair(kernel_size, "kernel_size", op, 1)
-    stride = kernel if stride is None else _pair(stride, "stride", op, 1)
-    pads = _pair(padding, "padding", op, 0)
+    kernel = pair(kernel_size, op, "kernel_size", 1)
+    stride = kernel if stride is None else pair(stride, op, "stride", 1)
+    pads = pair(padding, op, "padding", 0)
     if pads[0] * 2 > kernel[0] or pads[1] * 2 > kernel[1]:
         raise ValueError(f"{op}: padding {pads} should be at most half of kernel {kernel}")
     return kernel, stride, pads
