@@ -16,8 +16,9 @@
 // operands, so a product costs one fork/join and no barriers (which matter on
 // a busy, shared machine). A product at most two panels wide reads A in place
 // instead of packing it. KC is fixed, so every element of C is summed in
-// the same order for any thread count. Tiny products skip packing; batches
-// of small matrices run one matrix per thread.
+// the same order for any thread count. Tiny products skip packing, and so do
+// products of at most 16 rows whose B has contiguous rows or columns
+// (gemv_simd.h); batches of small matrices run one matrix per thread.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import buffer, cpu, host, rand
-from test_isa import AVAILABLE, close, isa, on  # noqa: F401  (isa: fixture)
+from test_isa import AVAILABLE, close, isa, on  # noqa: F401  (isa: the per-ISA fixture)
 
 # (m, k, n): one row (decoding), the row groups of 4, k around the 64-byte
 # lanes (16 floats, 8 doubles), n around the vector widths and column tiles.
@@ -49,18 +49,19 @@ def strided(a: np.ndarray, b: np.ndarray, a_layout: str, b_layout: str,
     return host(cpu, out)[: m * n].reshape(m, n)
 
 
+@pytest.mark.usefixtures("isa")
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("layouts", ["ct", "tt", "st", "cc", "tc", "sc", "cs"])
 @pytest.mark.parametrize("shape", SHAPES, ids=["x".join(map(str, s)) for s in SHAPES])
-def test_small_m_against_numpy(isa: str, dtype: str, layouts: str,
-                               shape: tuple[int, int, int]) -> None:
+def test_small_m_against_numpy(dtype: str, layouts: str, shape: tuple[int, int, int]) -> None:
     m, k, n = shape
     a, b = rand((m, k), dtype, 1), rand((k, n), dtype, 2)
     close(strided(a, b, layouts[0], layouts[1]), a.astype(np.float64) @ b, k)
 
 
+@pytest.mark.usefixtures("isa")
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_stride_zero_views(isa: str, dtype: str) -> None:
+def test_stride_zero_views(dtype: str) -> None:
     # A row broadcast over m (row stride 0), a B whose columns are all one
     # column (column stride 0, rows stride 1) and one whose rows are all one row.
     m, k, n = 5, 70, 40
@@ -76,10 +77,11 @@ def test_stride_zero_views(isa: str, dtype: str) -> None:
         close(host(cpu, out).reshape(m, n), want, k)
 
 
+@pytest.mark.usefixtures("isa")
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("layouts", ["ct", "cc", "tt"])
 @pytest.mark.parametrize("shape", [(16, 700, 1000), (3, 1500, 1900)])
-def test_one_and_two_threads_identical(isa: str, dtype: str, layouts: str,
+def test_one_and_two_threads_identical(dtype: str, layouts: str,
                                        shape: tuple[int, int, int]) -> None:
     # Large enough for a second thread, which takes a slice of the columns.
     m, k, n = shape
