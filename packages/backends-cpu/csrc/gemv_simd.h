@@ -106,14 +106,16 @@ void dot_cols(const T* A, int64_t lda, const T* B, int64_t ldb, int64_t K, T* C,
 }
 
 // C[i, j] = sum_k A[i * lda + k] * B[j * ldb + k] for i < M, j0 <= j < j1.
-// One or two rows take several columns per pass (more independent sums);
-// more rows take one column at a time, which stays in L1 while each group
-// of four rows reads it.
+// One row takes four columns per pass, two rows 4 / NV (NV vectors per sum:
+// 4 on AVX-512, 2 on AVX2; measured on Zen 4, 8 columns for one row and 2
+// for four rows were slower), more rows one column at a time, which stays in
+// L1 while each group of four rows reads it.
 template <class T>
 void gemv_dot(const T* A, int64_t lda, int64_t M, const T* B, int64_t ldb, int64_t K, T* C,
               int64_t ldc, int64_t j0, int64_t j1) {
+  constexpr int NV = 64 / int(sizeof(T)) / Vec<T>::L, J2 = NV >= 4 ? 1 : 4 / NV;
   if (M == 1) return dot_cols<T, 1, 4>(A, lda, B, ldb, K, C, ldc, j0, j1);
-  if (M == 2) return dot_cols<T, 2, 2>(A, lda, B, ldb, K, C, ldc, j0, j1);
+  if (M == 2) return dot_cols<T, 2, J2>(A, lda, B, ldb, K, C, ldc, j0, j1);
   for (int64_t j = j0; j < j1; ++j) {
     int64_t i = 0;
     for (; i + 4 <= M; i += 4) dot_tile<T, 4, 1>(A + i * lda, lda, B + j * ldb, ldb, K, C + i * ldc + j, ldc);
