@@ -4,7 +4,9 @@
 // packs through strided writes (the packed path ran 10-15x behind a compact
 // product at M = 1). Written once over simd.h's Vec<T> and compiled once per
 // ISA like gemm_simd.h (matmul.cc gives the portable path a Vec of GCC
-// vector extensions); include after Vec and madd; no include guard on purpose.
+// vector extensions and its fold_lanes, and defines LAMINA_GEMV_PORTABLE,
+// which leaves out the intrinsic ones also under -march=native); include
+// after Vec and madd; no include guard on purpose.
 //
 // gemv_dot: B's columns are contiguous (a transposed compact weight,
 //   B[k, j] = B[j * ldb + k]): each element of C is the dot product of a row
@@ -16,7 +18,7 @@
 // Both compute an element of C the same way wherever a thread's columns
 // start, so results do not depend on the thread count.
 
-#if defined(__AVX512F__) || defined(__AVX2__)
+#if !defined(LAMINA_GEMV_PORTABLE) && (defined(__AVX512F__) || defined(__AVX2__))
 // The lanes of one vector folded in halves: (upper half + lower half), and
 // again, down to one lane.
 inline float fold_lanes(__m128 v) {
@@ -31,7 +33,7 @@ inline double fold_lanes(__m256d v) {
   return fold_lanes(_mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1)));
 }
 #endif
-#if defined(__AVX512F__)
+#if !defined(LAMINA_GEMV_PORTABLE) && defined(__AVX512F__)
 inline float fold_lanes(__m512 v) {
   return fold_lanes(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
 }

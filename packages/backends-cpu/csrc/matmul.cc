@@ -60,7 +60,9 @@ inline auto fold_lanes(V v) -> decltype(v[0] + v[0]) {
   if constexpr (sizeof(v[0]) == 4) return (v[0] + v[2]) + (v[1] + v[3]);
   else return v[0] + v[1];
 }
+#define LAMINA_GEMV_PORTABLE
 #include "gemv_simd.h"
+#undef LAMINA_GEMV_PORTABLE
 }  // namespace base
 
 namespace {
