@@ -1,8 +1,8 @@
-// gemv_simd.h: the small-M products (M up to kGemvRows rows, as in decoding
-// one token: x (M, K) @ W^T), reading B in place instead of packing it;
-// packing B costs K * N moves for only M * K * N FMAs, and a transposed B
-// packs through strided writes (the packed path ran 10-15x behind a compact
-// product at M = 1). Written once over simd.h's Vec<T> and compiled once per
+// gemv_simd.h: the products of a few rows (up to matmul.cc's kGemvDotRows
+// or kGemvAxpyRows, as in decoding one token: x (M, K) @ W^T), reading B in
+// place instead of packing it; packing B costs K * N moves for only
+// M * K * N FMAs, and a transposed B packs through strided writes (the packed
+// path ran 10-15x behind a compact product at M = 1). Written once over simd.h's Vec<T> and compiled once per
 // ISA like gemm_simd.h (matmul.cc gives the portable path a Vec of GCC
 // vector extensions and its fold_lanes, and defines LAMINA_GEMV_PORTABLE,
 // which leaves out the intrinsic ones also under -march=native); include

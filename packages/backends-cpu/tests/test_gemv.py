@@ -1,4 +1,5 @@
-"""The small-M products (at most 16 rows of A, gemv_simd.h): B read in place,
+"""The small-M products (gemv_simd.h: at most 16 rows of A against a B with
+contiguous columns, 32 against contiguous rows): B read in place,
 as dot products with B's contiguous columns (a transposed compact weight,
 strides (1, K)) or as row updates with its contiguous rows, on every ISA
 path, against numpy; also views with offsets, strided and stride-0 operands,
@@ -15,7 +16,7 @@ from test_isa import AVAILABLE, close, isa, on  # noqa: F401  (isa: the per-ISA 
 # lanes (16 floats, 8 doubles), n around the vector widths and column tiles.
 SHAPES = [(1, 1, 1), (1, 7, 5), (1, 16, 64), (1, 17, 65), (1, 128, 384), (2, 63, 33), (3, 100, 7),
           (4, 64, 256), (5, 129, 130), (7, 8, 1), (8, 257, 129), (13, 31, 200), (16, 768, 97),
-          (1, 0, 5)]
+          (17, 40, 70), (31, 65, 33), (32, 100, 129), (1, 0, 5)]
 
 
 def strided(a: np.ndarray, b: np.ndarray, a_layout: str, b_layout: str,
@@ -80,7 +81,7 @@ def test_stride_zero_views(dtype: str) -> None:
 @pytest.mark.usefixtures("isa")
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("layouts", ["ct", "cc", "tt"])
-@pytest.mark.parametrize("shape", [(16, 700, 1000), (3, 1500, 1900)])
+@pytest.mark.parametrize("shape", [(16, 700, 1000), (3, 1500, 1900), (32, 500, 700)])
 def test_one_and_two_threads_identical(dtype: str, layouts: str,
                                        shape: tuple[int, int, int]) -> None:
     # Large enough for a second thread, which takes a slice of the columns.
