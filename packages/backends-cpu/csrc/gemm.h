@@ -1,6 +1,6 @@
 // gemm.h: the interface between the GEMM driver (matmul.cc) and the
 // per-ISA micro-kernels (gemm_avx2.cc under -mavx2 -mfma, gemm_avx512.cc
-// under -mavx512f/dq/bw/vl; both instantiate gemm_simd.h).
+// under -mavx512f/dq/bw/vl; both instantiate gemm_simd.h and gemv_simd.h).
 //
 // A micro-kernel computes one full MR x NR tile of C from packed panels:
 //   Ap is kc x MR (column k holds A[i0:i0+MR, k], MR consecutive values),
@@ -29,6 +29,17 @@ using DirectUKernel = void (*)(int64_t kc, const T* const* rows, int64_t acs, co
 template <class T>
 using SmallGemm = void (*)(const T* A, const T* B, T* C, int64_t M, int64_t K, int64_t N);
 
+// The small-M products of gemv_simd.h, for columns [j0, j1) of C (ldc its
+// row stride). gemv_dot: B[k, j] = B[j * ldb + k], A's rows contiguous
+// (row i at A + i * lda); gemv_axpy: B[k, j] = B[k * ldb + j], A[i, k] =
+// A[i * ars + k * acs].
+template <class T>
+using GemvDot = void (*)(const T* A, int64_t lda, int64_t M, const T* B, int64_t ldb, int64_t K,
+                         T* C, int64_t ldc, int64_t j0, int64_t j1);
+template <class T>
+using GemvAxpy = void (*)(const T* A, int64_t ars, int64_t acs, int64_t M, const T* B, int64_t ldb,
+                          int64_t K, T* C, int64_t ldc, int64_t j0, int64_t j1);
+
 // The register tiles (MR rows x NR columns of C) and the kernels that run
 // them. AVX2 has 16 ymm registers: 6 x 2 vectors = 12 accumulators, 2 for B,
 // one broadcast. AVX-512 has 32 zmm and two tiles: the wide 6 x 4 vectors
@@ -54,6 +65,8 @@ struct IsaGemm {
   UKernel<T> packed;
   DirectUKernel<T> direct;
   SmallGemm<T> small;  // gemm_small.h
+  GemvDot<T> dot;      // gemv_simd.h
+  GemvAxpy<T> axpy;
 };
 
 #if defined(LAMINA_HAVE_AVX2_TU)

@@ -16,8 +16,9 @@
 // operands, so a product costs one fork/join and no barriers (which matter on
 // a busy, shared machine). A product at most two panels wide reads A in place
 // instead of packing it. KC is fixed, so every element of C is summed in
-// the same order for any thread count. Tiny products skip packing; batches
-// of small matrices run one matrix per thread.
+// the same order for any thread count. Tiny products skip packing, and so do
+// products of a few rows (16 or 32) whose B has contiguous columns or rows
+// (gemv_simd.h); batches of small matrices run one matrix per thread.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -36,6 +37,32 @@ inline T madd(T a, T b, T c) {
   return a * b + c;
 }
 #include "gemm_small.h"
+
+// The portable vector for gemv_simd.h: 16 bytes of GCC vector extensions
+// (SSE2 on any x86-64, NEON on arm64).
+template <class T>
+struct Vec {
+  typedef T V __attribute__((vector_size(16)));
+  static constexpr int L = 16 / int(sizeof(T));
+  static V zero() { return V{}; }
+  static V set1(T x) { return V{} + x; }
+  static V loadu(const T* p) {
+    V v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+  static void storeu(T* p, V v) { std::memcpy(p, &v, sizeof v); }
+  static V fma(V a, V b, V c) { return a * b + c; }
+  static V add(V a, V b) { return a + b; }
+};
+template <class V>
+inline auto fold_lanes(V v) -> decltype(v[0] + v[0]) {
+  if constexpr (sizeof(v[0]) == 4) return (v[0] + v[2]) + (v[1] + v[3]);
+  else return v[0] + v[1];
+}
+#define LAMINA_GEMV_PORTABLE
+#include "gemv_simd.h"
+#undef LAMINA_GEMV_PORTABLE
 }  // namespace base
 
 namespace {
@@ -78,7 +105,8 @@ IsaGemm<T> kernels_for() {
 #if defined(LAMINA_HAVE_AVX2_TU)
   if constexpr (I == Tile::Avx2) return avx2_gemm<T>();
 #endif
-  return {&ukernel_portable<T, Cfg<T, I>::MR, Cfg<T, I>::NR>, nullptr, &base::gemm_small<T>};
+  return {&ukernel_portable<T, Cfg<T, I>::MR, Cfg<T, I>::NR>, nullptr, &base::gemm_small<T>,
+          &base::gemv_dot<T>, &base::gemv_axpy<T>};
 }
 
 // An operand as a 2-D view: element (r, c) is p[r * rs + c * cs]. A compact
@@ -292,9 +320,59 @@ void gemm_packed(const IsaGemm<T>& ks, Mat<T> A, Mat<T> B, T* C, int64_t M, int6
 
 constexpr int64_t kSmallFlops = 8 * 8 * 8;
 
+// Threads for a product of M * K * N FMAs: waking a sleeping worker costs
+// tens of microseconds, so only products of about 16 MFLOP and more get a
+// second thread (measured on a quiet Zen 4, 2 threads against 1: 0.52x at
+// 128^3, 0.85x at 160^3, 1.0x at 192^3, 1.08x at 768x128x128, 1.33x at 256^3).
+int threads_for_gemm(int64_t M, int64_t K, int64_t N, int nt) {
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(nt, M * K * N / (256 * 256 * 128) + 1)));
+}
+
+// Products with at most this many rows read B in place (gemv_simd.h) when
+// its columns (dot products) or its rows (row updates) are contiguous. Measured
+// against the packed path on Zen 4, 1 thread, K, N from 64 to 800: the dot
+// products win up to 16 rows (at 20 they lose by up to 20%), the row updates
+// up to 32 (at 48 they lose at 768 x 768).
+constexpr int64_t kGemvDotRows = 16, kGemvAxpyRows = 32;
+
+// The small-M path: false when B has neither contiguous rows nor contiguous
+// columns (then the packed GEMM reads it). Threads split the columns of C.
+template <class T>
+bool gemv(const IsaGemm<T>& ks, Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N, int nt) {
+  const bool dot = B.rs == 1 && (B.cs != 1 || N == 1);
+  if (dot ? M > kGemvDotRows : (B.cs != 1 || M > kGemvAxpyRows)) return false;
+  if (dot && A.cs != 1) {
+    // The dot products read rows of A along k: copy a strided A (M * K, small).
+    T* a = scratch<T>(1, static_cast<std::size_t>(M * K));
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t k = 0; k < K; ++k) a[i * K + k] = A.p[i * A.rs + k * A.cs];
+    A = {a, K, 1};
+  }
+  auto cols = [&](int64_t j0, int64_t j1) {
+    if (dot)
+      ks.dot(A.p, A.rs, M, B.p, B.cs, K, C, N, j0, j1);
+    else
+      ks.axpy(A.p, A.rs, A.cs, M, B.p, B.rs, K, C, N, j0, j1);
+  };
+  nt = threads_for_gemm(M, K, N, nt);
+  if (nt == 1) {
+    cols(0, N);
+    return true;
+  }
+  // Slices of whole 64-byte lines of C, one per thread.
+  constexpr int64_t line = 64 / int64_t(sizeof(T));
+  const int64_t lines = (N + line - 1) / line;
+  run_threads(nt, [&](int t, int tn) {
+    const int64_t j0 = std::min(N, lines * t / tn * line), j1 = std::min(N, lines * (t + 1) / tn * line);
+    if (j0 < j1) cols(j0, j1);
+  });
+  return true;
+}
+
 template <class T, Tile I>
 void gemm_on(Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N, int nt) {
   const IsaGemm<T> ks = kernels_for<T, I>();
+  if (M <= kGemvAxpyRows && gemv<T>(ks, A, B, C, M, K, N, nt)) return;
   if (M * K * N <= kSmallFlops || M < 2) {
     if (A.cs == 1 && A.rs == K && B.cs == 1 && B.rs == N)
       ks.small(A.p, B.p, C, M, K, N);
@@ -302,12 +380,7 @@ void gemm_on(Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N, int nt) 
       gemm_serial<T, I>(ks, A, B, C, M, K, N, N);
     return;
   }
-  // Waking a sleeping worker costs tens of microseconds: only products of
-  // about 16 MFLOP and more get a second thread (measured on a quiet Zen 4,
-  // 2 threads against 1: 0.52x at 128^3, 0.85x at 160^3, 1.0x at 192^3,
-  // 1.08x at 768x128x128, 1.33x at 256^3).
-  nt = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(nt, M * K * N / (256 * 256 * 128) + 1)));
-  gemm_packed<T, I>(ks, A, B, C, M, K, N, nt);
+  gemm_packed<T, I>(ks, A, B, C, M, K, N, threads_for_gemm(M, K, N, nt));
 }
 
 // C = A @ B on the active ISA's kernels and tile.

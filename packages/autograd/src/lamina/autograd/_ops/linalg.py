@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import weakref
-from functools import partial
-
 from lamina.ndarray import NDArray, ShapeError
 
 from .. import _grad_mode as grad_mode
@@ -83,13 +80,12 @@ class Linear(Function):
     name = "linear"
     save_inputs = True
 
-    def forward(self, x: NDArray, weight: NDArray, bias: NDArray | None = None,
-                weight_t: NDArray | None = None) -> NDArray:
+    def forward(self, x: NDArray, weight: NDArray, bias: NDArray | None = None) -> NDArray:
         xs, ws = x.shape, weight.shape
         if len(ws) != 2 or not xs or xs[-1] != ws[1] or (
                 bias is not None and bias.shape != ws[:1]):
             raise ShapeError(_linear_message(xs, ws, None if bias is None else bias.shape))
-        out = x @ (weight.T if weight_t is None else weight_t)
+        out = x @ weight.T
         return out if bias is None else out + bias
 
     def backward(self, g: Tensor) -> tuple[Tensor | None, ...]:
@@ -120,54 +116,19 @@ def _linear_message(x: tuple[int, ...], weight: tuple[int, ...],
     return f"linear: bias must have shape ({weight[0]},) for weight {weight}, got {bias}"
 
 
-# Inference keeps a compact copy of W^T per weight: the strided GEMM that reads W^T
-# in place packs it on every call, which costs 5-10x the product itself when x has
-# a few rows (decoding one token at a time). Entries are keyed by the weight
-# Tensor and checked against its data object and version, so an optimizer step
-# (which replaces .data), load_state_dict, nn.init and in-place ops all refresh it.
-_WEIGHT_T: dict[int, tuple[weakref.ref[Tensor], NDArray, int, NDArray]] = {}  # by id:
-# Tensors compare elementwise, so a WeakKeyDictionary cannot hold them
-
-
-def _transposed(weight: Tensor) -> NDArray | None:
-    data = weight.data
-    version = 0 if weight._vc is None else weight._vc.value
-    key = id(weight)
-    entry = _WEIGHT_T.get(key)
-    if entry is None or entry[1] is not data or entry[2] != version or entry[0]() is not weight:
-        if data.ndim != 2:
-            return None  # the forward raises the error naming the shapes
-        ref = weakref.ref(weight, partial(_forget, key))
-        entry = _WEIGHT_T[key] = (ref, data, version, data.T.compact())
-    return entry[3]
-
-
-def _forget(key: int, _: object) -> None:
-    _WEIGHT_T.pop(key, None)
-
-
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``x @ weight^T + bias`` in one graph node.
 
     Shapes: x (*, in_features), weight (out_features, in_features),
     bias (out_features,) or None -> (*, out_features).
 
-    When nothing is recorded (``no_grad``, or no input requires grad) the
-    product uses a kept compact copy of W^T, refreshed when the weight's data
-    or version changes.
-
     Raises:
         ShapeError: the last dim of x is not in_features, weight is not 2-D,
             or bias is not (out_features,).
     """
-    if grad_mode._state.enabled and (x._requires_grad or weight._requires_grad or (
-            bias is not None and bias._requires_grad)):
-        if bias is None:
-            return Linear.apply(x, weight)
-        return Linear.apply(x, weight, bias)
     if bias is None:
-        return Linear.apply(x, weight, weight_t=_transposed(weight))
-    return Linear.apply(x, weight, bias, weight_t=_transposed(weight))
+        return Linear.apply(x, weight)
+    return Linear.apply(x, weight, bias)
 
 
 PRIMITIVES = (Matmul, Linear)
