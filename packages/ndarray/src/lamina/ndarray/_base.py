@@ -331,7 +331,10 @@ class ArrayBase:
     @property
     def T(self: A) -> A:  # noqa: N802
         """All axes reversed, like numpy's ``.T``."""
-        return self._permuted(tuple(range(self.ndim - 1, -1, -1)))
+        shape, strides = self._shape, self._strides
+        # a weight's transpose is taken for every linear layer call: one view, no loops
+        return self._view(self._buf, shape[::-1], strides[::-1], self._offset, self._dtype,
+                          self._device)
 
     def broadcast_to(self: A, *shape: Any) -> A:
         """A read-only-in-spirit view repeating size-1 and missing leading dims."""

@@ -274,7 +274,8 @@ def _gemm(kernels: KernelTable, a: NDArray, b: NDArray, out: NDArray, m: int, n:
     it is, where the backend has that kernel; otherwise it is compacted."""
     if n == 0:
         kernels.fill(out._buf, 0)
-    elif (a.is_compact() and b.is_compact()) or kernels.matmul_strided is None \
+    elif ((a._compact or a.is_compact()) and (b._compact or b.is_compact())) \
+            or kernels.matmul_strided is None \
             or min(a._strides + b._strides) < 0:
         kernels.matmul(a.compact()._buf, b.compact()._buf, out._buf, m, n, p)
     else:
