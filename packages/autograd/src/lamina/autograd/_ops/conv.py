@@ -59,12 +59,12 @@ def _out_size(op: str, shape: tuple[int, ...], kernel: Pair, stride: Pair, paddi
               dilation: Pair) -> Pair:
     if len(shape) != 4:
         raise ShapeError(f"{op}: expected a 4-D (N, C, H, W) input, got shape {shape}")
-    out = tuple(conv_output_size(size, k, s, p, d)
-                for size, k, s, p, d in zip(shape[2:], kernel, stride, padding, dilation))
+    out = (conv_output_size(shape[2], kernel[0], stride[0], padding[0], dilation[0]),
+           conv_output_size(shape[3], kernel[1], stride[1], padding[1], dilation[1]))
     if min(out) <= 0:
         raise ShapeError(f"{op}: input of shape {shape} is too small for kernel {kernel} "
                          f"with padding {padding} and dilation {dilation}")
-    return out  # type: ignore[return-value]
+    return out
 
 
 def _taps_inside(size: int, k: int, s: int, p: int, d: int, out: int) -> tuple[int, int]:
