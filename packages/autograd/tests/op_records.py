@@ -177,7 +177,7 @@ def _torch_getitem(x: torch.Tensor, key: Any) -> torch.Tensor:
 
 
 def _cmp(op: Callable[..., Any]) -> Callable[..., Any]:
-    return lambda a, b: op(a, b).double()
+    return op  # bool, as Lamina's (1/0 in the operands' dtype on a v1.0 backend)
 
 
 _ERF_TOL = {"float64": {"rtol": 1e-6, "atol": 3e-7}}

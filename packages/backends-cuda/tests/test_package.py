@@ -31,10 +31,13 @@ def test_metadata() -> None:
 def test_provides_every_kernel() -> None:
     assert interface.missing_kernels(cuda) == []
     # every optional kernel and device function but the host thread setting
-    assert [n for n in interface.OPTIONAL if not hasattr(cuda, n)] == ["set_num_threads",
-                                                                        "num_threads"]
+    # (and the kernels of interface v1.1: the backend implements v1.0)
+    assert [n for n in interface.OPTIONAL if not hasattr(cuda, n)] == [
+        *interface.V11_KERNELS, "set_num_threads", "num_threads"]
     assert set(lamina_backend_cuda.KERNELS) == set(interface.REQUIRED + interface.OPTIONAL) - {
-        "is_available", "unavailable_reason", "device_count", "set_num_threads", "num_threads"}
+        "is_available", "unavailable_reason", "device_count", "set_num_threads", "num_threads",
+        *interface.V11_KERNELS}
+    assert not hasattr(cuda, "api_minor_version")  # v1.0: lamina reads int64 as indices only
 
 
 def test_extension_is_built_and_linked_statically() -> None:

@@ -175,9 +175,13 @@ def _run_node(node: Function, grad: Tensor, capture: dict[int, int] | None,
     elif capture is None and node._retained is not None:
         _store_grad(node._retained(), grad, create_graph)
     grads = node.backward(grad)
-    for edge, shape, edge_grad in zip(node.next, node.shapes, grads):
+    for edge, shape, dtype, edge_grad in zip(node.next, node.shapes, node.dtypes, grads):
         if edge is None or edge_grad is None:
             continue
+        if edge_grad.data._dtype is not dtype:
+            # An op promoted its inputs (float32 * float64): each input's gradient
+            # is in that input's own dtype, as in PyTorch.
+            edge_grad = edge_grad.to(dtype=dtype)
         keep[id(edge)] = edge
         _accumulate(pending if isinstance(edge, Function) else leaves, id(edge),
                     sum_to_shape(edge_grad, shape))

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from . import _grad_mode as grad_mode
 
 if TYPE_CHECKING:
-    from lamina.ndarray import NDArray
+    from lamina.ndarray import DType, NDArray
 
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved "
@@ -56,6 +56,7 @@ class Function:
     # Set by apply() on recorded nodes only.
     next: tuple[Any, ...]
     shapes: tuple[tuple[int, ...], ...]
+    dtypes: tuple[DType, ...]  # each input's; a gradient goes back in its input's dtype
     _saved: tuple[Tensor, ...] | None
     _out_data: NDArray | None
     _released: bool
@@ -84,7 +85,8 @@ class Function:
         node.next = tuple([
             (t if t.grad_fn is None else t.grad_fn) if t._requires_grad else None
             for t in inputs])
-        node.shapes = tuple([t.data.shape for t in inputs])
+        node.shapes = tuple([t.data._shape for t in inputs])
+        node.dtypes = tuple([t.data._dtype for t in inputs])
         node._saved = inputs if cls.save_inputs else None
         node._out_data = data if cls.save_output else None
         node._released = False

@@ -16,11 +16,16 @@ import numpy as np
 
 from . import _layout as L
 from ._base import ArrayBase
-from ._checks import check_same_device_dtype, normalize_axes, normalize_axis
-from ._dtypes import DType, int64
+from ._checks import (
+    check_kernel_dtype,
+    check_same_device_dtype,
+    normalize_axes,
+    normalize_axis,
+)
+from ._dtypes import DEFAULT_FLOAT, DType, bool_, int64, promote_types, scalar_dtype
 from ._errors import DeviceError, DTypeError, ShapeError
-from ._interface import KernelTable
-from ._select import where
+from ._interface import COMPARISON_OPS, OPTIONAL_BINARY_OPS, KernelTable
+from ._select import _scalar, where
 
 if TYPE_CHECKING:
     from ._ndarray import NDArray
@@ -28,55 +33,121 @@ if TYPE_CHECKING:
 A = TypeVar("A", bound=ArrayBase)
 
 _ARITHMETIC = frozenset({"add", "sub", "mul", "div", "power", "maximum", "minimum"})
-_OP_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "power": "**"}
+_COMPARISONS = frozenset(COMPARISON_OPS)
+_NO_SCALAR_KERNEL = frozenset(OPTIONAL_BINARY_OPS)  # floordiv, remainder, bitwise: ewise only
+_BITWISE = frozenset({"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not"})
+_FLOAT_UNARY = frozenset({"exp", "log", "sqrt", "tanh", "sin", "cos", "erf"})
+_SCALARS = (Number, np.number, np.bool_)
 
 
-def _check_arithmetic(dtype: DType, op: str) -> None:
+def _check_floating(dtype: DType, op: str) -> None:
     if not dtype.is_floating:
-        raise DTypeError(f"{op}: {dtype.name} arrays support indexing and comparisons, not "
-                         f"arithmetic; convert with .astype(float32)")
+        raise DTypeError(f"{op}: needs a floating point array, got {dtype.name}; convert "
+                         f"with .astype(float32)")
+
+
+def _promote(a: ArrayBase, b: ArrayBase) -> DType:
+    """``result_type(a, b)`` for two arrays of different dtypes: a 0-d array does not
+    raise an array with dims within its category."""
+    x, y = a._dtype, b._dtype
+    if bool(a._shape) == bool(b._shape):
+        return promote_types(x, y)
+    dims, zero = (x, y) if a._shape else (y, x)
+    return promote_types(dims, zero) if zero.category > dims.category else dims
+
+
+def _scalar_promote(dtype: DType, value: Any) -> DType:
+    """``result_type(array, value)`` for a Python or numpy scalar ``value``."""
+    found = scalar_dtype(value)
+    if found is None or found.category <= dtype.category:
+        return dtype
+    return promote_types(dtype, found)
+
+
+def _operand_dtype(dtype: DType, op: str) -> DType:
+    """The dtype ``op`` computes in, given its operands' promoted dtype (as PyTorch:
+    true division of integers is in the default float dtype)."""
+    if op == "div":
+        return dtype if dtype.is_floating else DEFAULT_FLOAT
+    if op in _BITWISE and dtype.is_floating:
+        raise DTypeError(f"{op}: needs integer or bool arrays, got {dtype.name}")
+    return dtype
+
+
+def _check_sub(a: ArrayBase, b: Any) -> None:
+    """As PyTorch, no subtraction with a bool operand (array or Python bool)."""
+    if a._dtype is bool_ or isinstance(b, (bool, np.bool_)) or \
+            (isinstance(b, ArrayBase) and b._dtype is bool_):
+        raise DTypeError("sub: subtraction with a bool operand is not supported; use ^ "
+                         "(bitwise_xor) or logical_xor instead")
+
+
+def _result_dtype(dtype: DType, op: str, device: Any) -> DType:
+    """A comparison gives bool; on a v1.0 backend without bool, 1/0 in ``dtype``."""
+    if op in _COMPARISONS and "bool" in device.dtypes:
+        return bool_
+    return dtype
 
 
 def binary(a: NDArray, b: Any, op: str) -> NDArray:
-    """``a OP b`` for an array or Python scalar ``b``, with broadcasting.
+    """``a OP b`` for an array or Python scalar ``b``, with broadcasting and PyTorch's
+    type promotion (:func:`lamina.ndarray.result_type`).
 
     This is the path of every elementwise operator, so its common case (same
     device, dtype and shape, compact operands) makes no call it can avoid.
     """
     if isinstance(b, ArrayBase):
-        if a._device is not b._device or a._dtype is not b._dtype:
+        if a._device is not b._device:
             check_same_device_dtype((a, b), op)
-        if not a._dtype.is_floating and op in _ARITHMETIC:
-            _check_arithmetic(a._dtype, op)
-        if a._shape == b._shape and (a._compact or a.is_compact()) and \
-                (b._compact or b.is_compact()):
-            out = a._like()
-            a._device.kernels.ewise[op](a._buf, b._buf, out._buf)  # zero-size buffers too
-            return out
-        return _binary_views(a, b, op)
-    if isinstance(b, (Number, np.number)) and not isinstance(b, complex):
-        if not a._dtype.is_floating and op in _ARITHMETIC:
-            _check_arithmetic(a._dtype, op)
+        dtype = a._dtype if a._dtype is b._dtype else _promote(a, b)
+        family = "ewise"
+    elif isinstance(b, _SCALARS) and not isinstance(b, complex):
+        dtype = _scalar_promote(a._dtype, b)
+        family = "ewise" if op in _NO_SCALAR_KERNEL else "scalar"
+    else:
+        return NotImplemented
+    if op not in _ARITHMETIC or not dtype.is_floating:
+        dtype = _operand_dtype(dtype, op)
+    if op == "sub":
+        _check_sub(a, b)
+    device = a._device
+    out_dtype = _result_dtype(dtype, op, device)
+    kernel = f"{family}_{op}"
+    if dtype.name not in device.kernel_dtypes[kernel]:
+        check_kernel_dtype(device, kernel, dtype, op)
+    if a._dtype is not dtype:
+        a = a.astype(dtype)
+    if family == "scalar":
         a = a.compact()
-        out = a._like()
-        a._device.kernels.scalar[op](a._buf, b, out._buf)
+        out = a._like() if out_dtype is dtype else a._empty(a._shape, out_dtype, device)
+        device.kernels.scalar[op](a._buf, b, out._buf)
         return out
-    return NotImplemented
+    if not isinstance(b, ArrayBase):
+        b = _scalar(a, b, dtype)
+    elif b._dtype is not dtype:
+        b = b.astype(dtype)
+    if a._shape == b._shape and (a._compact or a.is_compact()) and \
+            (b._compact or b.is_compact()):
+        out = a._like() if out_dtype is dtype else a._empty(a._shape, out_dtype, device)
+        device.kernels.ewise[op](a._buf, b._buf, out._buf)  # zero-size buffers too
+        return out
+    return _binary_views(a, b, op, out_dtype)
 
 
 def binary_operator(op: str) -> Callable[[NDArray, Any], NDArray]:
     """The method behind the operator of ``op`` (``NDArray.__add__`` for "add").
 
-    It runs the common case itself: two compact arrays of one class, device,
-    dtype and shape, where every check of ``binary`` passes by identity tests,
-    and hands anything else to ``binary``. An operator then costs one Python
-    frame, one allocation and one kernel call.
+    It runs the common case itself: float arithmetic between two compact
+    arrays of one class, device, dtype and shape, where every check of
+    ``binary`` passes by identity tests (every backend's arithmetic kernels
+    take its float dtypes), and hands anything else to ``binary``. An
+    operator then costs one Python frame, one allocation and one kernel call.
     """
-    arithmetic = op in _ARITHMETIC
+    fast = op in _ARITHMETIC
 
     def method(a: NDArray, b: Any) -> NDArray:
-        if type(b) is type(a) and a._device is b._device and a._dtype is b._dtype \
-                and a._shape == b._shape and (a._dtype.is_floating or not arithmetic) \
+        if fast and type(b) is type(a) and a._device is b._device and a._dtype is b._dtype \
+                and a._shape == b._shape and a._dtype.is_floating \
                 and (a._compact or a.is_compact()) and (b._compact or b.is_compact()):
             out = a._like()
             a._device.kernels.ewise[op](a._buf, b._buf, out._buf)
@@ -87,17 +158,30 @@ def binary_operator(op: str) -> Callable[[NDArray, Any], NDArray]:
     return method
 
 
-def _binary_views(a: NDArray, b: ArrayBase, op: str) -> NDArray:
-    """``binary`` for checked operands that differ in shape or are not compact."""
+def reversed_operator(op: str) -> Callable[[NDArray, Any], NDArray]:
+    """The reflected method of a non-commutative ``op`` (``__rsub__`` for "sub")."""
+
+    def method(a: NDArray, b: Any) -> NDArray:
+        return reversed_scalar(a, b, op)
+
+    method.__name__ = method.__qualname__ = "r" + op
+    return method
+
+
+def _binary_views(a: NDArray, b: ArrayBase, op: str, out_dtype: DType) -> NDArray:
+    """``binary`` for operands of one dtype that differ in shape or are not compact."""
     shape = a._shape
     if shape != b._shape:
         shape = L.broadcast_shapes(shape, b._shape, op=op)
         a, b = _broadcast_view(a, shape, op), _broadcast_view(b, shape, op)
-    out = a._empty(shape, a._dtype, a._device, op=op)
-    kernels = a._device.kernels
+    out = a._empty(shape, out_dtype, a._device, op=op)
+    device = a._device
+    kernels = device.kernels
     if not out._buf.size:
         return out
-    if not (a.is_compact() and b.is_compact()) and kernels.ewise_strided is not None:
+    if not (a.is_compact() and b.is_compact()) and kernels.ewise_strided is not None \
+            and op not in _NO_SCALAR_KERNEL \
+            and a._dtype.name in device.kernel_dtypes["ewise_strided"]:
         # A broadcast or permuted operand is read where it lies, not copied first.
         kernels.ewise_strided(op, a._buf, b._buf, out._buf, shape, a._strides, a._offset,
                               b._strides, b._offset)
@@ -114,29 +198,88 @@ def _broadcast_view(a: A, shape: tuple[int, ...], op: str) -> A:
 
 
 def reversed_scalar(a: NDArray, value: Any, op: str) -> NDArray:
-    """``value OP a`` for a Python scalar ``value``."""
-    if not isinstance(value, (Number, np.number)):
+    """``value OP a`` for a Python scalar ``value``, promoted as ``a OP value``."""
+    if not isinstance(value, _SCALARS) or isinstance(value, complex):
         return NotImplemented
-    _check_arithmetic(a._dtype, op)
-    a = a.compact()
+    dtype = _operand_dtype(_scalar_promote(a._dtype, value), op)
+    if op == "sub":
+        _check_sub(a, value)
+    if op in _NO_SCALAR_KERNEL:
+        return binary(_scalar(a, value, dtype), a.astype(dtype), op)
+    device = a._device
+    check_kernel_dtype(device, "scalar_r" + op, dtype, op)
+    a = a.astype(dtype).compact()
     out = a._like()
-    a._device.kernels.scalar["r" + op](a._buf, value, out._buf)
+    device.kernels.scalar["r" + op](a._buf, value, out._buf)
     return out
 
 
 def unary(a: NDArray, op: str) -> NDArray:
-    _check_arithmetic(a._dtype, op)
+    """An elementwise op of one array: float functions of integers are computed in
+    the default float dtype, as PyTorch."""
+    dtype = a._dtype
+    if not dtype.is_floating:
+        if op in _FLOAT_UNARY:
+            a = a.astype(DEFAULT_FLOAT)
+            dtype = DEFAULT_FLOAT
+        elif dtype is bool_:
+            if op == "sign":
+                return a.copy()  # sign(True) is True
+            if op in ("neg", "abs"):
+                raise DTypeError(f"{op}: not supported for bool arrays; to invert a mask "
+                                 f"use ~ (bitwise_not) or logical_not")
+    elif op == "bitwise_not":
+        raise DTypeError(f"bitwise_not: needs integer or bool arrays, got {dtype.name}")
+    device = a._device
+    if dtype.name not in device.kernel_dtypes["ewise_" + op]:
+        check_kernel_dtype(device, "ewise_" + op, dtype, op)
     a = a.compact()
     out = a._like()
-    a._device.kernels.ewise[op](a._buf, out._buf)
+    device.kernels.ewise[op](a._buf, out._buf)
     return out
+
+
+def logical_not(a: NDArray) -> NDArray:
+    """``a == 0`` as bool (as ``torch.logical_not``)."""
+    return binary(a, False if a._dtype is bool_ else 0, "eq")
+
+
+def logical_and(a: NDArray, b: Any) -> NDArray:
+    """``(a != 0) & (b != 0)`` as bool."""
+    return binary(_truth(a), _truth(b), "bitwise_and")
+
+
+def logical_or(a: NDArray, b: Any) -> NDArray:
+    """``(a != 0) | (b != 0)`` as bool."""
+    return binary(_truth(a), _truth(b), "bitwise_or")
+
+
+def logical_xor(a: NDArray, b: Any) -> NDArray:
+    """``(a != 0) ^ (b != 0)`` as bool."""
+    return binary(_truth(a), _truth(b), "bitwise_xor")
+
+
+def _truth(a: Any) -> Any:
+    if isinstance(a, ArrayBase):
+        return a if a._dtype is bool_ else binary(a, 0, "ne")  # type: ignore[arg-type]
+    return bool(a)
 
 
 # ---------------------------------------------------------------------- reductions
 def reduce(a: NDArray, axis: Any, keepdims: bool, op: str) -> NDArray:
-    """Reduce ``a`` over ``axis`` (None = all) with the backend's ``reduce_OP``."""
-    if op != "argmax":
-        _check_arithmetic(a._dtype, op)
+    """Reduce ``a`` over ``axis`` (None = all) with the backend's ``reduce_OP``.
+
+    As PyTorch: a sum of bools or integers is int64; max and min keep the
+    dtype; argmax of bools is an error.
+    """
+    if a._dtype is bool_:
+        if op == "sum":
+            a = a.astype(int64)
+        elif op == "argmax":
+            raise DTypeError("argmax: not supported for bool arrays; convert with "
+                             ".astype(int64)")
+    if a._dtype.name not in a._device.kernel_dtypes["reduce_" + op]:
+        check_kernel_dtype(a._device, "reduce_" + op, a._dtype, op)
     return _reduce_axes(a, normalize_axes(axis, a.ndim, op), keepdims, op)
 
 
@@ -174,7 +317,7 @@ def _reduce_broadcast(a: NDArray, axes: tuple[int, ...], op: str) -> NDArray:
     out = _reduce(base, axes, base_kept, prod(base._shape[i] for i in axes), op)
     repeat = prod(a._shape[i] for i in repeated if i in axes)
     if op == "sum" and repeat > 1:
-        out = binary(out, float(repeat), "mul")
+        out = binary(out, repeat, "mul")
     return out if base_kept == kept else out.broadcast_to(kept).compact()
 
 
@@ -188,7 +331,8 @@ def _reduce(a: NDArray, axes: tuple[int, ...], kept: tuple[int, ...], size: int,
         contiguous_block = axes == tuple(range(first, first + len(axes)))
         inner = prod(a._shape[first + len(axes):]) if contiguous_block else 1
         if op == "sum" and contiguous_block and inner > 1 and a.is_compact() \
-                and kernels.reduce_sum_axis is not None:
+                and kernels.reduce_sum_axis is not None \
+                and a._dtype.name in a._device.kernel_dtypes["reduce_sum_axis"]:
             kernels.reduce_sum_axis(a._buf, out._buf, prod(a._shape[:first]), size, inner)
         else:
             rest = tuple(i for i in range(a.ndim) if i not in axes)
@@ -198,7 +342,7 @@ def _reduce(a: NDArray, axes: tuple[int, ...], kept: tuple[int, ...], size: int,
 
 
 def mean(a: NDArray, axis: Any = None, keepdims: bool = False) -> NDArray:
-    _check_arithmetic(a._dtype, "mean")
+    _check_floating(a._dtype, "mean")
     axes = normalize_axes(axis, a.ndim, "mean")
     count = prod(a._shape[i] for i in axes)
     total = _reduce_axes(a, axes, keepdims, "sum")
@@ -220,7 +364,7 @@ def matmul(a: NDArray, b: NDArray) -> NDArray:
     if not isinstance(b, ArrayBase):
         return NotImplemented
     check_same_device_dtype((a, b), "matmul")
-    _check_arithmetic(a._dtype, "matmul")
+    _check_floating(a._dtype, "matmul")
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(f"matmul: operands must have at least 1 dim, got shapes {a._shape} "
                          f"and {b._shape}")
@@ -331,7 +475,7 @@ def _as_index_array(indices: Any, like: NDArray, op: str) -> ArrayBase:
 # ---------------------------------------------------------------------- fused
 def softmax(a: NDArray, axis: int = -1) -> NDArray:
     """exp(a) / sum(exp(a)) along ``axis``, shifted by the max for stability."""
-    _check_arithmetic(a._dtype, "softmax")
+    _check_floating(a._dtype, "softmax")
     ax = normalize_axis(axis, a.ndim, "softmax")
     kernels = a._device.kernels
     if ax == a.ndim - 1 and kernels.softmax_last is not None and a.size:
@@ -363,7 +507,7 @@ def layer_norm(a: NDArray, weight: NDArray, bias: NDArray, eps: float = 1e-5
                          f"both have shape ({a._shape[-1]},) for input {a._shape} "
                          "(normalised over the last axis)")
     check_same_device_dtype((a, weight, bias), "layer_norm")
-    _check_arithmetic(a._dtype, "layer_norm")
+    _check_floating(a._dtype, "layer_norm")
     size = a._shape[-1]
     stats = a._shape[:-1] + (1,)
     kernels = a._device.kernels
@@ -396,7 +540,8 @@ def erf(a: NDArray) -> NDArray:
     kernels, with absolute error below 1.5e-7 (float32 round-off, not float64
     precision).
     """
-    _check_arithmetic(a._dtype, "erf")
+    if not a._dtype.is_floating:
+        a = a.astype(DEFAULT_FLOAT)
     if "erf" in a._device.kernels.ewise:
         return unary(a, "erf")
     t = 1 / (1 + _ERF_P * a.abs())
@@ -406,7 +551,7 @@ def erf(a: NDArray) -> NDArray:
 
 def logsumexp(a: NDArray, axis: Any = -1, keepdims: bool = False) -> NDArray:
     """log(sum(exp(a))) over ``axis``, stable for large and -inf entries."""
-    _check_arithmetic(a._dtype, "logsumexp")
+    _check_floating(a._dtype, "logsumexp")
     axes = normalize_axes(axis, a.ndim, "logsumexp")
     kernels = a._device.kernels
     if axes == (a.ndim - 1,) and kernels.logsumexp_last is not None and a.size:

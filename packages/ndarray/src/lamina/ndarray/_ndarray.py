@@ -21,6 +21,7 @@ from . import _compute
 from ._base import ArrayBase
 from ._compute import binary as _binary
 from ._compute import binary_operator as _operator
+from ._compute import reversed_operator as _reversed
 from ._compute import unary as _unary
 
 Axes = int | tuple[int, ...] | None
@@ -61,7 +62,18 @@ class NDArray(ArrayBase):
     def __abs__(self) -> NDArray:
         return _unary(self, "abs")
 
-    # comparisons return 1/0 in this array's dtype
+    __floordiv__ = _operator("floordiv")
+    __rfloordiv__ = _reversed("floordiv")
+    __mod__ = _operator("remainder")
+    __rmod__ = _reversed("remainder")
+    __and__ = __rand__ = _operator("bitwise_and")
+    __or__ = __ror__ = _operator("bitwise_or")
+    __xor__ = __rxor__ = _operator("bitwise_xor")
+
+    def __invert__(self) -> NDArray:
+        return _unary(self, "bitwise_not")
+
+    # comparisons return bool (1/0 in the operands' dtype on a v1.0 backend without bool)
     __eq__ = _operator("eq")  # type: ignore[assignment]
     __ne__ = _operator("ne")  # type: ignore[assignment]
     __lt__ = _operator("lt")
@@ -74,6 +86,18 @@ class NDArray(ArrayBase):
 
     def minimum(self, other: Any) -> NDArray:
         return _binary(self, other, "minimum")
+
+    def logical_not(self) -> NDArray:
+        return _compute.logical_not(self)
+
+    def logical_and(self, other: Any) -> NDArray:
+        return _compute.logical_and(self, other)
+
+    def logical_or(self, other: Any) -> NDArray:
+        return _compute.logical_or(self, other)
+
+    def logical_xor(self, other: Any) -> NDArray:
+        return _compute.logical_xor(self, other)
 
     def abs(self) -> NDArray:
         return _unary(self, "abs")

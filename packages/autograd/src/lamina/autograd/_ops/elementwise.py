@@ -485,32 +485,33 @@ def where(cond: Tensor, a: Any, b: Any) -> Tensor:
 
 
 def eq(a: Any, b: Any) -> Tensor:
-    """``a == b`` as 1/0 in the operands' dtype; not differentiable."""
+    """``a == b`` as bool (1/0 in the operands' dtype on a device without bool);
+    not differentiable."""
     return Eq.apply(*operands(a, b, "eq"))
 
 
 def ne(a: Any, b: Any) -> Tensor:
-    """``a != b`` as 1/0; not differentiable."""
+    """``a != b`` as bool; not differentiable."""
     return Ne.apply(*operands(a, b, "ne"))
 
 
 def lt(a: Any, b: Any) -> Tensor:
-    """``a < b`` as 1/0; not differentiable."""
+    """``a < b`` as bool; not differentiable."""
     return Lt.apply(*operands(a, b, "lt"))
 
 
 def le(a: Any, b: Any) -> Tensor:
-    """``a <= b`` as 1/0; not differentiable."""
+    """``a <= b`` as bool; not differentiable."""
     return Le.apply(*operands(a, b, "le"))
 
 
 def gt(a: Any, b: Any) -> Tensor:
-    """``a > b`` as 1/0; not differentiable."""
+    """``a > b`` as bool; not differentiable."""
     return Gt.apply(*operands(a, b, "gt"))
 
 
 def ge(a: Any, b: Any) -> Tensor:
-    """``a >= b`` as 1/0; not differentiable."""
+    """``a >= b`` as bool; not differentiable."""
     return Ge.apply(*operands(a, b, "ge"))
 
 
