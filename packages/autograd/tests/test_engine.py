@@ -229,6 +229,6 @@ def test_python_numbers_take_the_scalar_ops(expr, node) -> None:
     np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-6)
 
 
-def test_scalar_arithmetic_on_index_tensors_is_refused() -> None:
-    with pytest.raises(TypeError, match="int64"):
-        ag.tensor([1, 2]) * 2
+def test_scalar_arithmetic_on_int_tensors_stays_int64() -> None:
+    out = ag.tensor([1, 2], device="numpy") * 2
+    assert out.dtype == ag.int64 and out.tolist() == [2, 4]

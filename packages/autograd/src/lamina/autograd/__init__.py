@@ -8,7 +8,18 @@ Example:
     tensor([2., 4., 6.])
 """
 
-from lamina.ndarray import DeviceError, DTypeError, ShapeError, float32, float64, int64
+from lamina.ndarray import (
+    DeviceError,
+    DTypeError,
+    ShapeError,
+    bool_,
+    can_cast,
+    float32,
+    float64,
+    int64,
+    promote_types,
+    result_type,
+)
 
 from ._creation import (
     arange,
@@ -98,9 +109,12 @@ from ._ops import (
 )
 from ._tensor import Tensor
 
+bool = bool_  # noqa: A001  (torch.bool's spelling; the builtin is not used below)
+
 __all__ = [
     # tensor, dtypes, errors
-    "Tensor", "Function", "float32", "float64", "int64",
+    "Tensor", "Function", "bool", "bool_", "float32", "float64", "int64", "result_type",
+    "promote_types", "can_cast",
     "ShapeError", "DTypeError", "DeviceError",
     # creation
     "tensor", "zeros", "ones", "empty", "full", "rand", "randn", "arange", "zeros_like",

@@ -31,8 +31,8 @@ def ones_like_data(a: NDArray) -> NDArray:
 
 def _check_float(dtype: Any, op: str) -> None:
     if dtype not in _FLOAT_DTYPES:
-        raise DTypeError(f"{op}: only floating point tensors can require gradients, "
-                         f"got dtype {dtype}; convert with .float()")
+        raise DTypeError(f"{op}: Only Tensors of floating point dtype can require "
+                         f"gradients, got {dtype}; convert with .float()")
 
 
 class Tensor:
@@ -254,7 +254,7 @@ class Tensor:
         Returns ``self`` when nothing changes.
         """
         for a in args:
-            if isinstance(a, nd.DType) or a in ("float32", "float64", "int64"):
+            if isinstance(a, nd.DType) or a in ("float32", "float64", "int64", "bool"):
                 dtype = a
             else:
                 device = a
@@ -268,7 +268,6 @@ class Tensor:
 
     def long(self) -> Tensor:
         return self.to(dtype="int64")
-
     def clone(self) -> Tensor:
         """A differentiable copy."""
         return _ops_shape.to(self, copy=True)
@@ -507,6 +506,11 @@ class Tensor:
 
     def take(self, indices: Any, dim: int = 0) -> Tensor:
         return F.take(self, indices, dim)
+
+    # Last in the class body: the name would shadow the builtin in annotations above.
+    def bool(self) -> Tensor:
+        """This tensor as bool (not differentiable)."""
+        return self.to(dtype="bool")
 
 
 class RemovableHandle:

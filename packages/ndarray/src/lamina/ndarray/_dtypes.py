@@ -162,8 +162,8 @@ def result_type(*operands: Any) -> DType:
     """
     tiers: list[DType | None] = [None, None, None]
     for x in operands:
-        if isinstance(x, (DType, str, np.dtype)) or x in (bool, int, float) and \
-                isinstance(x, type):
+        if isinstance(x, (DType, str, np.dtype)) or (isinstance(x, type)
+                                                      and x in (bool, int, float)):
             dt, tier = as_dtype(x, "result_type"), 0
         elif hasattr(x, "dtype") and hasattr(x, "ndim") and not isinstance(x, np.generic):
             dt, tier = as_dtype(x.dtype, "result_type"), 0 if x.ndim else 1
