@@ -47,6 +47,11 @@ def ties(*shape: int) -> np.ndarray:
     return np.asarray(_rng.integers(-2, 3, shape) / 2.0)
 
 
+def mask(*shape: int) -> np.ndarray:
+    """A random bool mask."""
+    return _rng.integers(0, 2, shape).astype(bool)
+
+
 def idx(high: int, *shape: int) -> np.ndarray:
     """int64 indices in [0, high)."""
     return _rng.integers(0, high, shape).astype(np.int64)
@@ -379,6 +384,13 @@ RECORDS: list[OpRecord] = [
     OpRecord("scatter_add", ag.scatter_add, _torch_scatter_add,
              [S(r(4, 3), idx(5, 4), 0, 5), S(r(2, 6, 3), np.array([0, 1, 1, 3, 0, 3]), 1, 4)],
              second_order=True),
+    OpRecord("masked_select", ag.masked_select, lambda x, m: x[m],
+             [S(r(3, 4), mask(3, 4)), S(r(3, 4), mask(3)), S(r(2, 3, 2), mask(2, 3))]),
+    OpRecord("masked_fill", ag.masked_fill,
+             lambda x, m, v: x.masked_fill(m, v),
+             [S(r(3, 4), mask(3, 4), 0.5), S(r(3, 4), mask(4), -2.0)]),
+    OpRecord("nonzero", ag.nonzero, torch.nonzero, [S(ties(3, 4)), S(ties(2, 3, 2))],
+             differentiable=False),
     OpRecord("embedding", ag.embedding, lambda i, w: TF.embedding(i, w),
              [S(idx(7, 2, 5), r(7, 3)), S(idx(4, 6), r(4, 2))]),
     OpRecord("one_hot", lambda i, c: ag.one_hot(i, c),

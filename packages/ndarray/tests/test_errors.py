@@ -56,8 +56,12 @@ def test_index_errors():
         a[0, 3]
     with pytest.raises(IndexError, match="too many indices"):
         a[0, 0, 0]
-    with pytest.raises(TypeError, match="use .take"):
-        a[[0, 1]]
+    with pytest.raises(nd.DTypeError, match="getitem: an array index must be integer "
+                       r"\(gather\) or bool \(mask\), got f"):
+        a[np.array([0.5])]
+    with pytest.raises(IndexError, match=r"getitem: the shape of the mask \(3,\) does not "
+                       r"match the leading dims of the indexed array's shape \(2, 3\)"):
+        a[np.array([True, False, True])]
 
 
 def test_unknown_device():

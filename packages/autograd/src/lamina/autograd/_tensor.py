@@ -507,6 +507,12 @@ class Tensor:
     def take(self, indices: Any, dim: int = 0) -> Tensor:
         return F.take(self, indices, dim)
 
+    def masked_fill(self, mask: Any, value: Any) -> Tensor:
+        return F.masked_fill(self, mask, value)
+
+    def nonzero(self) -> Tensor:
+        return F.nonzero(self)
+
     # Last in the class body: the name would shadow the builtin in annotations above.
     def bool(self) -> Tensor:
         """This tensor as bool (not differentiable)."""

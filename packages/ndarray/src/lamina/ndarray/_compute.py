@@ -589,3 +589,75 @@ def maximum(a: NDArray, b: Any) -> NDArray:
 def minimum(a: NDArray, b: Any) -> NDArray:
     """Elementwise minimum with broadcasting (NaN propagates)."""
     return binary(a, b, "minimum")
+
+
+# ---------------------------------------------------------------------- masks
+def _as_mask(mask: Any, like: ArrayBase, op: str) -> np.ndarray:
+    """A bool mask (array, numpy array or nested list) as host booleans."""
+    host = mask.numpy() if isinstance(mask, ArrayBase) else np.asarray(mask)
+    if host.dtype != np.bool_:
+        raise DTypeError(f"{op}: a mask must be bool, got {host.dtype}")
+    if isinstance(mask, ArrayBase) and mask._device is not like._device:
+        raise DeviceError(f"{op}: the mask is on {mask._device.name}, the array on "
+                          f"{like._device.name}; move one with .to(device)")
+    return host
+
+
+def mask_indices(mask: Any, shape: tuple[int, ...], like: A, op: str = "getitem") -> A:
+    """The flat positions (int64, on ``like``'s device) of the True entries of a bool
+    ``mask`` covering the leading dims of ``shape``: ``x[mask]`` is
+    ``x.reshape(-1, *shape[mask.ndim:]).take(mask_indices(...), 0)``.
+
+    Raises:
+        DTypeError: the mask is not bool.
+        IndexError: its shape is not a prefix of ``shape`` (as PyTorch).
+    """
+    host = _as_mask(mask, like, op)
+    if host.ndim == 0 or host.shape != shape[:host.ndim]:
+        raise IndexError(f"{op}: the shape of the mask {host.shape} does not match the "
+                         f"leading dims of the indexed array's shape {shape}")
+    flat = np.flatnonzero(host).astype(np.int64)
+    return like._from_host(flat, int64, like._device)
+
+
+def boolean_mask(a: NDArray, mask: Any) -> NDArray:
+    """``a[mask]``: the elements (or trailing sub-arrays) where a bool mask of
+    ``a``'s leading dims is True, in row-major order. Shapes: ``a (*M, *R)``,
+    ``mask (*M)`` -> ``(count, *R)``."""
+    index = mask_indices(mask, a._shape, a, "getitem")
+    lead = mask.ndim if isinstance(mask, ArrayBase) else np.ndim(mask)
+    return take(a.reshape((prod(a._shape[:lead]),) + a._shape[lead:]), index, 0)
+
+
+def index_read(a: NDArray, key: Any) -> NDArray:
+    """``a[key]`` for an array key, as PyTorch: a bool mask selects (``boolean_mask``),
+    an integer array gathers along axis 0 (``take``)."""
+    kind = key._dtype.np.kind if isinstance(key, ArrayBase) else np.asarray(key).dtype.kind
+    if kind == "b":
+        return boolean_mask(a, key)
+    if kind in "iu":
+        return take(a, key, 0)
+    raise DTypeError(f"getitem: an array index must be integer (gather) or bool (mask), "
+                     f"got {key._dtype.name if isinstance(key, ArrayBase) else kind}")
+
+
+def nonzero(a: NDArray) -> NDArray:
+    """The indices of the non-zero entries, as ``torch.nonzero``: int64 of shape
+    ``(count, a.ndim)``, in row-major order."""
+    return a._from_host(np.argwhere(a.numpy()).astype(np.int64), int64, a._device)
+
+
+def masked_fill(a: NDArray, mask: Any, value: Any) -> NDArray:
+    """``a`` with ``value`` where the bool ``mask`` (broadcast to ``a``'s shape) is
+    True; the result keeps ``a``'s dtype, as ``torch.Tensor.masked_fill``."""
+    host = _as_mask(mask, a, "masked_fill")
+    if not isinstance(mask, ArrayBase):
+        # a device without bool (interface v1.0) takes an int64 condition
+        dtype = bool_ if "bool" in a._device.dtypes else int64
+        mask = a._from_host(host.astype(dtype.np), dtype, a._device)
+    if L.broadcast_shapes(mask._shape, a._shape, op="masked_fill") != a._shape:
+        raise ShapeError(f"masked_fill: mask of shape {mask._shape} does not broadcast to "
+                         f"the array's shape {a._shape}")
+    fill = value.astype(a._dtype) if isinstance(value, ArrayBase) else _scalar(a, value,
+                                                                              a._dtype)
+    return where(mask, fill, a)

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from . import _compute
 from ._base import ArrayBase
 from ._compute import binary as _binary
@@ -31,6 +33,13 @@ class NDArray(ArrayBase):
     """A strided N-dimensional array on one device (see the module docstring)."""
 
     __slots__ = ()
+
+    def __getitem__(self, key: Any) -> NDArray:
+        """Views for ints, slices, None and ``...``; as PyTorch, a bool array masks
+        (a copy of the selected elements) and an integer array gathers rows."""
+        if isinstance(key, (ArrayBase, list, np.ndarray)):
+            return _compute.index_read(self, key)
+        return ArrayBase.__getitem__(self, key)
 
     # Operators with an array or scalar operand: binary_operator's methods.
     __add__ = __radd__ = _operator("add")
@@ -140,6 +149,12 @@ class NDArray(ArrayBase):
 
     def argmax(self, axis: int | None = None, keepdims: bool = False) -> NDArray:
         return _compute.argmax(self, axis, keepdims)
+
+    def nonzero(self) -> NDArray:
+        return _compute.nonzero(self)
+
+    def masked_fill(self, mask: Any, value: Any) -> NDArray:
+        return _compute.masked_fill(self, mask, value)
 
     def take(self, indices: Any, axis: int = 0) -> NDArray:
         return _compute.take(self, indices, axis)

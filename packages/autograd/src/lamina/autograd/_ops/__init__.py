@@ -46,7 +46,16 @@ from .elementwise import (
     tanh,
     where,
 )
-from .index import embedding, getitem, one_hot, scatter_add, take
+from .index import (
+    embedding,
+    getitem,
+    masked_fill,
+    masked_select,
+    nonzero,
+    one_hot,
+    scatter_add,
+    take,
+)
 from .linalg import matmul
 from .normalization import batch_norm, batch_norm_reference, layer_norm, layer_norm_reference
 from .reduce import amax, amin, argmax, log_softmax, logsumexp, mean, softmax, std, sum, var
@@ -84,7 +93,8 @@ __all__ = [
     "abs", "add", "amax", "amin", "argmax", "avg_pool2d", "batch_norm",
     "batch_norm_reference", "broadcast_to", "cat", "chunk",
     "clamp", "conv2d", "cos", "dilate", "div", "dropout", "embedding", "eq", "erf", "exp",
-    "expand", "flatten", "flip", "ge", "gelu", "getitem", "gt", "im2col", "le", "log",
+    "expand", "flatten", "flip", "ge", "gelu", "getitem", "gt", "masked_fill", "masked_select",
+    "nonzero", "im2col", "le", "log",
     "log_softmax", "logsumexp", "lt", "matmul", "max_pool2d", "maximum", "mean", "minimum",
     "mul", "ne", "neg", "one_hot", "pad", "permute", "pow", "relu", "reshape", "scatter_add",
     "sigmoid", "sign", "sin", "slice_scatter", "softmax", "split", "sqrt", "squeeze", "stack",
