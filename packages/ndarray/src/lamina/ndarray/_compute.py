@@ -38,6 +38,9 @@ _NO_SCALAR_KERNEL = frozenset(OPTIONAL_BINARY_OPS)  # floordiv, remainder, bitwi
 _BITWISE = frozenset({"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not"})
 _FLOAT_UNARY = frozenset({"exp", "log", "sqrt", "tanh", "sin", "cos", "erf"})
 _SCALARS = (Number, np.number, np.bool_)
+# Kernel names by op, built once: an f-string per call costs a tenth of a small op.
+_KERNEL = {(family, op): f"{family}_{op}" for family in ("ewise", "scalar")
+           for op in (*_ARITHMETIC, *COMPARISON_OPS, *OPTIONAL_BINARY_OPS)}
 
 
 def _check_floating(dtype: DType, op: str) -> None:
@@ -102,7 +105,9 @@ def binary(a: NDArray, b: Any, op: str) -> NDArray:
         dtype = a._dtype if a._dtype is b._dtype else _promote(a, b)
         family = "ewise"
     elif isinstance(b, _SCALARS) and not isinstance(b, complex):
-        dtype = _scalar_promote(a._dtype, b)
+        # a float scalar with a float array, the common case, promotes nothing
+        dtype = a._dtype if type(b) is float and a._dtype.is_floating \
+            else _scalar_promote(a._dtype, b)
         family = "ewise" if op in _NO_SCALAR_KERNEL else "scalar"
     else:
         return NotImplemented
@@ -111,8 +116,8 @@ def binary(a: NDArray, b: Any, op: str) -> NDArray:
     if op == "sub":
         _check_sub(a, b)
     device = a._device
-    out_dtype = _result_dtype(dtype, op, device)
-    kernel = f"{family}_{op}"
+    out_dtype = _result_dtype(dtype, op, device) if op in _COMPARISONS else dtype
+    kernel = _KERNEL[family, op]
     if dtype.name not in device.kernel_dtypes[kernel]:
         check_kernel_dtype(device, kernel, dtype, op)
     if a._dtype is not dtype:
