@@ -105,6 +105,7 @@ class OpRecord:
         constant_args: positions of float arguments that never require grad.
         tolerance: per-dtype overrides of the harness tolerances.
         out_dtype: the output dtype when it does not follow the inputs'.
+        kernel: an optional backend kernel the op needs; a device without it skips.
     """
 
     name: str
@@ -119,6 +120,7 @@ class OpRecord:
     constant_args: tuple[int, ...] = ()
     tolerance: dict[str, dict[str, float]] = field(default_factory=dict)
     out_dtype: str | None = None
+    kernel: str | None = None
 
 
 def _unfold(x: torch.Tensor, kernel: Any, stride: Any, padding: Any, dilation: Any
@@ -384,6 +386,15 @@ RECORDS: list[OpRecord] = [
     OpRecord("scatter_add", ag.scatter_add, _torch_scatter_add,
              [S(r(4, 3), idx(5, 4), 0, 5), S(r(2, 6, 3), np.array([0, 1, 1, 3, 0, 3]), 1, 4)],
              second_order=True),
+    *[OpRecord(name, fn, tfn, [S(idx(5, 3, 4) - 2, idx(5, 3, 4) - 2), S(mask(3, 4), mask(4))],
+               differentiable=False, kernel=f"ewise_{name}")
+      for name, fn, tfn in [
+          ("bitwise_and", lambda a, b: a & b, torch.bitwise_and),
+          ("bitwise_or", lambda a, b: a | b, torch.bitwise_or),
+          ("bitwise_xor", lambda a, b: a ^ b, torch.bitwise_xor)]],
+    OpRecord("bitwise_not", lambda a: ~a, torch.bitwise_not,
+             [S(idx(5, 3, 4) - 2), S(mask(3, 4))], differentiable=False,
+             kernel="ewise_bitwise_not"),
     OpRecord("masked_select", ag.masked_select, lambda x, m: x[m],
              [S(r(3, 4), mask(3, 4)), S(r(3, 4), mask(3)), S(r(2, 3, 2), mask(2, 3))]),
     OpRecord("masked_fill", ag.masked_fill,

@@ -352,6 +352,24 @@ class Tensor:
     def __ge__(self, other: Any) -> Tensor:
         return F.ge(self, other)
 
+    def __and__(self, other: Any) -> Tensor:
+        return F.bitwise_and(self, other)
+
+    __rand__ = __and__
+
+    def __or__(self, other: Any) -> Tensor:
+        return F.bitwise_or(self, other)
+
+    __ror__ = __or__
+
+    def __xor__(self, other: Any) -> Tensor:
+        return F.bitwise_xor(self, other)
+
+    __rxor__ = __xor__
+
+    def __invert__(self) -> Tensor:
+        return F.bitwise_not(self)
+
     def __getitem__(self, key: Any) -> Tensor:
         return F.getitem(self, key)
 

@@ -18,6 +18,10 @@ from .conv import avg_pool2d, conv2d, im2col, max_pool2d
 from .elementwise import (
     abs,
     add,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
     clamp,
     cos,
     div,
@@ -89,7 +93,7 @@ COMPOSITES: dict[str, Callable[..., Any]] = {
     fn.__name__: fn for family in _FAMILIES for fn in family.COMPOSITES}
 
 __all__ = [
-    "PRIMITIVES", "COMPOSITES",
+    "PRIMITIVES", "COMPOSITES", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
     "abs", "add", "amax", "amin", "argmax", "avg_pool2d", "batch_norm",
     "batch_norm_reference", "broadcast_to", "cat", "chunk",
     "clamp", "conv2d", "cos", "dilate", "div", "dropout", "embedding", "eq", "erf", "exp",
