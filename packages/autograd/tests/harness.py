@@ -42,7 +42,9 @@ def build(rec: OpRecord, sample: Sample, device: str, dtype: str, noncontig: boo
             if grad:
                 leaves.append((x, t))
         elif isinstance(a, np.ndarray):
-            ours.append(ag.tensor(a, device=device))
+            # a bool mask stays on the host for a device without bool (the ops take both)
+            host_mask = a.dtype == np.bool_ and "bool" not in nd.get_device(device).dtypes
+            ours.append(a if host_mask else ag.tensor(a, device=device))
             theirs.append(torch.from_numpy(a))
         else:
             ours.append(a)

@@ -48,6 +48,11 @@ def ties(*shape: int) -> np.ndarray:
     return np.asarray(_rng.integers(-2, 3, shape) / 2.0)
 
 
+def mask(*shape: int) -> np.ndarray:
+    """A random bool mask."""
+    return _rng.integers(0, 2, shape).astype(bool)
+
+
 def idx(high: int, *shape: int) -> np.ndarray:
     """int64 indices in [0, high)."""
     return _rng.integers(0, high, shape).astype(np.int64)
@@ -101,6 +106,7 @@ class OpRecord:
         constant_args: positions of float arguments that never require grad.
         tolerance: per-dtype overrides of the harness tolerances.
         out_dtype: the output dtype when it does not follow the inputs'.
+        kernel: an optional backend kernel the op needs; a device without it skips.
     """
 
     name: str
@@ -115,6 +121,7 @@ class OpRecord:
     constant_args: tuple[int, ...] = ()
     tolerance: dict[str, dict[str, float]] = field(default_factory=dict)
     out_dtype: str | None = None
+    kernel: str | None = None
 
 
 def _unfold(x: torch.Tensor, kernel: Any, stride: Any, padding: Any, dilation: Any
@@ -178,7 +185,7 @@ def _torch_getitem(x: torch.Tensor, key: Any) -> torch.Tensor:
 
 
 def _cmp(op: Callable[..., Any]) -> Callable[..., Any]:
-    return lambda a, b: op(a, b).double()
+    return op  # bool, as Lamina's (1/0 in the operands' dtype on a v1.0 backend)
 
 
 _ERF_TOL = {"float64": {"rtol": 1e-6, "atol": 3e-7}}
@@ -393,6 +400,22 @@ RECORDS: list[OpRecord] = [
     OpRecord("scatter_add", ag.scatter_add, _torch_scatter_add,
              [S(r(4, 3), idx(5, 4), 0, 5), S(r(2, 6, 3), np.array([0, 1, 1, 3, 0, 3]), 1, 4)],
              second_order=True),
+    *[OpRecord(name, fn, tfn, [S(idx(5, 3, 4) - 2, idx(5, 3, 4) - 2), S(mask(3, 4), mask(4))],
+               differentiable=False, kernel=f"ewise_{name}")
+      for name, fn, tfn in [
+          ("bitwise_and", lambda a, b: a & b, torch.bitwise_and),
+          ("bitwise_or", lambda a, b: a | b, torch.bitwise_or),
+          ("bitwise_xor", lambda a, b: a ^ b, torch.bitwise_xor)]],
+    OpRecord("bitwise_not", lambda a: ~a, torch.bitwise_not,
+             [S(idx(5, 3, 4) - 2), S(mask(3, 4))], differentiable=False,
+             kernel="ewise_bitwise_not"),
+    OpRecord("masked_select", ag.masked_select, lambda x, m: x[m],
+             [S(r(3, 4), mask(3, 4)), S(r(3, 4), mask(3)), S(r(2, 3, 2), mask(2, 3))]),
+    OpRecord("masked_fill", ag.masked_fill,
+             lambda x, m, v: x.masked_fill(m, v),
+             [S(r(3, 4), mask(3, 4), 0.5), S(r(3, 4), mask(4), -2.0)]),
+    OpRecord("nonzero", ag.nonzero, torch.nonzero, [S(ties(3, 4)), S(ties(2, 3, 2))],
+             differentiable=False),
     OpRecord("embedding", ag.embedding, lambda i, w: TF.embedding(i, w),
              [S(idx(7, 2, 5), r(7, 3)), S(idx(4, 6), r(4, 2))]),
     OpRecord("one_hot", lambda i, c: ag.one_hot(i, c),

@@ -33,7 +33,22 @@ PYBIND11_MODULE(_core, m) {
   // metadata
   m.attr("name") = "cpu";
   m.attr("api_version") = 1;
+  // Interface v1.1: int64 arithmetic where the kernels have an integer loop (the
+  // ops with kInt in ewise_ops.h, and the reductions); no bool dtype yet. The
+  // kernels named here take fewer dtypes than `dtypes` lists.
+  m.attr("api_minor_version") = 1;
   m.attr("dtypes") = py::make_tuple("float32", "float64", "int64");
+  {
+    py::dict kernel_dtypes;
+    const py::tuple floats = py::make_tuple("float32", "float64");
+    for (const char* name : {"ewise_div", "scalar_div", "scalar_rdiv", "ewise_power", "scalar_power",
+                             "scalar_rpower", "ewise_exp", "ewise_log", "ewise_sqrt", "ewise_tanh",
+                             "ewise_sin", "ewise_cos", "ewise_erf", "matmul", "matmul_batched",
+                             "matmul_strided", "reduce_sum_axis", "softmax_last", "logsumexp_last",
+                             "layer_norm_last", "im2col", "col2im"})
+      kernel_dtypes[name] = floats;
+    m.attr("kernel_dtypes") = kernel_dtypes;
+  }
   m.def("is_available", [] { return true; });
   m.def("unavailable_reason", [] { return std::string(); });
   // No device_count: one device, named "cpu" (device_count is for indexed devices).

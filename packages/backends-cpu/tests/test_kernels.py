@@ -15,6 +15,7 @@ from lamina.ndarray._interface import (
     REQUIRED,
     REVERSED_SCALAR_OPS,
     UNARY_OPS,
+    V11_KERNELS,
 )
 
 ARITH = [op for op in BINARY_OPS if op not in COMPARISON_OPS]
@@ -25,13 +26,17 @@ def test_every_name_is_exported() -> None:
     missing = [n for n in REQUIRED if not hasattr(cpu, n)]
     assert missing == []
     # a single device: no device_count, so the registry names it "cpu", not "cpu:0"
-    assert [n for n in OPTIONAL if not hasattr(cpu, n)] == ["device_count"]
+    assert [n for n in OPTIONAL if not hasattr(cpu, n)] == [*V11_KERNELS, "device_count"]
     assert memoryview(cpu.Array(3, "float32")).shape == (3,)  # zero-copy host memory
 
 
 def test_metadata() -> None:
     assert cpu.name == "cpu" and cpu.api_version == 1
     assert cpu.dtypes == ("float32", "float64", "int64")
+    # interface v1.1: int64 arithmetic where a kernel has an integer loop
+    assert cpu.api_minor_version == 1
+    assert cpu.kernel_dtypes["ewise_div"] == ("float32", "float64")
+    assert "ewise_add" not in cpu.kernel_dtypes and "reduce_sum" not in cpu.kernel_dtypes
     assert cpu.is_available() is True and cpu.unavailable_reason() == ""
 
 
@@ -342,3 +347,25 @@ def test_ewise_strided_same_for_any_thread_count(threads: int) -> None:
         cpu.set_num_threads(old)
     want = x.reshape(64, 32, 16, 16) * scale[:, None, None]
     np.testing.assert_array_equal(got, want.reshape(-1))
+
+
+@pytest.mark.parametrize("kernel", ["ewise_add", "ewise_sub", "ewise_mul", "ewise_maximum",
+                                    "ewise_minimum", "ewise_lt", "ewise_eq"])
+def test_int64_arithmetic_matches_numpy(kernel) -> None:
+    # the kernels the backend declares for int64 (interface v1.1), on odd sizes
+    from lamina.ndarray._numpy_backend import backend as reference
+
+    rng = np.random.default_rng(1)
+    for n in (1, 7, 1001, 100_003):
+        a, b = (rng.integers(-2**40, 2**40, n) for _ in range(2))
+        outs = []
+        for be in (cpu, reference):
+            bufs = []
+            for x in (a, b):
+                buf = be.Array(n, "int64")
+                be.from_numpy(x, buf)
+                bufs.append(buf)
+            out = be.Array(n, "int64")
+            getattr(be, kernel)(*bufs, out)
+            outs.append(be.to_numpy(out, (n,), (1,), 0))
+        np.testing.assert_array_equal(outs[0], outs[1])

@@ -30,13 +30,15 @@ def test_metadata() -> None:
 
 def test_provides_every_kernel() -> None:
     assert interface.missing_kernels(cuda) == []
-    # every optional kernel and device function but the host thread setting and the
-    # wrapping of host memory
+    # every optional kernel and device function but the host thread setting, the
+    # wrapping of host memory, and the kernels of interface v1.1 (the backend
+    # implements v1.0)
+    not_provided = {*interface.V11_KERNELS, "wrap_numpy", "set_num_threads", "num_threads"}
     assert [n for n in interface.OPTIONAL if not hasattr(cuda, n)] == [
-        "wrap_numpy", "set_num_threads", "num_threads"]
+        n for n in interface.OPTIONAL if n in not_provided]
     assert set(lamina_backend_cuda.KERNELS) == set(interface.REQUIRED + interface.OPTIONAL) - {
-        "is_available", "unavailable_reason", "device_count", "set_num_threads", "num_threads",
-        "wrap_numpy"}
+        "is_available", "unavailable_reason", "device_count", *not_provided}
+    assert not hasattr(cuda, "api_minor_version")  # v1.0: lamina reads int64 as indices only
 
 
 def test_extension_is_built_and_linked_statically() -> None:

@@ -13,7 +13,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from lamina.ndarray._interface import METADATA, OPTIONAL, REQUIRED
+from lamina.ndarray._interface import METADATA, OPTIONAL, REQUIRED, V11_KERNELS
 
 _core: Any
 try:
@@ -26,9 +26,12 @@ else:
     _IMPORT_ERROR = ""
 
 # Names of the interface this backend does not bind from _core: the metadata
-# and device_count are methods below, a GPU has no host thread setting, and its
-# buffers live in device memory, so it cannot wrap numpy's (wrap_numpy).
-_NOT_BOUND = METADATA + ("device_count", "set_num_threads", "num_threads", "wrap_numpy")
+# and device_count are methods below, a GPU has no host thread setting, its
+# buffers live in device memory, so it cannot wrap numpy's (wrap_numpy), and
+# the backend implements interface v1.0 (no bool, int64 for indices only), so
+# it has none of v1.1's kernels; Lamina raises DTypeError for those dtypes.
+_NOT_BOUND = (METADATA + ("device_count", "set_num_threads", "num_threads", "wrap_numpy")
+              + V11_KERNELS)
 
 KERNELS: tuple[str, ...] = tuple(name for name in REQUIRED + OPTIONAL if name not in _NOT_BOUND)
 """Every kernel and device function the backend provides (interface v1 names)."""

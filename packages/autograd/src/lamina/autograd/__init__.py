@@ -8,7 +8,18 @@ Example:
     tensor([2., 4., 6.])
 """
 
-from lamina.ndarray import DeviceError, DTypeError, ShapeError, float32, float64, int64
+from lamina.ndarray import (
+    DeviceError,
+    DTypeError,
+    ShapeError,
+    bool_,
+    can_cast,
+    float32,
+    float64,
+    int64,
+    promote_types,
+    result_type,
+)
 
 from ._creation import (
     arange,
@@ -43,6 +54,10 @@ from ._ops import (
     argmax,
     avg_pool2d,
     batch_norm,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
     broadcast_to,
     cat,
     chunk,
@@ -70,6 +85,8 @@ from ._ops import (
     logsumexp,
     lstm_layer,
     lt,
+    masked_fill,
+    masked_select,
     matmul,
     max_pool2d,
     maximum,
@@ -78,6 +95,7 @@ from ._ops import (
     mul,
     ne,
     neg,
+    nonzero,
     one_hot,
     pad,
     permute,
@@ -107,9 +125,12 @@ from ._ops import (
 )
 from ._tensor import Tensor
 
+bool = bool_  # noqa: A001  (torch.bool's spelling; the builtin is not used below)
+
 __all__ = [
     # tensor, dtypes, errors
-    "Tensor", "Function", "float32", "float64", "int64",
+    "Tensor", "Function", "bool", "bool_", "float32", "float64", "int64", "result_type",
+    "promote_types", "can_cast",
     "ShapeError", "DTypeError", "DeviceError",
     # creation
     "tensor", "zeros", "ones", "empty", "full", "rand", "randn", "arange", "zeros_like",
@@ -119,11 +140,12 @@ __all__ = [
     "inference_mode",
     "gradcheck", "GradcheckError",
     # ops
-    "abs", "add", "amax", "amin", "argmax", "avg_pool2d", "broadcast_to", "cat", "chunk",
+    "abs", "add", "amax", "amin", "argmax", "avg_pool2d", "bitwise_and", "bitwise_not",
+    "bitwise_or", "bitwise_xor", "broadcast_to", "cat", "chunk",
     "clamp", "conv2d", "cos", "dilate", "div", "dropout", "embedding", "eq", "erf", "exp",
     "expand", "flatten", "flip", "ge", "gelu", "gt", "le", "linear", "log", "log_softmax",
-    "logsumexp", "lt", "matmul", "max_pool2d", "maximum", "mean", "minimum", "mul", "ne", "neg",
-    "one_hot",
+    "logsumexp", "lt", "masked_fill", "masked_select", "matmul", "max_pool2d", "maximum", "mean",
+    "minimum", "mul", "ne", "neg", "nonzero", "one_hot",
     "pad", "permute", "pow", "relu", "reshape", "scatter_add", "sigmoid", "sign", "sin",
     "softmax", "split", "sqrt", "squeeze", "stack", "std", "sub", "sum", "take", "tanh",
     "transpose", "undilate", "unsqueeze", "var", "view", "where",

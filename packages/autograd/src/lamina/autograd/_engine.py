@@ -143,9 +143,14 @@ def run_backward(pairs: list[tuple[Tensor, Tensor]], retain_graph: bool, create_
                         _accumulate(captured, id(node), grad)
                 elif node._retained is not None:
                     _store_grad(node._retained(), grad, create_graph)
-                for edge, shape, edge_grad in zip(node.next, node.shapes, node.backward(grad)):
+                for edge, shape, dtype, edge_grad in zip(node.next, node.shapes, node.dtypes,
+                                                         node.backward(grad)):
                     if edge is None or edge_grad is None:
                         continue
+                    if edge_grad.data._dtype is not dtype:
+                        # An op promoted its inputs (float32 * float64): each input's
+                        # gradient is in that input's own dtype, as in PyTorch.
+                        edge_grad = edge_grad.to(dtype=dtype)
                     if edge_grad.data.shape != shape:
                         edge_grad = sum_to_shape(edge_grad, shape)
                     key = id(edge)

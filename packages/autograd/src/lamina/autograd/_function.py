@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from . import _grad_mode as grad_mode
 
 if TYPE_CHECKING:
-    from lamina.ndarray import NDArray
+    from lamina.ndarray import DType, NDArray
 
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved "
@@ -107,6 +107,7 @@ class Function:
     # Set by apply() on recorded nodes only.
     next: tuple[Any, ...]
     shapes: tuple[tuple[int, ...], ...]
+    dtypes: tuple[DType, ...]  # each input's; a gradient goes back in its input's dtype
     _saved: tuple[Tensor, ...] | None
     _out_data: NDArray | None
     _released: bool
@@ -142,11 +143,14 @@ class Function:
             return out
         edges = []
         shapes = []
+        dtypes = []
         for t in inputs:
             edges.append((t if t.grad_fn is None else t.grad_fn) if t._requires_grad else None)
-            shapes.append(t.data.shape)
+            shapes.append(t.data._shape)
+            dtypes.append(t.data._dtype)
         node.next = tuple(edges)
         node.shapes = tuple(shapes)
+        node.dtypes = tuple(dtypes)
         node._released = False
         node._retained = None
         if cls.save_inputs:

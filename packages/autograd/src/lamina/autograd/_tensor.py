@@ -33,8 +33,8 @@ def ones_like_data(a: NDArray) -> NDArray:
 
 def _check_float(dtype: Any, op: str) -> None:
     if dtype not in _FLOAT_DTYPES:
-        raise DTypeError(f"{op}: only floating point tensors can require gradients, "
-                         f"got dtype {dtype}; convert with .float()")
+        raise DTypeError(f"{op}: Only Tensors of floating point dtype can require "
+                         f"gradients, got {dtype}; convert with .float()")
 
 
 class Tensor:
@@ -273,7 +273,7 @@ class Tensor:
         Returns ``self`` when nothing changes.
         """
         for a in args:
-            if isinstance(a, nd.DType) or a in ("float32", "float64", "int64"):
+            if isinstance(a, nd.DType) or a in ("float32", "float64", "int64", "bool"):
                 dtype = a
             else:
                 device = a
@@ -287,7 +287,6 @@ class Tensor:
 
     def long(self) -> Tensor:
         return self.to(dtype="int64")
-
     def clone(self) -> Tensor:
         """A differentiable copy."""
         return _ops_shape.to(self, copy=True)
@@ -410,6 +409,24 @@ class Tensor:
 
     def __ge__(self, other: Any) -> Tensor:
         return F.ge(self, other)
+
+    def __and__(self, other: Any) -> Tensor:
+        return F.bitwise_and(self, other)
+
+    __rand__ = __and__
+
+    def __or__(self, other: Any) -> Tensor:
+        return F.bitwise_or(self, other)
+
+    __ror__ = __or__
+
+    def __xor__(self, other: Any) -> Tensor:
+        return F.bitwise_xor(self, other)
+
+    __rxor__ = __xor__
+
+    def __invert__(self) -> Tensor:
+        return F.bitwise_not(self)
 
     def __getitem__(self, key: Any) -> Tensor:
         return F.getitem(self, key)
@@ -568,6 +585,12 @@ class Tensor:
     def take(self, indices: Any, dim: int = 0) -> Tensor:
         return F.take(self, indices, dim)
 
+    def masked_fill(self, mask: Any, value: Any) -> Tensor:
+        return F.masked_fill(self, mask, value)
+
+    def nonzero(self) -> Tensor:
+        return F.nonzero(self)
+
     # ----- in-place ops: they write into this tensor's storage (see _inplace) ----------
 
     def add_(self, other: Any, *, alpha: Any = 1) -> Tensor:
@@ -606,6 +629,11 @@ class Tensor:
 
     def __itruediv__(self, other: Any) -> Tensor:
         return _inplace.div_(self, other)
+
+    # Last in the class body: the name would shadow the builtin in annotations above.
+    def bool(self) -> Tensor:
+        """This tensor as bool (not differentiable)."""
+        return self.to(dtype="bool")
 
 
 class RemovableHandle:

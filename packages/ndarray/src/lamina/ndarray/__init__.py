@@ -7,6 +7,7 @@ entry-point group (``python -m lamina.ndarray`` lists them).
 
 from ._checks import (
     check_device_dtype,
+    check_kernel_dtype,
     check_same_device_dtype,
     conv_output_size,
     normalize_axes,
@@ -16,13 +17,21 @@ from ._checks import (
 )
 from ._compute import (
     argmax,
+    boolean_mask,
     erf,
     layer_norm,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
     logsumexp,
+    mask_indices,
+    masked_fill,
     matmul,
     maximum,
     mean,
     minimum,
+    nonzero,
     pad,
     scatter_add,
     softmax,
@@ -43,9 +52,19 @@ from ._creation import (
     randn,
     zeros,
 )
-from ._dtypes import DType, as_dtype, float32, float64, int64
+from ._dtypes import (
+    DType,
+    as_dtype,
+    bool_,
+    can_cast,
+    float32,
+    float64,
+    int64,
+    promote_types,
+    result_type,
+)
 from ._errors import DeviceError, DTypeError, ShapeError
-from ._interface import API_VERSION, BackendProtocol, KernelTable
+from ._interface import API_MINOR_VERSION, API_VERSION, BackendProtocol, KernelTable
 from ._layout import broadcast_shapes
 from ._ndarray import NDArray
 from ._registry import (
@@ -58,16 +77,20 @@ from ._registry import (
 )
 from ._select import concatenate, stack, where
 
+bool = bool_  # noqa: A001  (torch.bool's spelling; the builtin is not used below)
+
 __version__ = "0.1.0"
 
 __all__ = [
-    "API_VERSION", "BackendInfo", "BackendProtocol", "DType", "DTypeError", "Device",
-    "DeviceError", "KernelTable", "NDArray", "ShapeError", "arange", "argmax", "array",
-    "as_dtype", "broadcast_shapes", "check_device_dtype", "check_same_device_dtype", "col2im",
+    "API_MINOR_VERSION", "API_VERSION", "BackendInfo", "BackendProtocol", "DType", "DTypeError",
+    "Device", "DeviceError", "KernelTable", "NDArray", "ShapeError", "arange", "argmax",
+    "array", "as_dtype", "bool", "bool_", "boolean_mask", "broadcast_shapes", "can_cast",
+    "check_device_dtype", "check_kernel_dtype", "check_same_device_dtype", "col2im",
     "concatenate", "conv_output_size", "default_device", "empty", "erf", "float32", "float64",
     "from_dlpack", "full", "generator", "get_device", "im2col", "int64", "layer_norm",
-    "list_backends", "logsumexp", "manual_seed", "matmul", "maximum", "mean", "minimum",
-    "normalize_axes", "normalize_axis", "normalize_permutation", "one_hot", "ones", "pad",
-    "pair", "rand", "randn", "scatter_add", "set_default_device", "softmax", "stack", "take",
-    "where", "zeros",
+    "list_backends", "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp",
+    "manual_seed", "mask_indices", "masked_fill", "matmul", "maximum", "mean", "minimum",
+    "nonzero", "normalize_axes", "normalize_axis", "normalize_permutation", "one_hot", "ones",
+    "pad", "pair", "promote_types", "rand", "randn", "result_type", "scatter_add",
+    "set_default_device", "softmax", "stack", "take", "where", "zeros",
 ]

@@ -19,14 +19,15 @@ from collections.abc import Sequence
 from ._errors import DeviceError
 from ._registry import ENV_VAR, BackendInfo, _load, default_device, list_backends
 
-_COLUMNS = ("name", "distribution", "version", "api", "dtypes", "status")
+_COLUMNS = ("name", "distribution", "version", "api", "dtypes", "lacks", "status")
 
 
 def _row(info: BackendInfo) -> tuple[str, ...]:
     status = info.status if info.status == "available" else f"{info.status}: {info.reason}"
-    api = "?" if info.api_version is None else str(info.api_version)
+    api = "?" if info.api_version is None else f"{info.api_version}.{info.api_minor_version}"
     dtypes = ",".join(info.dtypes) or "-"
-    return (info.name, info.distribution, info.version, api, dtypes, status)
+    lacks = ",".join(info.lacks) if info.dtypes else "?"
+    return (info.name, info.distribution, info.version, api, dtypes, lacks or "-", status)
 
 
 def format_table(infos: Sequence[BackendInfo]) -> str:

@@ -15,8 +15,8 @@ import numpy as np
 
 from ._errors import DeviceError, DTypeError, ShapeError
 
-__all__ = ["check_device_dtype", "check_same_device_dtype", "conv_output_size",
-           "normalize_axes", "normalize_axis", "normalize_permutation", "pair"]
+__all__ = ["check_device_dtype", "check_kernel_dtype", "check_same_device_dtype",
+           "conv_output_size", "normalize_axes", "normalize_axis", "normalize_permutation", "pair"]
 
 _INTS = (int, np.integer)
 
@@ -154,3 +154,22 @@ def check_device_dtype(device: Any, dtype: Any, op: str) -> None:
     if dtype.name not in device.dtypes:
         raise DTypeError(f"{op}: device {device.name} does not support {dtype.name} "
                          f"(it lists {', '.join(device.dtypes)})")
+
+
+def check_kernel_dtype(device: Any, kernel: str, dtype: Any, op: str) -> None:
+    """Raise unless ``device``'s kernel ``kernel`` (``"ewise_add"``) accepts ``dtype``.
+
+    Raises:
+        DTypeError: naming the op, the dtype and the device, and the dtypes the
+            kernel does accept.
+    """
+    accepted = device.kernel_dtypes.get(kernel)
+    if not accepted:
+        raise DTypeError(f"{op}: device {device.name} has no {kernel} kernel for "
+                         f"{dtype.name} (its backend does not provide the optional "
+                         f"{kernel}); use another device")
+    if dtype.name not in accepted:
+        have = ", ".join(sorted(accepted))
+        raise DTypeError(f"{op}: device {device.name} has no {dtype.name} kernel for {op} "
+                         f"(its {kernel} accepts {have}); convert with .astype() or use "
+                         f"another device")

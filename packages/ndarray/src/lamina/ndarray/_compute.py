@@ -16,11 +16,16 @@ import numpy as np
 
 from . import _layout as L
 from ._base import ArrayBase
-from ._checks import check_same_device_dtype, normalize_axes, normalize_axis
-from ._dtypes import DType, int64
+from ._checks import (
+    check_kernel_dtype,
+    check_same_device_dtype,
+    normalize_axes,
+    normalize_axis,
+)
+from ._dtypes import DEFAULT_FLOAT, DType, bool_, int64, promote_types, scalar_dtype
 from ._errors import DeviceError, DTypeError, ShapeError
-from ._interface import KernelTable
-from ._select import where
+from ._interface import COMPARISON_OPS, OPTIONAL_BINARY_OPS, KernelTable
+from ._select import _scalar, where
 
 if TYPE_CHECKING:
     from ._ndarray import NDArray
@@ -28,55 +33,126 @@ if TYPE_CHECKING:
 A = TypeVar("A", bound=ArrayBase)
 
 _ARITHMETIC = frozenset({"add", "sub", "mul", "div", "power", "maximum", "minimum"})
-_OP_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "power": "**"}
+_COMPARISONS = frozenset(COMPARISON_OPS)
+_NO_SCALAR_KERNEL = frozenset(OPTIONAL_BINARY_OPS)  # floordiv, remainder, bitwise: ewise only
+_BITWISE = frozenset({"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not"})
+_FLOAT_UNARY = frozenset({"exp", "log", "sqrt", "tanh", "sin", "cos", "erf"})
+_SCALARS = (Number, np.number, np.bool_)
+# Kernel names by op, built once: an f-string per call costs a tenth of a small op.
+_KERNEL = {(family, op): f"{family}_{op}" for family in ("ewise", "scalar")
+           for op in (*_ARITHMETIC, *COMPARISON_OPS, *OPTIONAL_BINARY_OPS)}
 
 
-def _check_arithmetic(dtype: DType, op: str) -> None:
+def _check_floating(dtype: DType, op: str) -> None:
     if not dtype.is_floating:
-        raise DTypeError(f"{op}: {dtype.name} arrays support indexing and comparisons, not "
-                         f"arithmetic; convert with .astype(float32)")
+        raise DTypeError(f"{op}: needs a floating point array, got {dtype.name}; convert "
+                         f"with .astype(float32)")
+
+
+def _promote(a: ArrayBase, b: ArrayBase) -> DType:
+    """``result_type(a, b)`` for two arrays of different dtypes: a 0-d array does not
+    raise an array with dims within its category."""
+    x, y = a._dtype, b._dtype
+    if bool(a._shape) == bool(b._shape):
+        return promote_types(x, y)
+    dims, zero = (x, y) if a._shape else (y, x)
+    return promote_types(dims, zero) if zero.category > dims.category else dims
+
+
+def _scalar_promote(dtype: DType, value: Any) -> DType:
+    """``result_type(array, value)`` for a Python or numpy scalar ``value``."""
+    found = scalar_dtype(value)
+    if found is None or found.category <= dtype.category:
+        return dtype
+    return promote_types(dtype, found)
+
+
+def _operand_dtype(dtype: DType, op: str) -> DType:
+    """The dtype ``op`` computes in, given its operands' promoted dtype (as PyTorch:
+    true division of integers is in the default float dtype)."""
+    if op == "div":
+        return dtype if dtype.is_floating else DEFAULT_FLOAT
+    if op in _BITWISE and dtype.is_floating:
+        raise DTypeError(f"{op}: needs integer or bool arrays, got {dtype.name}")
+    return dtype
+
+
+def _check_sub(a: ArrayBase, b: Any) -> None:
+    """As PyTorch, no subtraction with a bool operand (array or Python bool)."""
+    if a._dtype is bool_ or isinstance(b, (bool, np.bool_)) or \
+            (isinstance(b, ArrayBase) and b._dtype is bool_):
+        raise DTypeError("sub: subtraction with a bool operand is not supported; use ^ "
+                         "(bitwise_xor) or logical_xor instead")
+
+
+def _result_dtype(dtype: DType, op: str, device: Any) -> DType:
+    """A comparison gives bool; on a v1.0 backend without bool, 1/0 in ``dtype``."""
+    if op in _COMPARISONS and "bool" in device.dtypes:
+        return bool_
+    return dtype
 
 
 def binary(a: NDArray, b: Any, op: str) -> NDArray:
-    """``a OP b`` for an array or Python scalar ``b``, with broadcasting.
+    """``a OP b`` for an array or Python scalar ``b``, with broadcasting and PyTorch's
+    type promotion (:func:`lamina.ndarray.result_type`).
 
     This is the path of every elementwise operator, so its common case (same
     device, dtype and shape, compact operands) makes no call it can avoid.
     """
     if isinstance(b, ArrayBase):
-        if a._device is not b._device or a._dtype is not b._dtype:
+        if a._device is not b._device:
             check_same_device_dtype((a, b), op)
-        if not a._dtype.is_floating and op in _ARITHMETIC:
-            _check_arithmetic(a._dtype, op)
-        if a._shape == b._shape and (a._compact or a.is_compact()) and \
-                (b._compact or b.is_compact()):
-            out = a._like()
-            a._device.kernels.ewise[op](a._buf, b._buf, out._buf)  # zero-size buffers too
-            return out
-        return _binary_views(a, b, op)
-    if isinstance(b, (Number, np.number)) and not isinstance(b, complex):
-        if not a._dtype.is_floating and op in _ARITHMETIC:
-            _check_arithmetic(a._dtype, op)
+        dtype = a._dtype if a._dtype is b._dtype else _promote(a, b)
+        family = "ewise"
+    elif isinstance(b, _SCALARS) and not isinstance(b, complex):
+        # a float scalar with a float array, the common case, promotes nothing
+        dtype = a._dtype if type(b) is float and a._dtype.is_floating \
+            else _scalar_promote(a._dtype, b)
+        family = "ewise" if op in _NO_SCALAR_KERNEL else "scalar"
+    else:
+        return NotImplemented
+    if op not in _ARITHMETIC or not dtype.is_floating:
+        dtype = _operand_dtype(dtype, op)
+    if op == "sub":
+        _check_sub(a, b)
+    device = a._device
+    out_dtype = _result_dtype(dtype, op, device) if op in _COMPARISONS else dtype
+    kernel = _KERNEL[family, op]
+    if dtype.name not in device.kernel_dtypes[kernel]:
+        check_kernel_dtype(device, kernel, dtype, op)
+    if a._dtype is not dtype:
+        a = a.astype(dtype)
+    if family == "scalar":
         a = a.compact()
-        out = a._like()
-        a._device.kernels.scalar[op](a._buf, b, out._buf)
+        out = a._like() if out_dtype is dtype else a._empty(a._shape, out_dtype, device)
+        device.kernels.scalar[op](a._buf, b, out._buf)
         return out
-    return NotImplemented
+    if not isinstance(b, ArrayBase):
+        b = _scalar(a, b, dtype)
+    elif b._dtype is not dtype:
+        b = b.astype(dtype)
+    if a._shape == b._shape and (a._compact or a.is_compact()) and \
+            (b._compact or b.is_compact()):
+        out = a._like() if out_dtype is dtype else a._empty(a._shape, out_dtype, device)
+        device.kernels.ewise[op](a._buf, b._buf, out._buf)  # zero-size buffers too
+        return out
+    return _binary_views(a, b, op, out_dtype)
 
 
 def binary_operator(op: str) -> Callable[[NDArray, Any], NDArray]:
     """The method behind the operator of ``op`` (``NDArray.__add__`` for "add").
 
-    It runs the common case itself: two compact arrays of one class, device,
-    dtype and shape, where every check of ``binary`` passes by identity tests,
-    and hands anything else to ``binary``. An operator then costs one Python
-    frame, one allocation and one kernel call.
+    It runs the common case itself: float arithmetic between two compact
+    arrays of one class, device, dtype and shape, where every check of
+    ``binary`` passes by identity tests (every backend's arithmetic kernels
+    take its float dtypes), and hands anything else to ``binary``. An
+    operator then costs one Python frame, one allocation and one kernel call.
     """
-    arithmetic = op in _ARITHMETIC
+    fast = op in _ARITHMETIC
 
     def method(a: NDArray, b: Any) -> NDArray:
-        if type(b) is type(a) and a._device is b._device and a._dtype is b._dtype \
-                and a._shape == b._shape and (a._dtype.is_floating or not arithmetic) \
+        if fast and type(b) is type(a) and a._device is b._device and a._dtype is b._dtype \
+                and a._shape == b._shape and a._dtype.is_floating \
                 and (a._compact or a.is_compact()) and (b._compact or b.is_compact()):
             out = a._like()
             a._device.kernels.ewise[op](a._buf, b._buf, out._buf)
@@ -87,17 +163,30 @@ def binary_operator(op: str) -> Callable[[NDArray, Any], NDArray]:
     return method
 
 
-def _binary_views(a: NDArray, b: ArrayBase, op: str) -> NDArray:
-    """``binary`` for checked operands that differ in shape or are not compact."""
+def reversed_operator(op: str) -> Callable[[NDArray, Any], NDArray]:
+    """The reflected method of a non-commutative ``op`` (``__rsub__`` for "sub")."""
+
+    def method(a: NDArray, b: Any) -> NDArray:
+        return reversed_scalar(a, b, op)
+
+    method.__name__ = method.__qualname__ = "r" + op
+    return method
+
+
+def _binary_views(a: NDArray, b: ArrayBase, op: str, out_dtype: DType) -> NDArray:
+    """``binary`` for operands of one dtype that differ in shape or are not compact."""
     shape = a._shape
     if shape != b._shape:
         shape = L.broadcast_shapes(shape, b._shape, op=op)
         a, b = _broadcast_view(a, shape, op), _broadcast_view(b, shape, op)
-    out = a._empty(shape, a._dtype, a._device, op=op)
-    kernels = a._device.kernels
+    out = a._empty(shape, out_dtype, a._device, op=op)
+    device = a._device
+    kernels = device.kernels
     if not out._buf.size:
         return out
-    if not (a.is_compact() and b.is_compact()) and kernels.ewise_strided is not None:
+    if not (a.is_compact() and b.is_compact()) and kernels.ewise_strided is not None \
+            and op not in _NO_SCALAR_KERNEL \
+            and a._dtype.name in device.kernel_dtypes["ewise_strided"]:
         # A broadcast or permuted operand is read where it lies, not copied first.
         kernels.ewise_strided(op, a._buf, b._buf, out._buf, shape, a._strides, a._offset,
                               b._strides, b._offset)
@@ -114,29 +203,88 @@ def _broadcast_view(a: A, shape: tuple[int, ...], op: str) -> A:
 
 
 def reversed_scalar(a: NDArray, value: Any, op: str) -> NDArray:
-    """``value OP a`` for a Python scalar ``value``."""
-    if not isinstance(value, (Number, np.number)):
+    """``value OP a`` for a Python scalar ``value``, promoted as ``a OP value``."""
+    if not isinstance(value, _SCALARS) or isinstance(value, complex):
         return NotImplemented
-    _check_arithmetic(a._dtype, op)
-    a = a.compact()
+    dtype = _operand_dtype(_scalar_promote(a._dtype, value), op)
+    if op == "sub":
+        _check_sub(a, value)
+    if op in _NO_SCALAR_KERNEL:
+        return binary(_scalar(a, value, dtype), a.astype(dtype), op)
+    device = a._device
+    check_kernel_dtype(device, "scalar_r" + op, dtype, op)
+    a = a.astype(dtype).compact()
     out = a._like()
-    a._device.kernels.scalar["r" + op](a._buf, value, out._buf)
+    device.kernels.scalar["r" + op](a._buf, value, out._buf)
     return out
 
 
 def unary(a: NDArray, op: str) -> NDArray:
-    _check_arithmetic(a._dtype, op)
+    """An elementwise op of one array: float functions of integers are computed in
+    the default float dtype, as PyTorch."""
+    dtype = a._dtype
+    if not dtype.is_floating:
+        if op in _FLOAT_UNARY:
+            a = a.astype(DEFAULT_FLOAT)
+            dtype = DEFAULT_FLOAT
+        elif dtype is bool_:
+            if op == "sign":
+                return a.copy()  # sign(True) is True
+            if op in ("neg", "abs"):
+                raise DTypeError(f"{op}: not supported for bool arrays; to invert a mask "
+                                 f"use ~ (bitwise_not) or logical_not")
+    elif op == "bitwise_not":
+        raise DTypeError(f"bitwise_not: needs integer or bool arrays, got {dtype.name}")
+    device = a._device
+    if dtype.name not in device.kernel_dtypes["ewise_" + op]:
+        check_kernel_dtype(device, "ewise_" + op, dtype, op)
     a = a.compact()
     out = a._like()
-    a._device.kernels.ewise[op](a._buf, out._buf)
+    device.kernels.ewise[op](a._buf, out._buf)
     return out
+
+
+def logical_not(a: NDArray) -> NDArray:
+    """``a == 0`` as bool (as ``torch.logical_not``)."""
+    return binary(a, False if a._dtype is bool_ else 0, "eq")
+
+
+def logical_and(a: NDArray, b: Any) -> NDArray:
+    """``(a != 0) & (b != 0)`` as bool."""
+    return binary(_truth(a), _truth(b), "bitwise_and")
+
+
+def logical_or(a: NDArray, b: Any) -> NDArray:
+    """``(a != 0) | (b != 0)`` as bool."""
+    return binary(_truth(a), _truth(b), "bitwise_or")
+
+
+def logical_xor(a: NDArray, b: Any) -> NDArray:
+    """``(a != 0) ^ (b != 0)`` as bool."""
+    return binary(_truth(a), _truth(b), "bitwise_xor")
+
+
+def _truth(a: Any) -> Any:
+    if isinstance(a, ArrayBase):
+        return a if a._dtype is bool_ else binary(a, 0, "ne")  # type: ignore[arg-type]
+    return bool(a)
 
 
 # ---------------------------------------------------------------------- reductions
 def reduce(a: NDArray, axis: Any, keepdims: bool, op: str) -> NDArray:
-    """Reduce ``a`` over ``axis`` (None = all) with the backend's ``reduce_OP``."""
-    if op != "argmax":
-        _check_arithmetic(a._dtype, op)
+    """Reduce ``a`` over ``axis`` (None = all) with the backend's ``reduce_OP``.
+
+    As PyTorch: a sum of bools or integers is int64; max and min keep the
+    dtype; argmax of bools is an error.
+    """
+    if a._dtype is bool_:
+        if op == "sum":
+            a = a.astype(int64)
+        elif op == "argmax":
+            raise DTypeError("argmax: not supported for bool arrays; convert with "
+                             ".astype(int64)")
+    if a._dtype.name not in a._device.kernel_dtypes["reduce_" + op]:
+        check_kernel_dtype(a._device, "reduce_" + op, a._dtype, op)
     return _reduce_axes(a, normalize_axes(axis, a.ndim, op), keepdims, op)
 
 
@@ -174,7 +322,7 @@ def _reduce_broadcast(a: NDArray, axes: tuple[int, ...], op: str) -> NDArray:
     out = _reduce(base, axes, base_kept, prod(base._shape[i] for i in axes), op)
     repeat = prod(a._shape[i] for i in repeated if i in axes)
     if op == "sum" and repeat > 1:
-        out = binary(out, float(repeat), "mul")
+        out = binary(out, repeat, "mul")
     return out if base_kept == kept else out.broadcast_to(kept).compact()
 
 
@@ -188,7 +336,8 @@ def _reduce(a: NDArray, axes: tuple[int, ...], kept: tuple[int, ...], size: int,
         contiguous_block = axes == tuple(range(first, first + len(axes)))
         inner = prod(a._shape[first + len(axes):]) if contiguous_block else 1
         if op == "sum" and contiguous_block and inner > 1 and a.is_compact() \
-                and kernels.reduce_sum_axis is not None:
+                and kernels.reduce_sum_axis is not None \
+                and a._dtype.name in a._device.kernel_dtypes["reduce_sum_axis"]:
             kernels.reduce_sum_axis(a._buf, out._buf, prod(a._shape[:first]), size, inner)
         else:
             rest = tuple(i for i in range(a.ndim) if i not in axes)
@@ -198,7 +347,7 @@ def _reduce(a: NDArray, axes: tuple[int, ...], kept: tuple[int, ...], size: int,
 
 
 def mean(a: NDArray, axis: Any = None, keepdims: bool = False) -> NDArray:
-    _check_arithmetic(a._dtype, "mean")
+    _check_floating(a._dtype, "mean")
     axes = normalize_axes(axis, a.ndim, "mean")
     count = prod(a._shape[i] for i in axes)
     total = _reduce_axes(a, axes, keepdims, "sum")
@@ -220,7 +369,7 @@ def matmul(a: NDArray, b: NDArray) -> NDArray:
     if not isinstance(b, ArrayBase):
         return NotImplemented
     check_same_device_dtype((a, b), "matmul")
-    _check_arithmetic(a._dtype, "matmul")
+    _check_floating(a._dtype, "matmul")
     nda, ndb = len(a._shape), len(b._shape)
     if nda == 0 or ndb == 0:
         raise ShapeError(f"matmul: operands must have at least 1 dim, got shapes {a._shape} "
@@ -339,7 +488,7 @@ def _as_index_array(indices: Any, like: NDArray, op: str) -> ArrayBase:
 # ---------------------------------------------------------------------- fused
 def softmax(a: NDArray, axis: int = -1) -> NDArray:
     """exp(a) / sum(exp(a)) along ``axis``, shifted by the max for stability."""
-    _check_arithmetic(a._dtype, "softmax")
+    _check_floating(a._dtype, "softmax")
     ax = normalize_axis(axis, a.ndim, "softmax")
     kernels = a._device.kernels
     if ax == a.ndim - 1 and kernels.softmax_last is not None and a.size:
@@ -371,7 +520,7 @@ def layer_norm(a: NDArray, weight: NDArray, bias: NDArray, eps: float = 1e-5
                          f"both have shape ({a._shape[-1]},) for input {a._shape} "
                          "(normalised over the last axis)")
     check_same_device_dtype((a, weight, bias), "layer_norm")
-    _check_arithmetic(a._dtype, "layer_norm")
+    _check_floating(a._dtype, "layer_norm")
     size = a._shape[-1]
     stats = a._shape[:-1] + (1,)
     kernels = a._device.kernels
@@ -404,7 +553,8 @@ def erf(a: NDArray) -> NDArray:
     kernels, with absolute error below 1.5e-7 (float32 round-off, not float64
     precision).
     """
-    _check_arithmetic(a._dtype, "erf")
+    if not a._dtype.is_floating:
+        a = a.astype(DEFAULT_FLOAT)
     if "erf" in a._device.kernels.ewise:
         return unary(a, "erf")
     t = 1 / (1 + _ERF_P * a.abs())
@@ -414,7 +564,7 @@ def erf(a: NDArray) -> NDArray:
 
 def logsumexp(a: NDArray, axis: Any = -1, keepdims: bool = False) -> NDArray:
     """log(sum(exp(a))) over ``axis``, stable for large and -inf entries."""
-    _check_arithmetic(a._dtype, "logsumexp")
+    _check_floating(a._dtype, "logsumexp")
     axes = normalize_axes(axis, a.ndim, "logsumexp")
     kernels = a._device.kernels
     if axes == (a.ndim - 1,) and kernels.logsumexp_last is not None and a.size:
@@ -452,3 +602,75 @@ def maximum(a: NDArray, b: Any) -> NDArray:
 def minimum(a: NDArray, b: Any) -> NDArray:
     """Elementwise minimum with broadcasting (NaN propagates)."""
     return binary(a, b, "minimum")
+
+
+# ---------------------------------------------------------------------- masks
+def _as_mask(mask: Any, like: ArrayBase, op: str) -> np.ndarray:
+    """A bool mask (array, numpy array or nested list) as host booleans."""
+    host = mask.numpy() if isinstance(mask, ArrayBase) else np.asarray(mask)
+    if host.dtype != np.bool_:
+        raise DTypeError(f"{op}: a mask must be bool, got {host.dtype}")
+    if isinstance(mask, ArrayBase) and mask._device is not like._device:
+        raise DeviceError(f"{op}: the mask is on {mask._device.name}, the array on "
+                          f"{like._device.name}; move one with .to(device)")
+    return host
+
+
+def mask_indices(mask: Any, shape: tuple[int, ...], like: A, op: str = "getitem") -> A:
+    """The flat positions (int64, on ``like``'s device) of the True entries of a bool
+    ``mask`` covering the leading dims of ``shape``: ``x[mask]`` is
+    ``x.reshape(-1, *shape[mask.ndim:]).take(mask_indices(...), 0)``.
+
+    Raises:
+        DTypeError: the mask is not bool.
+        IndexError: its shape is not a prefix of ``shape`` (as PyTorch).
+    """
+    host = _as_mask(mask, like, op)
+    if host.ndim == 0 or host.shape != shape[:host.ndim]:
+        raise IndexError(f"{op}: the shape of the mask {host.shape} does not match the "
+                         f"leading dims of the indexed array's shape {shape}")
+    flat = np.flatnonzero(host).astype(np.int64)
+    return like._from_host(flat, int64, like._device)
+
+
+def boolean_mask(a: NDArray, mask: Any) -> NDArray:
+    """``a[mask]``: the elements (or trailing sub-arrays) where a bool mask of
+    ``a``'s leading dims is True, in row-major order. Shapes: ``a (*M, *R)``,
+    ``mask (*M)`` -> ``(count, *R)``."""
+    index = mask_indices(mask, a._shape, a, "getitem")
+    lead = mask.ndim if isinstance(mask, ArrayBase) else np.ndim(mask)
+    return take(a.reshape((prod(a._shape[:lead]),) + a._shape[lead:]), index, 0)
+
+
+def index_read(a: NDArray, key: Any) -> NDArray:
+    """``a[key]`` for an array key, as PyTorch: a bool mask selects (``boolean_mask``),
+    an integer array gathers along axis 0 (``take``)."""
+    kind = key._dtype.np.kind if isinstance(key, ArrayBase) else np.asarray(key).dtype.kind
+    if kind == "b":
+        return boolean_mask(a, key)
+    if kind in "iu":
+        return take(a, key, 0)
+    raise DTypeError(f"getitem: an array index must be integer (gather) or bool (mask), "
+                     f"got {key._dtype.name if isinstance(key, ArrayBase) else kind}")
+
+
+def nonzero(a: NDArray) -> NDArray:
+    """The indices of the non-zero entries, as ``torch.nonzero``: int64 of shape
+    ``(count, a.ndim)``, in row-major order."""
+    return a._from_host(np.argwhere(a.numpy()).astype(np.int64), int64, a._device)
+
+
+def masked_fill(a: NDArray, mask: Any, value: Any) -> NDArray:
+    """``a`` with ``value`` where the bool ``mask`` (broadcast to ``a``'s shape) is
+    True; the result keeps ``a``'s dtype, as ``torch.Tensor.masked_fill``."""
+    host = _as_mask(mask, a, "masked_fill")
+    if not isinstance(mask, ArrayBase):
+        # a device without bool (interface v1.0) takes an int64 condition
+        dtype = bool_ if "bool" in a._device.dtypes else int64
+        mask = a._from_host(host.astype(dtype.np), dtype, a._device)
+    if L.broadcast_shapes(mask._shape, a._shape, op="masked_fill") != a._shape:
+        raise ShapeError(f"masked_fill: mask of shape {mask._shape} does not broadcast to "
+                         f"the array's shape {a._shape}")
+    fill = value.astype(a._dtype) if isinstance(value, ArrayBase) else _scalar(a, value,
+                                                                              a._dtype)
+    return where(mask, fill, a)

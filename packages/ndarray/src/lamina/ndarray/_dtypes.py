@@ -1,7 +1,16 @@
-"""The dtypes Lamina knows: float32 (default), float64, and int64 for indices."""
+"""The dtypes Lamina knows, and PyTorch's type promotion between them.
+
+``bool``, ``int64``, ``float32`` (the default float dtype) and ``float64``.
+Promotion follows ``torch.result_type``: operands are ranked by category
+(bool < integer < floating) and, within a category, by size; Python scalars
+and 0-d arrays never raise the dtype of an array with dims within its
+category (``int64 array * 2.5`` is float32, ``float32 array * 2.0`` stays
+float32).
+"""
 
 from __future__ import annotations
 
+from numbers import Number
 from typing import Any
 
 import numpy as np
@@ -10,15 +19,21 @@ from ._errors import DTypeError
 
 
 class DType:
-    """A Lamina dtype; compares equal to its name (``float32 == "float32"``)."""
+    """A Lamina dtype; compares equal to its name (``float32 == "float32"``).
 
-    __slots__ = ("name", "np", "itemsize", "is_floating")
+    Attributes:
+        category: 0 for bool, 1 for integers, 2 for floating point (the order
+            type promotion climbs).
+    """
+
+    __slots__ = ("name", "np", "itemsize", "is_floating", "category")
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.np = np.dtype(name)
         self.itemsize = self.np.itemsize
         self.is_floating = self.np.kind == "f"
+        self.category = {"b": 0, "i": 1, "f": 2}[self.np.kind]
 
     def __repr__(self) -> str:
         return f"lamina.{self.name}"
@@ -39,12 +54,19 @@ class DType:
         return (as_dtype, (self.name,))
 
 
+bool_ = DType("bool")
+int64 = DType("int64")
 float32 = DType("float32")
 float64 = DType("float64")
-int64 = DType("int64")
 
-_BY_NAME = {d.name: d for d in (float32, float64, int64)}
-_ALIASES = {"float": float32, "double": float64, "long": int64}
+DTYPES = (bool_, int64, float32, float64)
+"""Every dtype, in promotion order."""
+
+DEFAULT_FLOAT = float32
+"""What Python floats, int true division and float ops on ints give."""
+
+_BY_NAME = {d.name: d for d in DTYPES}
+_ALIASES = {"float": float32, "double": float64, "long": int64, "bool_": bool_}
 
 
 def as_dtype(dtype: Any, op: str = "dtype") -> DType:
@@ -55,6 +77,8 @@ def as_dtype(dtype: Any, op: str = "dtype") -> DType:
         return float32
     if dtype is int:
         return int64
+    if dtype is bool:
+        return bool_
     if isinstance(dtype, str):
         key: str | None = dtype
     else:
@@ -67,14 +91,93 @@ def as_dtype(dtype: Any, op: str = "dtype") -> DType:
     if key in _ALIASES:
         return _ALIASES[key]
     raise DTypeError(
-        f"{op}: unsupported dtype {dtype!r}; Lamina supports float32, float64 "
-        f"and int64 (for indices and labels)")
+        f"{op}: unsupported dtype {dtype!r}; Lamina supports bool, int64, float32 and float64")
 
 
-def result_dtype(a: DType, b: DType, op: str) -> DType:
-    """The dtype of a binary op between two arrays; mixing float kinds is an error."""
-    if a is b:
-        return a
-    raise DTypeError(
-        f"{op}: dtypes differ, {a.name} (arg 0) and {b.name} (arg 1); "
-        f"convert one with .astype()")
+def promote_types(a: Any, b: Any) -> DType:
+    """The smallest dtype both ``a`` and ``b`` convert to without losing their category
+    (``torch.promote_types``).
+
+    Example:
+        >>> promote_types("bool", "int64"), promote_types("int64", "float32")
+        (lamina.int64, lamina.float32)
+    """
+    x, y = as_dtype(a, "promote_types"), as_dtype(b, "promote_types")
+    if x.category != y.category:
+        return x if x.category > y.category else y
+    return x if x.itemsize >= y.itemsize else y
+
+
+def can_cast(from_: Any, to: Any) -> bool:
+    """Whether ``from_`` converts to ``to`` under PyTorch's casting rule: never to a
+    lower category (float to int, int to bool), any size within one.
+
+    Example:
+        >>> can_cast("int64", "float32"), can_cast("float32", "int64")
+        (True, False)
+    """
+    return as_dtype(from_, "can_cast").category <= as_dtype(to, "can_cast").category
+
+
+def scalar_dtype(value: Any) -> DType | None:
+    """The dtype a Python (or numpy) scalar counts as in promotion; None if not a number."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool_
+    if isinstance(value, (int, np.integer)):
+        return int64
+    if isinstance(value, (float, np.floating)):
+        return DEFAULT_FLOAT
+    return None
+
+
+def _combine(higher: DType | None, lower: DType | None) -> DType | None:
+    """A higher-priority result, raised to a lower-priority one's category only when
+    that one's category is higher (c10's ``combine_categories``)."""
+    if higher is None:
+        return lower
+    if lower is None or higher.is_floating:
+        return higher
+    if higher is bool_ or lower.is_floating:
+        return promote_types(higher, lower)
+    return higher
+
+
+def result_type(*operands: Any) -> DType:
+    """The dtype of an op over ``operands`` (``torch.result_type`` for any number of them).
+
+    Operands are arrays (anything with ``dtype`` and ``ndim``), Python or numpy
+    scalars, or dtypes (which count as arrays with dims). Arrays with dims
+    rank first, then 0-d arrays, then scalars; a lower rank changes the
+    result only when its category is higher, and then to its own dtype, or to
+    the default float dtype for a Python float.
+
+    Raises:
+        TypeError: an operand is none of these.
+
+    Example:
+        >>> from lamina.ndarray import array
+        >>> x = array([1, 2], device="numpy")
+        >>> result_type(x, 2), result_type(x, 2.5), result_type(x, array([1.0], dtype="float64"))
+        (lamina.int64, lamina.float32, lamina.float64)
+    """
+    tiers: list[DType | None] = [None, None, None]
+    for x in operands:
+        if isinstance(x, (DType, str, np.dtype)) or (isinstance(x, type)
+                                                      and x in (bool, int, float)):
+            dt, tier = as_dtype(x, "result_type"), 0
+        elif hasattr(x, "dtype") and hasattr(x, "ndim") and not isinstance(x, np.generic):
+            dt, tier = as_dtype(x.dtype, "result_type"), 0 if x.ndim else 1
+        elif isinstance(x, Number) or isinstance(x, np.generic):
+            found = scalar_dtype(x)
+            if found is None:
+                raise TypeError(f"result_type: unsupported scalar {x!r} of type "
+                                f"{type(x).__name__}")
+            dt, tier = found, 2
+        else:
+            raise TypeError(f"result_type: expected arrays, scalars or dtypes, got "
+                            f"{type(x).__name__}")
+        tiers[tier] = dt if tiers[tier] is None else promote_types(tiers[tier], dt)
+    out = _combine(tiers[0], _combine(tiers[1], tiers[2]))
+    if out is None:
+        raise TypeError("result_type: expected at least one operand")
+    return out

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ._checks import check_device_dtype
-from ._dtypes import DType, as_dtype, float32, int64
+from ._dtypes import DType, as_dtype, bool_, float32, int64
 from ._errors import DTypeError
 from ._registry import Device, get_device
 
@@ -29,9 +29,9 @@ def infer_dtype(raw: np.ndarray, from_numpy: bool) -> DType:
     if kind in "iu":
         return int64
     if kind == "b":
-        return float32
+        return bool_
     raise DTypeError(f"array: cannot make an array from data of dtype {raw.dtype}; "
-                     f"Lamina supports float32, float64 and int64")
+                     f"Lamina supports bool, int64, float32 and float64")
 
 
 _INT64 = np.iinfo(np.int64)

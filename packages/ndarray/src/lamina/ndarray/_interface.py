@@ -21,6 +21,11 @@ from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
 API_VERSION = 1
+API_MINOR_VERSION = 1
+"""Interface v1.1 adds bool and int64 arithmetic: a backend declares
+``api_minor_version = 1`` and, in ``kernel_dtypes``, which dtypes each kernel
+accepts. A v1.0 backend (no ``api_minor_version``) still loads: its
+arithmetic kernels count as accepting its float dtypes only."""
 
 Shape = tuple[int, ...]
 Kernel = Callable[..., Any]
@@ -31,8 +36,12 @@ BINARY_OPS = ("add", "sub", "mul", "div", "power", "maximum", "minimum",
 COMPARISON_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
 REVERSED_SCALAR_OPS = ("rsub", "rdiv", "rpower")
 UNARY_OPS = ("neg", "abs", "exp", "log", "sqrt", "tanh", "sin", "cos", "sign")
-OPTIONAL_UNARY_OPS = ("erf",)
+OPTIONAL_BINARY_OPS = ("floordiv", "remainder", "bitwise_and", "bitwise_or", "bitwise_xor")
+OPTIONAL_UNARY_OPS = ("erf", "bitwise_not")
 REDUCE_OPS = ("sum", "max", "min", "argmax")
+
+V11_KERNELS = tuple(f"ewise_{op}" for op in OPTIONAL_BINARY_OPS + ("bitwise_not",))
+"""The optional kernels interface v1.1 added (a v1.0 backend has none of them)."""
 
 METADATA = ("is_available", "unavailable_reason")
 """Functions every backend has that are not kernels (nor in the table)."""
@@ -72,7 +81,8 @@ class KernelTable:
     matmul: Kernel
     matmul_batched: Kernel
     # families: <family>_<op> by op
-    ewise: Mapping[str, Kernel] = _family(BINARY_OPS + UNARY_OPS, OPTIONAL_UNARY_OPS)
+    ewise: Mapping[str, Kernel] = _family(BINARY_OPS + UNARY_OPS,
+                                                OPTIONAL_BINARY_OPS + OPTIONAL_UNARY_OPS)
     scalar: Mapping[str, Kernel] = _family(BINARY_OPS + REVERSED_SCALAR_OPS)
     reduce: Mapping[str, Kernel] = _family(REDUCE_OPS)
     # optional fast paths (NDArray composes required kernels without them)
@@ -117,6 +127,46 @@ OPTIONAL: tuple[str, ...] = _names(required=False)
 DEVICE_FUNCTIONS = ("device_count", "synchronize", "set_num_threads", "num_threads",
                     "memory_stats", "empty_cache")
 """The optional names that are device functions, not kernels over buffers."""
+
+
+# The kernels interface v1.0 asked to accept float dtypes only (its int64 arrays
+# were for indexing and comparisons); a v1.0 backend is read that way.
+_V10_FLOAT_ONLY = frozenset(
+    [f"{family}_{op}" for family in ("ewise", "scalar")
+     for op in ("add", "sub", "mul", "div", "power", "maximum", "minimum")]
+    + [f"scalar_{op}" for op in REVERSED_SCALAR_OPS]
+    + [f"ewise_{op}" for op in UNARY_OPS + OPTIONAL_UNARY_OPS]
+    + ["reduce_sum", "reduce_max", "reduce_min", "matmul", "matmul_batched", "ewise_strided",
+       "matmul_strided", "reduce_sum_axis", "softmax_last", "logsumexp_last",
+       "layer_norm_last", "im2col", "col2im"])
+
+
+def api_minor_version(backend: object) -> int:
+    """The minor interface version ``backend`` declares (0 when it declares none)."""
+    minor = getattr(backend, "api_minor_version", 0)
+    return minor if isinstance(minor, int) and not isinstance(minor, bool) else 0
+
+
+def kernel_dtypes(backend: object) -> dict[str, frozenset[str]]:
+    """The dtypes each kernel of ``backend`` accepts, by kernel name (``"ewise_add"``).
+
+    A v1.1 backend declares them in ``kernel_dtypes`` (a mapping from kernel
+    name to dtype names); a kernel it does not name accepts every dtype the
+    backend lists. A v1.0 backend's arithmetic kernels accept its float
+    dtypes only, as interface v1.0 specified.
+    """
+    listed = tuple(str(d) for d in getattr(backend, "dtypes", ()))
+    everything = frozenset(listed)
+    none: frozenset[str] = frozenset()  # an optional kernel the backend lacks
+    if api_minor_version(backend) >= 1:
+        declared = dict(getattr(backend, "kernel_dtypes", {}) or {})
+        names = [n for n in REQUIRED + OPTIONAL if n not in METADATA]
+        return {n: none if not hasattr(backend, n)
+                else frozenset(str(d) for d in declared[n]) & everything if n in declared
+                else everything for n in names}
+    floats = frozenset(d for d in listed if d.startswith("float"))
+    return {n: none if not hasattr(backend, n) else floats if n in _V10_FLOAT_ONLY
+            else everything for n in REQUIRED + OPTIONAL if n not in METADATA}
 
 
 def missing_kernels(backend: object) -> list[str]:
@@ -167,7 +217,9 @@ class BackendProtocol(Protocol):
 
     name: str
     api_version: int
+    api_minor_version: int  # 1 from interface v1.1; absent (0) before
     dtypes: tuple[str, ...]
+    kernel_dtypes: Mapping[str, tuple[str, ...]]  # v1.1: kernel name -> accepted dtypes
 
     def is_available(self) -> bool: ...
     def unavailable_reason(self) -> str: ...

@@ -17,10 +17,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from . import _compute
 from ._base import ArrayBase
 from ._compute import binary as _binary
 from ._compute import binary_operator as _operator
+from ._compute import reversed_operator as _reversed
 from ._compute import unary as _unary
 
 Axes = int | tuple[int, ...] | None
@@ -30,6 +33,13 @@ class NDArray(ArrayBase):
     """A strided N-dimensional array on one device (see the module docstring)."""
 
     __slots__ = ()
+
+    def __getitem__(self, key: Any) -> NDArray:
+        """Views for ints, slices, None and ``...``; as PyTorch, a bool array masks
+        (a copy of the selected elements) and an integer array gathers rows."""
+        if isinstance(key, (ArrayBase, list, np.ndarray)):
+            return _compute.index_read(self, key)
+        return ArrayBase.__getitem__(self, key)
 
     # Operators with an array or scalar operand: binary_operator's methods.
     __add__ = __radd__ = _operator("add")
@@ -61,7 +71,18 @@ class NDArray(ArrayBase):
     def __abs__(self) -> NDArray:
         return _unary(self, "abs")
 
-    # comparisons return 1/0 in this array's dtype
+    __floordiv__ = _operator("floordiv")
+    __rfloordiv__ = _reversed("floordiv")
+    __mod__ = _operator("remainder")
+    __rmod__ = _reversed("remainder")
+    __and__ = __rand__ = _operator("bitwise_and")
+    __or__ = __ror__ = _operator("bitwise_or")
+    __xor__ = __rxor__ = _operator("bitwise_xor")
+
+    def __invert__(self) -> NDArray:
+        return _unary(self, "bitwise_not")
+
+    # comparisons return bool (1/0 in the operands' dtype on a v1.0 backend without bool)
     __eq__ = _operator("eq")  # type: ignore[assignment]
     __ne__ = _operator("ne")  # type: ignore[assignment]
     __lt__ = _operator("lt")
@@ -74,6 +95,18 @@ class NDArray(ArrayBase):
 
     def minimum(self, other: Any) -> NDArray:
         return _binary(self, other, "minimum")
+
+    def logical_not(self) -> NDArray:
+        return _compute.logical_not(self)
+
+    def logical_and(self, other: Any) -> NDArray:
+        return _compute.logical_and(self, other)
+
+    def logical_or(self, other: Any) -> NDArray:
+        return _compute.logical_or(self, other)
+
+    def logical_xor(self, other: Any) -> NDArray:
+        return _compute.logical_xor(self, other)
 
     def abs(self) -> NDArray:
         return _unary(self, "abs")
@@ -116,6 +149,12 @@ class NDArray(ArrayBase):
 
     def argmax(self, axis: int | None = None, keepdims: bool = False) -> NDArray:
         return _compute.argmax(self, axis, keepdims)
+
+    def nonzero(self) -> NDArray:
+        return _compute.nonzero(self)
+
+    def masked_fill(self, mask: Any, value: Any) -> NDArray:
+        return _compute.masked_fill(self, mask, value)
 
     def take(self, indices: Any, axis: int = 0) -> NDArray:
         return _compute.take(self, indices, axis)

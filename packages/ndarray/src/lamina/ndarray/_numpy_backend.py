@@ -14,11 +14,11 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ._checks import conv_output_size
-from ._interface import API_VERSION
+from ._interface import API_MINOR_VERSION, API_VERSION
 
 Shape = tuple[int, ...]
 
-_DTYPES = ("float32", "float64", "int64")
+_DTYPES = ("float32", "float64", "int64", "bool")
 _NP_DTYPES = {name: np.dtype(name) for name in _DTYPES}
 
 
@@ -76,15 +76,21 @@ def _check_size(op: str, out: NumpyArray, *arrays: NumpyArray) -> int:
 
 # Ops whose IEEE results (inf, nan) numpy would announce with a RuntimeWarning;
 # only these pay for an errstate context, keeping add/mul/compare cheap.
-_MAY_WARN = frozenset({"div", "power", "log", "sqrt", "exp", "sin", "cos"})
+_MAY_WARN = frozenset({"div", "power", "log", "sqrt", "exp", "sin", "cos", "floordiv",
+                       "remainder"})
 
 BINARY_UFUNCS: dict[str, Any] = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
     "power": np.power, "maximum": np.maximum, "minimum": np.minimum,
     "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
     "gt": np.greater, "ge": np.greater_equal,
+    "floordiv": np.floor_divide, "remainder": np.remainder, "bitwise_and": np.bitwise_and,
+    "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
 }
 """The ufunc behind ``ewise_OP``/``scalar_OP``, for every op of ``BINARY_OPS``."""
+
+
+_COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
 
 
 def _plain(ufunc: Any, x: Any, y: Any, out: np.ndarray) -> None:
@@ -132,9 +138,9 @@ def _binary(op: str) -> tuple[Any, Any]:
             x = x[:n]
         if quiet:
             with np.errstate(all="ignore"):
-                ufunc(x, o.dtype.type(value), out=o, casting=casting)
+                ufunc(x, x.dtype.type(value), out=o, casting=casting)
         else:
-            ufunc(x, o.dtype.type(value), out=o)
+            ufunc(x, x.dtype.type(value), out=o)
 
     ewise.__name__ = ewise.__qualname__ = f"ewise_{op}"
     scalar.__name__ = scalar.__qualname__ = f"scalar_{op}"
@@ -147,7 +153,7 @@ def _reversed(op: str) -> Any:
 
     def scalar(a: NumpyArray, value: float, out: NumpyArray) -> None:
         n = _check_size(f"scalar_r{op}", out, a)
-        _quiet(ufunc, out.data.dtype.type(value), a.data[:n], out.data)
+        _quiet(ufunc, a.data.dtype.type(value), a.data[:n], out.data)
 
     scalar.__name__ = scalar.__qualname__ = f"scalar_r{op}"
     return staticmethod(scalar)
@@ -174,12 +180,34 @@ def _unary(op: str, ufunc: Any) -> Any:
     return staticmethod(ewise)
 
 
+_FLOATS = ("float32", "float64")
+_NUMBERS = ("float32", "float64", "int64")
+_INTEGRAL = ("int64", "bool")
+
+KERNEL_DTYPES: dict[str, tuple[str, ...]] = {
+    **{name: _FLOATS for name in (
+        "ewise_div", "scalar_div", "scalar_rdiv", "ewise_exp", "ewise_log", "ewise_sqrt",
+        "ewise_tanh", "ewise_sin", "ewise_cos", "matmul", "matmul_batched", "matmul_strided",
+        "softmax_last", "logsumexp_last", "layer_norm_last", "im2col", "col2im")},
+    # numpy has no bool loop for these (the ndarray layer casts bool sums to int64)
+    **{name: _NUMBERS for name in (
+        "ewise_sub", "scalar_sub", "scalar_rsub", "ewise_neg", "ewise_abs", "ewise_sign",
+        "ewise_power", "scalar_power", "scalar_rpower", "ewise_floordiv", "ewise_remainder",
+        "reduce_sum", "reduce_sum_axis", "reduce_argmax")},
+    **{f"ewise_{op}": _INTEGRAL for op in ("bitwise_and", "bitwise_or", "bitwise_xor",
+                                           "bitwise_not")},
+}
+"""Interface v1.1: the kernels that accept fewer dtypes than ``dtypes`` lists."""
+
+
 class NumpyBackend:
-    """Interface v1 implemented with numpy (see docs/backend-interface.md)."""
+    """Interface v1.1 implemented with numpy (see docs/backend-interface.md)."""
 
     name = "numpy"
     api_version = API_VERSION
+    api_minor_version = API_MINOR_VERSION
     dtypes = _DTYPES
+    kernel_dtypes = KERNEL_DTYPES
     Array = NumpyArray
 
     @staticmethod
@@ -263,6 +291,12 @@ class NumpyBackend:
     ewise_le, scalar_le = _binary("le")
     ewise_gt, scalar_gt = _binary("gt")
     ewise_ge, scalar_ge = _binary("ge")
+    ewise_floordiv = _binary("floordiv")[0]
+    ewise_remainder = _binary("remainder")[0]
+    ewise_bitwise_and = _binary("bitwise_and")[0]
+    ewise_bitwise_or = _binary("bitwise_or")[0]
+    ewise_bitwise_xor = _binary("bitwise_xor")[0]
+    ewise_bitwise_not = _unary("bitwise_not", np.invert)
     scalar_rsub = _reversed("sub")
     scalar_rdiv = _reversed("div")
     scalar_rpower = _reversed("power")
@@ -283,7 +317,10 @@ class NumpyBackend:
         if ufunc is None:
             raise ValueError(f"ewise_strided: unknown op {op!r}; expected one of "
                              f"{', '.join(BINARY_UFUNCS)}")
-        if a.data.dtype != out.data.dtype or b.data.dtype != out.data.dtype:
+        # v1.1: a comparison may write bool; otherwise out has the operands' dtype
+        if a.data.dtype != b.data.dtype or not (
+                out.data.dtype == a.data.dtype
+                or (op in _COMPARISONS and out.data.dtype == np.bool_)):
             raise TypeError(f"ewise_strided: dtypes differ: {a.data.dtype}, {b.data.dtype} "
                             f"-> {out.data.dtype}")
         shape = tuple(shape)

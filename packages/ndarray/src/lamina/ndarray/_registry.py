@@ -28,11 +28,14 @@ from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
+from ._dtypes import DTYPES
 from ._errors import DeviceError
 from ._interface import (
     API_VERSION,
     BackendProtocol,
     KernelTable,
+    api_minor_version,
+    kernel_dtypes,
     missing_kernels,
     resolve_kernels,
 )
@@ -68,6 +71,7 @@ class BackendInfo:
         reason: why the backend is not available (empty when it is).
         traceback: the original traceback when loading failed, else empty.
         dtypes: the dtypes the backend lists (empty when unknown).
+        api_minor_version: the minor interface version it declares (0 for v1.0).
     """
 
     name: str
@@ -79,6 +83,16 @@ class BackendInfo:
     reason: str
     traceback: str
     dtypes: tuple[str, ...]
+    api_minor_version: int = 0
+
+    @property
+    def lacks(self) -> tuple[str, ...]:
+        """What the backend does not support of Lamina's dtypes: a dtype it does not
+        list, or ``"int64 arithmetic"`` for a v1.0 backend (int64 for indices only)."""
+        out = tuple(d.name for d in DTYPES if d.name not in self.dtypes)
+        if self.api_minor_version < 1 and "int64" in self.dtypes:
+            out += ("int64 arithmetic",)
+        return out
 
     @property
     def plugin(self) -> str:
@@ -101,6 +115,8 @@ class Device:
         kernels: the backend's kernels, resolved once when the device was
             created (optional ones ``None`` where the backend lacks them).
         dtypes: the dtypes the backend lists.
+        kernel_dtypes: the dtypes each kernel accepts, by kernel name (see
+            :func:`lamina.ndarray._interface.kernel_dtypes`).
 
     Example:
         >>> dev = get_device("numpy")
@@ -110,7 +126,8 @@ class Device:
         (True, None)
     """
 
-    __slots__ = ("type", "index", "name", "backend", "kernels", "dtypes", "_plugin")
+    __slots__ = ("type", "index", "name", "backend", "kernels", "dtypes", "kernel_dtypes",
+                 "_plugin")
 
     def __init__(self, type: str, index: int, name: str, backend: BackendProtocol,
                  kernels: KernelTable | None = None, plugin: str = "") -> None:
@@ -120,6 +137,7 @@ class Device:
         self.backend = backend
         self.kernels = resolve_kernels(backend) if kernels is None else kernels
         self.dtypes: tuple[str, ...] = tuple(backend.dtypes)
+        self.kernel_dtypes = kernel_dtypes(backend)
         self._plugin = plugin or type
 
     def __str__(self) -> str:
@@ -270,12 +288,13 @@ def _discover() -> dict[str, EntryPoint]:
 
 
 def _info(ep: EntryPoint, status: str, reason: str = "", tb: str = "",
-          api_version: Any = None, dtypes: tuple[str, ...] = ()) -> BackendInfo:
+          api_version: Any = None, dtypes: tuple[str, ...] = (), minor: int = 0
+          ) -> BackendInfo:
     dist, version = _dist_of(ep)
     if not isinstance(api_version, int) or isinstance(api_version, bool):
         api_version = None
     return BackendInfo(ep.name, dist, version, ep.value, api_version, status, reason, tb,
-                       dtypes)
+                       dtypes, minor)
 
 
 def _describe(exc: BaseException) -> str:
@@ -291,6 +310,7 @@ def _load_entry(ep: EntryPoint) -> tuple[BackendInfo, Any]:
         return _info(ep, "failed", f"import failed: {_describe(exc)}",
                      _traceback.format_exc()), None
     api = getattr(obj, "api_version", None)
+    minor = api_minor_version(obj)
     try:
         dtypes = tuple(str(d) for d in getattr(obj, "dtypes", ()))
     except Exception:
@@ -312,10 +332,11 @@ def _load_entry(ep: EntryPoint) -> tuple[BackendInfo, Any]:
         reason = "" if available else str(obj.unavailable_reason() or "no reason given")
     except Exception as exc:
         return _info(ep, "failed", f"is_available() raised {_describe(exc)}",
-                     _traceback.format_exc(), api, dtypes), None
+                     _traceback.format_exc(), api, dtypes, minor), None
     if not available:
-        return _info(ep, "unavailable", reason, api_version=api, dtypes=dtypes), None
-    return _info(ep, "available", api_version=api, dtypes=dtypes), obj
+        return _info(ep, "unavailable", reason, api_version=api, dtypes=dtypes,
+                     minor=minor), None
+    return _info(ep, "available", api_version=api, dtypes=dtypes, minor=minor), obj
 
 
 def _load(name: str) -> tuple[BackendInfo, Any] | None:

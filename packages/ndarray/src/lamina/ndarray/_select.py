@@ -11,9 +11,9 @@ from typing import Any, TypeVar
 
 from . import _layout as L
 from ._base import ArrayBase
-from ._checks import check_same_device_dtype, normalize_axis
-from ._dtypes import DType, float32, int64
-from ._errors import DeviceError, DTypeError, ShapeError
+from ._checks import check_device_dtype, check_same_device_dtype, normalize_axis
+from ._dtypes import DType, bool_, int64, result_type
+from ._errors import DeviceError, ShapeError
 
 A = TypeVar("A", bound=ArrayBase)
 
@@ -71,25 +71,21 @@ def _scalar(like: A, value: Any, dtype: DType) -> A:
 
 
 def where(cond: A, a: Any, b: Any) -> A:
-    """Elementwise ``a if cond != 0 else b``, broadcasting all three; a or b may be scalars."""
-    ref = a if isinstance(a, ArrayBase) else b
-    if not isinstance(ref, ArrayBase):
-        ref = cond
-        dtype = float32 if not cond.dtype.is_floating else cond.dtype
-    else:
-        dtype = ref.dtype
+    """Elementwise ``a if cond else b`` (``cond != 0`` for a non-bool condition),
+    broadcasting all three; a or b may be scalars. The result has the promoted
+    dtype of a and b (:func:`lamina.ndarray.result_type`)."""
+    dtype = result_type(a, b)
     device = cond.device
     ops = [x if isinstance(x, ArrayBase) else _scalar(cond, x, dtype) for x in (a, b)]
     for i, x in enumerate(ops, 1):
         if x.device is not device:
             raise DeviceError(f"where: arg {i} is on {x.device.name}, the condition on "
                               f"{device.name}")
-        if x.dtype is not dtype:
-            raise DTypeError(f"where: dtypes differ, {ops[0].dtype.name} and "
-                             f"{ops[1].dtype.name}")
+    check_device_dtype(device, dtype, "where")
     shape = L.broadcast_shapes(cond.shape, ops[0].shape, ops[1].shape, op="where")
-    mask = cond if cond.dtype in (dtype, int64) else cond.astype(dtype)
-    c, x, y = (t.broadcast_to(shape).compact() for t in (mask, ops[0], ops[1]))
+    mask = cond if cond.dtype in (dtype, int64, bool_) else cond.astype(dtype)
+    c, x, y = (t.astype(dtype).broadcast_to(shape).compact() if t is not mask
+               else t.broadcast_to(shape).compact() for t in (mask, ops[0], ops[1]))
     out = cond._empty(shape, dtype, device)
     if out.size:
         device.kernels.ewise_where(c._buf, x._buf, y._buf, out._buf)

@@ -18,6 +18,10 @@ from .conv import avg_pool2d, conv2d, im2col, max_pool2d
 from .elementwise import (
     abs,
     add,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
     clamp,
     cos,
     div,
@@ -47,7 +51,16 @@ from .elementwise import (
     tanh,
     where,
 )
-from .index import embedding, getitem, one_hot, scatter_add, take
+from .index import (
+    embedding,
+    getitem,
+    masked_fill,
+    masked_select,
+    nonzero,
+    one_hot,
+    scatter_add,
+    take,
+)
 from .linalg import linear, matmul
 from .normalization import batch_norm, batch_norm_reference, layer_norm, layer_norm_reference
 from .reduce import amax, amin, argmax, log_softmax, logsumexp, mean, softmax, std, sum, var
@@ -81,12 +94,12 @@ COMPOSITES: dict[str, Callable[..., Any]] = {
     fn.__name__: fn for family in _FAMILIES for fn in family.COMPOSITES}
 
 __all__ = [
-    "PRIMITIVES", "COMPOSITES",
+    "PRIMITIVES", "COMPOSITES", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
     "abs", "add", "amax", "amin", "argmax", "avg_pool2d", "batch_norm",
     "batch_norm_reference", "broadcast_to", "cat", "chunk",
     "clamp", "conv2d", "cos", "dilate", "div", "dropout", "embedding", "eq", "erf", "exp",
-    "expand", "flatten", "flip", "ge", "gelu", "gelu_reference", "getitem", "gt", "im2col", "le",
-    "linear", "log",
+    "expand", "flatten", "flip", "ge", "gelu", "gelu_reference", "getitem", "gt", "masked_fill",
+    "masked_select", "nonzero", "im2col", "le", "linear", "log",
     "log_softmax", "logsumexp", "lt", "matmul", "max_pool2d", "maximum", "mean", "minimum",
     "mul", "ne", "neg", "one_hot", "pad", "permute", "pow", "relu", "reshape", "scatter_add",
     "sigmoid", "sign", "sin", "slice_scatter", "softmax", "split", "sqrt", "squeeze", "stack",

@@ -12,11 +12,15 @@ from .._tensor import Tensor
 
 
 def lift(value: Any, like: Tensor) -> Tensor:
-    """``value`` as a Tensor; a Python scalar takes ``like``'s dtype and device."""
+    """``value`` as a Tensor on ``like``'s device. A Python scalar becomes a 0-d
+    tensor of ``result_type(like, value)``: a 0-d operand promotes ``like`` only to
+    a higher category, so ``int_tensor * 2.5`` is float32 and ``float64 * 2.0``
+    stays float64, as in PyTorch."""
     if isinstance(value, Tensor):
         return value
     if isinstance(value, (int, float, bool)):
-        return Tensor._make(nd.full((), value, dtype=like.data.dtype, device=like.data.device))
+        dtype = nd.result_type(like.data, value)
+        return Tensor._make(nd.full((), value, dtype=dtype, device=like.data.device))
     return Tensor(value, dtype=like.dtype, device=like.device)
 
 

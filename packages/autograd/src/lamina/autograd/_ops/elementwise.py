@@ -396,6 +396,11 @@ Lt = _non_differentiable("lt", NDArray.__lt__)
 Le = _non_differentiable("le", NDArray.__le__)
 Gt = _non_differentiable("gt", NDArray.__gt__)
 Ge = _non_differentiable("ge", NDArray.__ge__)
+# integer and bool operands only (a float raises DTypeError), never differentiable
+BitwiseAnd = _non_differentiable("bitwise_and", NDArray.__and__)
+BitwiseOr = _non_differentiable("bitwise_or", NDArray.__or__)
+BitwiseXor = _non_differentiable("bitwise_xor", NDArray.__xor__)
+BitwiseNot = _non_differentiable("bitwise_not", NDArray.__invert__)
 
 
 # Public functions of the primitives. Each takes Tensors or Python numbers.
@@ -554,33 +559,54 @@ def where(cond: Tensor, a: Any, b: Any) -> Tensor:
 
 
 def eq(a: Any, b: Any) -> Tensor:
-    """``a == b`` as 1/0 in the operands' dtype; not differentiable."""
+    """``a == b`` as bool (1/0 in the operands' dtype on a device without bool);
+    not differentiable."""
     return Eq.apply(*operands(a, b, "eq"))
 
 
 def ne(a: Any, b: Any) -> Tensor:
-    """``a != b`` as 1/0; not differentiable."""
+    """``a != b`` as bool; not differentiable."""
     return Ne.apply(*operands(a, b, "ne"))
 
 
 def lt(a: Any, b: Any) -> Tensor:
-    """``a < b`` as 1/0; not differentiable."""
+    """``a < b`` as bool; not differentiable."""
     return Lt.apply(*operands(a, b, "lt"))
 
 
 def le(a: Any, b: Any) -> Tensor:
-    """``a <= b`` as 1/0; not differentiable."""
+    """``a <= b`` as bool; not differentiable."""
     return Le.apply(*operands(a, b, "le"))
 
 
 def gt(a: Any, b: Any) -> Tensor:
-    """``a > b`` as 1/0; not differentiable."""
+    """``a > b`` as bool; not differentiable."""
     return Gt.apply(*operands(a, b, "gt"))
 
 
 def ge(a: Any, b: Any) -> Tensor:
-    """``a >= b`` as 1/0; not differentiable."""
+    """``a >= b`` as bool; not differentiable."""
     return Ge.apply(*operands(a, b, "ge"))
+
+
+def bitwise_and(a: Any, b: Any) -> Tensor:
+    """``a & b`` of integer or bool tensors (logical and on bool)."""
+    return BitwiseAnd.apply(*operands(a, b, "bitwise_and"))
+
+
+def bitwise_or(a: Any, b: Any) -> Tensor:
+    """``a | b`` of integer or bool tensors (logical or on bool)."""
+    return BitwiseOr.apply(*operands(a, b, "bitwise_or"))
+
+
+def bitwise_xor(a: Any, b: Any) -> Tensor:
+    """``a ^ b`` of integer or bool tensors."""
+    return BitwiseXor.apply(*operands(a, b, "bitwise_xor"))
+
+
+def bitwise_not(x: Tensor) -> Tensor:
+    """``~x`` of an integer or bool tensor (logical not on bool)."""
+    return BitwiseNot.apply(x)
 
 
 # Composite ops: built from the primitives above, no backward code of their own.
@@ -631,5 +657,6 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
 
 PRIMITIVES = (Add, Sub, Mul, Div, AddScalar, MulScalar, DivScalar, RSubScalar, RDivScalar,
               Pow, PowScalar, Neg, Exp, Log, Sqrt, Tanh, Sin, Cos, Abs,
-              Relu, Erf, Gelu, Maximum, Minimum, Where, Sign, Eq, Ne, Lt, Le, Gt, Ge)
+              Relu, Erf, Gelu, Maximum, Minimum, Where, Sign, Eq, Ne, Lt, Le, Gt, Ge,
+              BitwiseAnd, BitwiseOr, BitwiseXor, BitwiseNot)
 COMPOSITES = (sigmoid, gelu_reference, clamp, dropout)

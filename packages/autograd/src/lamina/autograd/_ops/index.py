@@ -16,6 +16,7 @@ from lamina.ndarray import DTypeError, NDArray
 from .._function import Function
 from .._tensor import Tensor
 from ._util import normalize_axis
+from .elementwise import Where
 from .shape import Slice
 
 
@@ -97,15 +98,36 @@ def _is_index_array(k: Any) -> bool:
     return isinstance(k, (Tensor, NDArray, list, np.ndarray))
 
 
+def _is_mask(k: Any) -> bool:
+    data = k.data if isinstance(k, Tensor) else k
+    if isinstance(data, NDArray):
+        return data.dtype == nd.bool_
+    return isinstance(k, (list, np.ndarray)) and np.asarray(k).dtype == np.bool_
+
+
+def masked_select(x: Tensor, mask: Any) -> Tensor:
+    """``x[mask]`` for a bool mask of ``x``'s leading dims: the selected elements
+    (or trailing sub-tensors) in row-major order, differentiable as a ``take``.
+    Shapes: ``x (*M, *R)``, ``mask (*M)`` -> ``(count, *R)``."""
+    data = mask.data if isinstance(mask, Tensor) else mask
+    index = nd.mask_indices(data, x.shape, x.data, "getitem")
+    lead = data.ndim if isinstance(data, NDArray) else np.ndim(data)
+    return take(x.reshape((int(np.prod(x.shape[:lead])),) + x.shape[lead:]), index, 0)
+
+
 def getitem(x: Tensor, key: Any) -> Tensor:
-    """``x[key]``: ints, slices (any step), None, Ellipsis, and one integer array.
+    """``x[key]``: ints, slices (any step), None, Ellipsis, one integer array, or a
+    bool mask.
 
     An integer array (Tensor, list or numpy array) gathers along its axis with
     ``take``; it may follow only full slices (``x[:, idx]``), and later
-    entries index what remains.
+    entries index what remains. A bool mask of ``x``'s leading dims, alone,
+    selects as PyTorch's ``x[mask]`` (see :func:`masked_select`).
     """
     if type(key) is int or type(key) is slice:  # the common cases: a view, nothing to sort out
         return Slice.apply(x, key=key)
+    if _is_mask(key):
+        return masked_select(x, key)
     parts = key if isinstance(key, tuple) else (key,)
     arrays = [i for i, k in enumerate(parts) if _is_index_array(k)]
     if not arrays:
@@ -121,5 +143,33 @@ def getitem(x: Tensor, key: Any) -> Tensor:
     return Slice.apply(out, key=(slice(None),) * (out.ndim - x.ndim + p + 1) + rest)
 
 
+def masked_fill(x: Tensor, mask: Any, value: Any) -> Tensor:
+    """``x`` with ``value`` where the bool ``mask`` (broadcast to ``x``'s shape) is
+    True, keeping ``x``'s dtype as PyTorch; differentiable in ``x`` (and in a
+    0-d Tensor ``value``)."""
+    if not isinstance(mask, Tensor):
+        host = np.asarray(mask)
+        if host.dtype != np.bool_:
+            raise DTypeError(f"masked_fill: the mask must be bool, got {host.dtype}")
+        # a device without bool (interface v1.0) takes an int64 condition
+        dtype = nd.bool_ if "bool" in x.data.device.dtypes else nd.int64
+        mask = Tensor._make(nd.array(host.astype(dtype.np), dtype=dtype, device=x.data.device))
+    elif mask.dtype != nd.bool_:
+        raise DTypeError(f"masked_fill: the mask must be bool, got {mask.dtype}")
+    if nd.broadcast_shapes(mask.shape, x.shape, op="masked_fill") != x.shape:
+        raise nd.ShapeError(f"masked_fill: mask of shape {mask.shape} does not broadcast to "
+                            f"the tensor's shape {x.shape}")
+    if isinstance(value, Tensor):
+        fill = value.to(dtype=x.dtype)
+    else:
+        fill = Tensor._make(nd.full((), value, dtype=x.dtype, device=x.data.device))
+    return Where.apply(mask, fill, x)
+
+
+def nonzero(x: Tensor) -> Tensor:
+    """Indices of the non-zero entries, ``(count, x.ndim)`` int64 (not differentiable)."""
+    return Tensor._make(nd.nonzero(x.data))
+
+
 PRIMITIVES = (Take, ScatterAdd, OneHot)
-COMPOSITES = (embedding, getitem)
+COMPOSITES = (embedding, getitem, masked_select, masked_fill, nonzero)

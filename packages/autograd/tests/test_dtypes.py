@@ -1,0 +1,135 @@
+"""Tensor dtypes against PyTorch: promotion through every binary op, gradients in
+each input's own dtype, bool results, int64 arithmetic, and the conversions."""
+
+from __future__ import annotations
+
+import itertools
+import operator
+
+import lamina.autograd as ag
+import lamina.ndarray as nd
+import numpy as np
+import pytest
+import torch
+from conftest import DEVICES
+
+TORCH = {"bool": torch.bool, "int64": torch.int64, "float32": torch.float32,
+         "float64": torch.float64}
+DTYPES = tuple(TORCH)
+OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
+       "div": operator.truediv, "pow": operator.pow, "maximum": "maximum",
+       "minimum": "minimum", "eq": operator.eq, "lt": operator.lt, "ge": operator.ge}
+
+
+def _int_devices() -> list[str]:
+    """Devices whose add kernel takes int64 (interface v1.1)."""
+    return [d for d in DEVICES if "int64" in nd.get_device(d).kernel_dtypes["ewise_add"]]
+
+
+def _apply(op, lib, a, b):
+    fn = OPS[op]
+    return getattr(lib, fn)(a, b) if isinstance(fn, str) else fn(a, b)
+
+
+def _values(dtype: str, shape) -> np.ndarray:
+    rng = np.random.default_rng(abs(hash((dtype, shape))) % 2**32)
+    if dtype == "bool":
+        return rng.integers(0, 2, shape).astype(bool)
+    return rng.integers(1, 4, shape).astype(dtype)
+
+
+@pytest.mark.parametrize("device", _int_devices())
+@pytest.mark.parametrize("op", sorted(OPS))
+@pytest.mark.parametrize("da,db", list(itertools.product(DTYPES, repeat=2)))
+def test_binary_ops_promote_and_grads_keep_each_inputs_dtype(device, op, da, db):
+    if not {da, db} <= set(nd.get_device(device).dtypes):
+        pytest.skip(f"device {device} lists no {da} or {db}")
+    x, y = _values(da, (2, 3)), _values(db, (3,))
+    tx, ty = torch.from_numpy(x.copy()), torch.from_numpy(y.copy())
+    for t in (tx, ty):
+        t.requires_grad_(t.dtype.is_floating_point)
+    try:
+        want = _apply(op, torch, tx, ty)
+    except RuntimeError:
+        with pytest.raises(nd.DTypeError):
+            _apply(op, ag, ag.tensor(x, device=device), ag.tensor(y, device=device))
+        return
+    a = ag.tensor(x, device=device, requires_grad=x.dtype.kind == "f")
+    b = ag.tensor(y, device=device, requires_grad=y.dtype.kind == "f")
+    try:
+        got = _apply(op, ag, a, b)
+    except nd.DTypeError as exc:  # only a backend without the kernel (cpu: int64 power)
+        assert device != "numpy" and f"device {device} has no " in str(exc), exc
+        return
+    expected = str(want.dtype).removeprefix("torch.")
+    if expected == "bool" and "bool" not in nd.get_device(device).dtypes:
+        expected = str(torch.promote_types(tx.dtype, ty.dtype)).removeprefix("torch.")
+    assert got.dtype == expected, (op, da, db, got.dtype)
+    np.testing.assert_allclose(got.detach().numpy().astype(float), want.detach().double().numpy(),
+                               rtol=1e-6)
+    assert got.requires_grad == want.requires_grad
+    if want.requires_grad:
+        try:
+            want.sum().backward()
+        except RuntimeError:  # PyTorch's pow backward subtracts from a bool exponent
+            assert op == "pow" and db == "bool"
+            return
+        got.sum().backward()
+        for leaf, tleaf in ((a, tx), (b, ty)):
+            if tleaf.grad is not None:
+                assert leaf.grad.dtype == leaf.dtype  # each input's own dtype
+                np.testing.assert_allclose(leaf.grad.numpy(), tleaf.grad.numpy(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("device", _int_devices())
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("value", [True, 2, 2.5], ids=repr)
+@pytest.mark.parametrize("op", ["add", "mul", "div", "lt"])
+def test_python_scalars_as_pytorch(device, dtype, value, op):
+    if dtype not in nd.get_device(device).dtypes:
+        pytest.skip(f"device {device} lists no {dtype}")
+    x = _values(dtype, (4,))
+    want = _apply(op, torch, torch.from_numpy(x.copy()), value)
+    got = _apply(op, ag, ag.tensor(x, device=device), value)
+    expected = str(want.dtype).removeprefix("torch.")
+    if expected == "bool" and "bool" not in nd.get_device(device).dtypes:
+        return  # 1/0 in the compared dtype on a backend without bool
+    assert got.dtype == expected, (op, dtype, value, got.dtype)
+    np.testing.assert_allclose(got.numpy().astype(float), want.double().numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("device", _int_devices())
+def test_the_issues_lines(device):
+    x = ag.tensor([1, 2], device=device) * 2
+    assert x.dtype == ag.int64 and x.tolist() == [2, 4]
+    mixed = ag.tensor(np.ones(2, np.float32), device=device) * ag.tensor(np.ones(2),
+                                                                         device=device)
+    assert mixed.dtype == ag.float64
+    logits = ag.tensor([[0.1, 0.9], [0.8, 0.2], [0.3, 0.7]], device=device)
+    y = ag.tensor([1, 0, 0], device=device)
+    acc = (logits.argmax(1) == y).sum()
+    assert acc.dtype == ag.int64 and acc.item() == 2
+
+
+def test_only_float_tensors_require_grad():
+    for make in (lambda: ag.tensor([1, 2], requires_grad=True),
+                 lambda: ag.tensor([1, 2]).requires_grad_()):
+        with pytest.raises(nd.DTypeError, match="Only Tensors of floating point dtype can "
+                           "require gradients, got lamina.int64; convert with .float()"):
+            make()
+    with pytest.raises(RuntimeError, match="Only Tensors of floating point"):
+        torch.tensor([1, 2], requires_grad=True)
+
+
+def test_conversions_and_promotion_helpers():
+    x = ag.tensor([0.0, 1.5, -2.0], device="numpy")
+    assert x.long().tolist() == [0, 1, -2] and x.long().dtype == ag.int64
+    assert x.bool().tolist() == [False, True, True] and x.bool().dtype == ag.bool
+    assert x.double().dtype == ag.float64 and x.long().float().dtype == ag.float32
+    assert ag.result_type(x.long(), 2.5) == ag.float32
+    assert ag.result_type(x, x.double()) == ag.float64
+    assert ag.promote_types("bool", "int64") == ag.int64
+    assert ag.can_cast("int64", "float32") and not ag.can_cast("float32", "int64")
+    w = ag.tensor([1.0, 2.0], device="numpy", requires_grad=True)
+    (w.double() * 3).sum().backward()  # the conversion is differentiable
+    assert w.grad.dtype == ag.float32 and w.grad.tolist() == [3.0, 3.0]
