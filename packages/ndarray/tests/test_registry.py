@@ -179,7 +179,7 @@ def test_list_backends_statuses_and_reasons(fakes):
     assert out["fakegpu"]["reason"] == "no CUDA-capable device is detected"
     assert out["fakegpu"]["traceback"] == ""
     assert out["numpy"]["distribution"] == "lamina-ndarray"
-    assert out["numpy"]["dtypes"] == ["float32", "float64", "int64"]
+    assert out["numpy"]["dtypes"] == ["float32", "float64", "int64", "bool"]
     assert out["multi"]["reason"] == ""
 
 
@@ -272,10 +272,11 @@ def test_main_prints_the_table(fakes):
     proc = run(fakes, "")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[0].split() == ["name", "distribution", "version", "api", "dtypes", "status"]
+    assert lines[0].split() == ["name", "distribution", "version", "api", "dtypes", "lacks",
+                                "status"]
     rows = {line.split()[0]: line for line in lines[1:] if line.strip()}
-    assert rows["numpy"].split() == ["numpy", "lamina-ndarray", "0.1.0", "1",
-                                     "float32,float64,int64", "available"]
+    assert rows["numpy"].split() == ["numpy", "lamina-ndarray", "0.1.0", "1.1",
+                                     "float32,float64,int64,bool", "-", "available"]
     assert rows["fakegpu"].endswith("unavailable: no CUDA-capable device is detected")
     assert "failed: import failed: ImportError: libfake.so.1" in rows["broken"]
     assert rows["broken"].split()[1:4] == ["fake-broken", "0.1", "?"]
