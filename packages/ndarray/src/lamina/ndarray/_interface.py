@@ -136,8 +136,8 @@ _V10_FLOAT_ONLY = frozenset(
      for op in ("add", "sub", "mul", "div", "power", "maximum", "minimum")]
     + [f"scalar_{op}" for op in REVERSED_SCALAR_OPS]
     + [f"ewise_{op}" for op in UNARY_OPS + OPTIONAL_UNARY_OPS]
-    + ["reduce_sum", "reduce_max", "reduce_min", "matmul", "matmul_batched", "ewise_strided",
-       "matmul_strided", "reduce_sum_axis", "softmax_last", "logsumexp_last",
+    + ["reduce_sum", "reduce_max", "reduce_min", "reduce_argmax", "matmul", "matmul_batched",
+       "ewise_strided", "matmul_strided", "reduce_sum_axis", "softmax_last", "logsumexp_last",
        "layer_norm_last", "im2col", "col2im"])
 
 
