@@ -19,6 +19,8 @@ def device_dtypes() -> list[tuple[str, str]]:
             if dt in _DTYPES[dev]]
 
 
-def float64_device() -> str:
-    """A device that supports float64 (numpy always does)."""
-    return next(dev for dev in DEVICES if "float64" in _DTYPES[dev])
+def float64_device(kernel: str | None = None) -> str:
+    """A device that supports float64 (numpy always does), in ``kernel`` too when given
+    (an optional kernel, such as the records' ``kernel``)."""
+    return next(dev for dev in DEVICES if "float64" in _DTYPES[dev] and (
+        kernel is None or "float64" in nd.get_device(dev).kernel_dtypes[kernel]))

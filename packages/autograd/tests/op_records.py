@@ -221,6 +221,25 @@ def _torch_lstm_layer(xp: torch.Tensor, h: torch.Tensor, c: torch.Tensor,
     return torch.stack(outs)
 
 
+def _torch_prod(x: torch.Tensor, dim: Any = None, keepdim: bool = False) -> torch.Tensor:
+    """torch.prod over an int, a tuple (one axis at a time: torch takes one) or all."""
+    if dim is None:
+        out = torch.prod(x)
+        return out.reshape((1,) * x.ndim) if keepdim else out
+    for d in sorted({d % x.ndim for d in ((dim,) if isinstance(dim, int) else dim)},
+                    reverse=True):
+        x = torch.prod(x, d, keepdim=True)
+    return x if keepdim else x.squeeze(dim)
+
+
+def zeros_at(a: np.ndarray, *where: tuple[int, ...]) -> np.ndarray:
+    """``a`` with zeros at the given positions (prod's gradient steps around them)."""
+    a = a.copy()
+    for i in where:
+        a[i] = 0.0
+    return a
+
+
 def _batch_norm(x: Any, w: Any, b: Any, rm: Any = None, rv: Any = None,
                 eps: float = 1e-5) -> Any:
     """Batch statistics without running ones; the given (running) ones otherwise."""
@@ -321,6 +340,26 @@ RECORDS: list[OpRecord] = [
               S(r(2, 3), dim=-1), S(r())],
              errors=[ErrorSample(S(r(2, 3), dim=2), ShapeError, "sum: dim 2")],
              second_order=True),
+    # prod's inputs stay away from 0 (its rule divides there) except where a sample puts
+    # zeros: one in a slice (the gradient there is the product of the others), two
+    # (zero gradient), none (out / x)
+    OpRecord("prod", ag.prod, _torch_prod,
+             [S(away(3, 4)), S(away(3, 4), dim=1), S(away(2, 3, 4), dim=(0, 2), keepdim=True),
+              S(away(2, 3), dim=-1), S(away()), S(away(4), dim=0, keepdim=True),
+              S(zeros_at(away(3, 4), (1, 2))), S(zeros_at(away(3, 4), (1, 2), (2, 0))),
+              S(zeros_at(away(3, 4), (0, 1), (0, 3), (2, 0)), dim=1),
+              S(zeros_at(away(3, 4), (0, 1), (0, 3), (2, 0)), dim=0),
+              S(zeros_at(away(2, 3, 4), (0, 1, 2), (1, 1, 0), (1, 2, 3)), dim=(0, 2))],
+             errors=[ErrorSample(S(r(2, 3), dim=2), ShapeError, "prod: dim 2"),
+                     ErrorSample(S(r(2, 3), dim=0, axis=1), TypeError,
+                                 "prod: got both dim=0 and axis=1")],
+             second_order=True, kernel="reduce_prod"),
+    OpRecord("cumsum", ag.cumsum, torch.cumsum,
+             [S(r(3, 4), 1), S(r(3, 4), 0), S(r(2, 3, 4), dim=-2), S(r(5), dim=0),
+              S(r(), 0), S(r(2, 0, 3), 1)],
+             errors=[ErrorSample(S(r(2, 3), 2), ShapeError, "cumsum: dim 2 is out of range"),
+                     ErrorSample(S(r(2, 3)), TypeError, "cumsum: missing the dim argument")],
+             second_order=True, kernel="cumsum_last"),
     OpRecord("mean", ag.mean, torch.mean,
              [S(r(3, 4)), S(r(3, 4), dim=0), S(r(2, 3, 4), dim=(1, 2), keepdim=True)]),
     OpRecord("amax", ag.amax, torch.amax,

@@ -19,7 +19,7 @@ SECOND_ORDER = [pytest.param(rec, id=rec.name) for rec in RECORDS if rec.second_
 
 def _as_function(rec: OpRecord, sample: Sample) -> tuple[Callable[..., Any], list[ag.Tensor]]:
     """``rec.fn`` as a function of its differentiable inputs only, and those inputs."""
-    args, _, leaves = build(rec, sample, float64_device(), "float64")
+    args, _, leaves = build(rec, sample, float64_device(rec.kernel), "float64")
     slots = [i for i, a in enumerate(args) if any(a is x for x, _ in leaves)]
 
     def fn(*xs: ag.Tensor) -> Any:

@@ -13,11 +13,13 @@ from lamina.ndarray._interface import (
     METADATA,
     OPTIONAL,
     OPTIONAL_BINARY_OPS,
+    OPTIONAL_REDUCE_OPS,
     OPTIONAL_UNARY_OPS,
     REDUCE_OPS,
     REQUIRED,
     REVERSED_SCALAR_OPS,
     UNARY_OPS,
+    V11_KERNELS,
     resolve_kernels,
 )
 from lamina.ndarray._numpy_backend import BINARY_UFUNCS
@@ -34,8 +36,10 @@ def test_names_derive_from_the_table() -> None:
     assert set(METADATA) <= set(REQUIRED) and set(DEVICE_FUNCTIONS) <= set(OPTIONAL)
     singles = {f.name for f in fields(KernelTable) if "ops" not in f.metadata}
     optional = {f.name for f in fields(KernelTable) if f.default is None}
-    optional_ops = {f"ewise_{op}" for op in OPTIONAL_BINARY_OPS + OPTIONAL_UNARY_OPS}
-    assert optional_ops <= set(OPTIONAL)
+    optional_ops = ({f"ewise_{op}" for op in OPTIONAL_BINARY_OPS + OPTIONAL_UNARY_OPS}
+                    | {f"reduce_{op}" for op in OPTIONAL_REDUCE_OPS})
+    assert optional_ops <= set(OPTIONAL) and set(V11_KERNELS) <= set(OPTIONAL)
+    assert {"reduce_prod", "cumsum_last"} <= set(V11_KERNELS)
     assert optional == set(OPTIONAL) - optional_ops
     assert singles - optional == set(REQUIRED) - set(METADATA) - {
         n for n in REQUIRED if n.split("_")[0] in ("ewise", "scalar", "reduce")
@@ -58,6 +62,8 @@ def test_table_of_the_numpy_device() -> None:
     assert table.ewise["add"] is numpy_backend.ewise_add
     assert table.scalar["rsub"] is numpy_backend.scalar_rsub
     assert table.reduce["argmax"] is numpy_backend.reduce_argmax
+    assert table.reduce["prod"] is numpy_backend.reduce_prod
+    assert table.cumsum_last is numpy_backend.cumsum_last
     assert "erf" not in table.ewise and table.softmax_last is numpy_backend.softmax_last
     assert table.set_num_threads is None and table.memory_stats is None
     with pytest.raises(TypeError):

@@ -64,6 +64,7 @@ from ._ops import (
     clamp,
     conv2d,
     cos,
+    cumsum,
     dilate,
     div,
     dropout,
@@ -100,6 +101,7 @@ from ._ops import (
     pad,
     permute,
     pow,
+    prod,
     relu,
     reshape,
     scatter_add,
@@ -148,7 +150,7 @@ __all__ = [
     "minimum", "mul", "ne", "neg", "nonzero", "one_hot",
     "pad", "permute", "pow", "relu", "reshape", "scatter_add", "sigmoid", "sign", "sin",
     "softmax", "split", "sqrt", "squeeze", "stack", "std", "sub", "sum", "take", "tanh",
-    "transpose", "undilate", "unsqueeze", "var", "view", "where",
+    "transpose", "undilate", "unsqueeze", "var", "view", "where", "cumsum", "prod",
     # recurrent layers
     "lstm_layer",
     # normalisation

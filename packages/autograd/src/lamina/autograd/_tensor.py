@@ -501,6 +501,12 @@ class Tensor:
     def mean(self, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:
         return F.mean(self, dim, keepdim, **numpy_names)
 
+    def prod(self, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:
+        return F.prod(self, dim, keepdim, **numpy_names)
+
+    def cumsum(self, dim: Any = None, **numpy_names: Any) -> Tensor:
+        return F.cumsum(self, dim, **numpy_names)
+
     def max(self, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:
         """Maximum over ``dim`` (values only, like ``torch.amax``)."""
         return F.amax(self, dim, keepdim, **numpy_names)

@@ -52,6 +52,7 @@ from ._creation import (
     randn,
     zeros,
 )
+from ._cumulative import cumsum
 from ._dtypes import (
     DType,
     as_dtype,
@@ -86,8 +87,8 @@ __all__ = [
     "Device", "DeviceError", "KernelTable", "NDArray", "ShapeError", "arange", "argmax",
     "array", "as_dtype", "bool", "bool_", "boolean_mask", "broadcast_shapes", "can_cast",
     "check_device_dtype", "check_kernel_dtype", "check_same_device_dtype", "col2im",
-    "concatenate", "conv_output_size", "default_device", "empty", "erf", "float32", "float64",
-    "from_dlpack", "full", "generator", "get_device", "im2col", "int64", "layer_norm",
+    "concatenate", "conv_output_size", "cumsum", "default_device", "empty", "erf", "float32",
+    "float64", "from_dlpack", "full", "generator", "get_device", "im2col", "int64", "layer_norm",
     "list_backends", "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp",
     "manual_seed", "mask_indices", "masked_fill", "matmul", "maximum", "mean", "minimum",
     "nonzero", "normalize_axes", "normalize_axis", "normalize_permutation", "one_hot", "ones",

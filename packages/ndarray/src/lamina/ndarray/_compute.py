@@ -274,11 +274,12 @@ def _truth(a: Any) -> Any:
 def reduce(a: NDArray, axis: Any, keepdims: bool, op: str) -> NDArray:
     """Reduce ``a`` over ``axis`` (None = all) with the backend's ``reduce_OP``.
 
-    As PyTorch: a sum of bools or integers is int64; max and min keep the
-    dtype; argmax of bools is an error.
+    As PyTorch: a sum or product of bools or integers is int64; max and min
+    keep the dtype; argmax of bools is an error. A product over no elements
+    is 1, a sum 0; ``prod`` needs the backend's optional ``reduce_prod``.
     """
     if a._dtype is bool_:
-        if op == "sum":
+        if op in ("sum", "prod"):
             a = a.astype(int64)
         elif op == "argmax":
             raise DTypeError("argmax: not supported for bool arrays; convert with "
@@ -292,10 +293,12 @@ def _reduce_axes(a: NDArray, axes: tuple[int, ...], keepdims: bool, op: str) -> 
     """``reduce`` over axes already normalised, of a dtype already checked."""
     kept = tuple(n for i, n in enumerate(a._shape) if i not in axes)
     size = prod(a._shape[i] for i in axes)
-    if size == 0 and op != "sum" and all(kept):
+    if size == 0 and op not in ("sum", "prod") and all(kept):
         where = f"axis {axes[0]}" if len(axes) == 1 else f"axes {axes}"
         raise ShapeError(f"{op}: cannot reduce an empty axis (shape {a._shape}, {where})")
-    if prod(a._shape) and any(s == 0 and n > 1 for n, s in zip(a._shape, a._strides)):
+    # a product over a broadcast dim needs scalar_power (a v1.0 backend's is float-only)
+    if prod(a._shape) and any(s == 0 and n > 1 for n, s in zip(a._shape, a._strides)) \
+            and (op != "prod" or a._dtype.name in a._device.kernel_dtypes["scalar_power"]):
         out = _reduce_broadcast(a, axes, op)
     else:
         out = _reduce(a, axes, kept, size, op)
@@ -309,10 +312,11 @@ def _reduce_broadcast(a: NDArray, axes: tuple[int, ...], op: str) -> NDArray:
     """Reduce a view with stride-0 (broadcast) dims without materialising them.
 
     Such a dim repeats one value: reduce the view with those dims at size 1,
-    multiply a sum by the repeat count, and broadcast the (output-sized)
-    result back over the kept ones (an argmax over a repeated dim is 0, the
-    first of equal values, as over a dim of size 1). Memory stays that of the
-    un-broadcast input plus the output, however large the broadcast.
+    multiply a sum by the repeat count (raise a product to that power), and
+    broadcast the (output-sized) result back over the kept ones (an argmax
+    over a repeated dim is 0, the first of equal values, as over a dim of
+    size 1). Memory stays that of the un-broadcast input plus the output,
+    however large the broadcast.
     """
     repeated = [i for i, (n, s) in enumerate(zip(a._shape, a._strides)) if s == 0 and n > 1]
     kept = tuple(n for i, n in enumerate(a._shape) if i not in axes)
@@ -321,8 +325,8 @@ def _reduce_broadcast(a: NDArray, axes: tuple[int, ...], op: str) -> NDArray:
     base_kept = tuple(n for i, n in enumerate(base._shape) if i not in axes)
     out = _reduce(base, axes, base_kept, prod(base._shape[i] for i in axes), op)
     repeat = prod(a._shape[i] for i in repeated if i in axes)
-    if op == "sum" and repeat > 1:
-        out = binary(out, repeat, "mul")
+    if op in ("sum", "prod") and repeat > 1:
+        out = binary(out, repeat, "mul" if op == "sum" else "power")
     return out if base_kept == kept else out.broadcast_to(kept).compact()
 
 

@@ -39,8 +39,10 @@ UNARY_OPS = ("neg", "abs", "exp", "log", "sqrt", "tanh", "sin", "cos", "sign")
 OPTIONAL_BINARY_OPS = ("floordiv", "remainder", "bitwise_and", "bitwise_or", "bitwise_xor")
 OPTIONAL_UNARY_OPS = ("erf", "bitwise_not")
 REDUCE_OPS = ("sum", "max", "min", "argmax")
+OPTIONAL_REDUCE_OPS = ("prod",)
 
-V11_KERNELS = tuple(f"ewise_{op}" for op in OPTIONAL_BINARY_OPS + ("bitwise_not",))
+V11_KERNELS = (tuple(f"ewise_{op}" for op in OPTIONAL_BINARY_OPS + ("bitwise_not",))
+               + tuple(f"reduce_{op}" for op in OPTIONAL_REDUCE_OPS) + ("cumsum_last",))
 """The optional kernels interface v1.1 added (a v1.0 backend has none of them)."""
 
 METADATA = ("is_available", "unavailable_reason")
@@ -84,7 +86,9 @@ class KernelTable:
     ewise: Mapping[str, Kernel] = _family(BINARY_OPS + UNARY_OPS,
                                                 OPTIONAL_BINARY_OPS + OPTIONAL_UNARY_OPS)
     scalar: Mapping[str, Kernel] = _family(BINARY_OPS + REVERSED_SCALAR_OPS)
-    reduce: Mapping[str, Kernel] = _family(REDUCE_OPS)
+    reduce: Mapping[str, Kernel] = _family(REDUCE_OPS, OPTIONAL_REDUCE_OPS)
+    # v1.1, optional without a composite: an op needing it raises DTypeError where absent
+    cumsum_last: Kernel | None = _optional()
     # optional fast paths (NDArray composes required kernels without them)
     ewise_strided: Kernel | None = _optional()
     matmul_strided: Kernel | None = _optional()

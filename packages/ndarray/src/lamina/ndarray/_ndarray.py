@@ -25,6 +25,7 @@ from ._compute import binary as _binary
 from ._compute import binary_operator as _operator
 from ._compute import reversed_operator as _reversed
 from ._compute import unary as _unary
+from ._cumulative import cumsum as _cumsum
 
 Axes = int | tuple[int, ...] | None
 
@@ -143,6 +144,25 @@ class NDArray(ArrayBase):
 
     def min(self, axis: Axes = None, keepdims: bool = False) -> NDArray:
         return _compute.reduce(self, axis, keepdims, "min")
+
+    def prod(self, axis: Axes = None, keepdims: bool = False) -> NDArray:
+        """The product over ``axis`` (an int, a tuple, or None for all axes).
+
+        Shapes: ``(N, C, L)`` with ``axis=1`` -> ``(N, L)``, ``(N, 1, L)`` with
+        ``keepdims``. As PyTorch, bool and int64 give int64 and floats keep
+        their dtype; an empty product is 1. Needs the backend's optional
+        ``reduce_prod`` (``DTypeError`` naming the device otherwise).
+
+        Example:
+            >>> from lamina.ndarray import array
+            >>> array([[1, 2, 3], [4, 5, 6]], device="numpy").prod(axis=1).tolist()
+            [6, 120]
+        """
+        return _compute.reduce(self, axis, keepdims, "prod")
+
+    def cumsum(self, axis: int) -> NDArray:
+        """Running sums along ``axis`` (see :func:`lamina.ndarray.cumsum`)."""
+        return _cumsum(self, axis)
 
     def mean(self, axis: Axes = None, keepdims: bool = False) -> NDArray:
         return _compute.mean(self, axis, keepdims)

@@ -193,7 +193,7 @@ KERNEL_DTYPES: dict[str, tuple[str, ...]] = {
     **{name: _NUMBERS for name in (
         "ewise_sub", "scalar_sub", "scalar_rsub", "ewise_neg", "ewise_abs", "ewise_sign",
         "ewise_power", "scalar_power", "scalar_rpower", "ewise_floordiv", "ewise_remainder",
-        "reduce_sum", "reduce_sum_axis", "reduce_argmax")},
+        "reduce_sum", "reduce_sum_axis", "reduce_argmax", "reduce_prod", "cumsum_last")},
     **{f"ewise_{op}": _INTEGRAL for op in ("bitwise_and", "bitwise_or", "bitwise_xor",
                                            "bitwise_not")},
 }
@@ -363,6 +363,23 @@ class NumpyBackend:
         np.copyto(out.data, np.argmax(rows, axis=1))
 
     @staticmethod
+    def reduce_prod(a: NumpyArray, out: NumpyArray, size: int) -> None:
+        _check_same_number_dtype("reduce_prod", a, out)
+        np.prod(_rows(a, out, size, "reduce_prod"), axis=1, out=out.data)
+
+    @staticmethod
+    def cumsum_last(a: NumpyArray, out: NumpyArray, size: int) -> None:
+        _check_same_number_dtype("cumsum_last", a, out)
+        n = out.data.size
+        if size < 0 or (n % size if size else n):
+            raise ValueError(f"cumsum_last: out has {n} elements, not a whole number of "
+                             f"rows of size {size}")
+        if a.data.size < n:
+            raise ValueError(f"cumsum_last: input has {a.data.size} elements, out has {n}")
+        if n:  # np.cumsum adds left to right in the dtype itself, as the interface asks
+            np.cumsum(a.data[:n].reshape(-1, size), axis=1, out=out.data.reshape(-1, size))
+
+    @staticmethod
     def reduce_sum_axis(a: NumpyArray, out: NumpyArray, outer: int, size: int, inner: int) -> None:
         if a.data.size < outer * size * inner or out.data.size != outer * inner:
             raise ValueError(f"reduce_sum_axis: buffers of {a.data.size} and "
@@ -498,8 +515,17 @@ def _conv_out(h: int, w: int, kh: int, kw: int, sh: int, sw: int, ph: int, pw: i
     return oh, ow
 
 
+def _check_same_number_dtype(op: str, a: NumpyArray, out: NumpyArray) -> None:
+    """The v1.1 kernels that take ``_NUMBERS`` refuse another dtype, as a compiled one would."""
+    if a.data.dtype != out.data.dtype or a.data.dtype.name not in _NUMBERS:
+        raise TypeError(f"{op}: expected input and out of one dtype of {_NUMBERS}, got "
+                        f"{a.data.dtype} and {out.data.dtype}")
+
+
 def _rows(a: NumpyArray, out: NumpyArray, size: int, op: str, nonempty: bool = False,
           per_row: bool = True) -> np.ndarray:
+    if size < 0:
+        raise ValueError(f"{op}: size must be >= 0, got {size}")
     rows = out.data.size if per_row else (out.data.size // size if size else 0)
     if nonempty and size < 1 and rows:
         raise ValueError(f"{op}: cannot reduce over an empty axis")

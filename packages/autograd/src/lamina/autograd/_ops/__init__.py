@@ -63,7 +63,20 @@ from .index import (
 )
 from .linalg import linear, matmul
 from .normalization import batch_norm, batch_norm_reference, layer_norm, layer_norm_reference
-from .reduce import amax, amin, argmax, log_softmax, logsumexp, mean, softmax, std, sum, var
+from .reduce import (
+    amax,
+    amin,
+    argmax,
+    cumsum,
+    log_softmax,
+    logsumexp,
+    mean,
+    prod,
+    softmax,
+    std,
+    sum,
+    var,
+)
 from .rnn import lstm_layer, lstm_layer_reference
 from .shape import (
     broadcast_to,
@@ -105,4 +118,5 @@ __all__ = [
     "sigmoid", "sign", "sin", "slice_scatter", "softmax", "split", "sqrt", "squeeze", "stack",
     "std", "sub", "sum", "take", "tanh", "transpose", "undilate", "unsqueeze", "var", "view",
     "where", "lstm_layer", "lstm_layer_reference", "layer_norm", "layer_norm_reference",
+    "cumsum", "prod",
 ]

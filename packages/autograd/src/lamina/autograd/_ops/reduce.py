@@ -1,14 +1,17 @@
-"""Reductions: sum, amax/amin, logsumexp, softmax, argmax; mean, var, std, log_softmax."""
+"""Reductions: sum, prod, amax/amin, logsumexp, softmax, argmax, cumsum; mean, var, std,
+log_softmax."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import lamina.ndarray as nd
 from lamina.ndarray import NDArray
 
 from .._function import Function
 from .._tensor import Tensor
 from ._util import NOT_GIVEN, kept_shape, normalize_axis, reduction_args, reduction_axes
+from .shape import cat
 
 Dim = int | Sequence[int] | None
 
@@ -24,6 +27,60 @@ class Sum(Function):
 
     def backward(self, g: Tensor) -> tuple[Tensor]:
         return (g.reshape(self.kept).broadcast_to(self.shapes[0]),)
+
+
+class Prod(Function):
+    """The product over some axes. Its gradient at ``x[i]`` is the product of the
+    other elements of ``x[i]``'s slice, ``out / x[i]`` where no input is zero; with
+    zeros (one zero: the product of the others at it, zero elsewhere; two or more:
+    zeros) it is computed without the division, by ``_product_of_others``."""
+
+    name = "prod"
+    save_inputs = True
+    save_output = True
+
+    def forward(self, a: NDArray, axes: tuple[int, ...], keepdim: bool) -> NDArray:
+        self.axes, self.kept = axes, kept_shape(a.shape, axes)
+        return a.prod(axis=axes, keepdims=keepdim)  # a 0-d input: axes == (), a copy
+
+    def backward(self, g: Tensor) -> tuple[Tensor]:
+        (x,) = self.inputs
+        g = g.reshape(self.kept)
+        # One host read, as PyTorch's rule makes: is there a zero to step around?
+        if x.data.size == 0 or not (x.data == 0).sum().item():
+            return (g * self.output.reshape(self.kept) / x,)
+        return (g * _product_of_others(x, self.axes),)
+
+
+def _product_of_others(x: Tensor, axes: tuple[int, ...]) -> Tensor:
+    """Each element's product of the other elements of its slice over ``axes``, as the
+    exclusive prefix product times the exclusive suffix product. Shapes: ``x`` -> ``x``.
+
+    Written with Tensor ops (so the gradient of the gradient is right, zeros
+    included); each scan takes log2(n) multiplications of shifted slices, n the
+    slice length.
+    """
+    rest = tuple(i for i in range(x.ndim) if i not in axes)
+    order = rest + axes
+    moved = x.permute(order)
+    flat = moved.reshape(*moved.shape[:len(rest)], -1)
+    others = _exclusive_cumprod(flat) * _exclusive_cumprod(flat.flip(-1)).flip(-1)
+    inverse = tuple(order.index(i) for i in range(x.ndim))
+    return others.reshape(*moved.shape).permute(inverse)
+
+
+def _exclusive_cumprod(y: Tensor) -> Tensor:
+    """``out[..., k] = prod(y[..., :k])`` (1 at ``k = 0``), by Hillis-Steele doubling."""
+    n = y.shape[-1]
+    lead = (slice(None),) * (y.ndim - 1)
+    one = Tensor._make(nd.ones(y.shape[:-1] + (1,), dtype=y.dtype, device=y.data.device))
+    out = cat([one, y[lead + (slice(0, n - 1),)]], -1)
+    step = 1
+    while step < n:  # out[k] gathers the product of its 2 * step predecessors
+        out = cat([out[lead + (slice(0, step),)],
+                   out[lead + (slice(step, n),)] * out[lead + (slice(0, n - step),)]], -1)
+        step *= 2
+    return out
 
 
 class _Extremum(Function):
@@ -94,6 +151,20 @@ class Argmax(Function):
         return a.argmax(axis=axis, keepdims=keepdim)
 
 
+class Cumsum(Function):
+    name = "cumsum"
+
+    def forward(self, a: NDArray, axis: int) -> NDArray:
+        self.axis = axis
+        return a.cumsum(axis)
+
+    def backward(self, g: Tensor) -> tuple[Tensor]:
+        # out[k] = sum(x[:k+1]), so x[j] reaches every out[k >= j]: a cumsum from the end
+        if g.ndim == 0:
+            return (g,)
+        return (g.flip(self.axis).cumsum(self.axis).flip(self.axis),)
+
+
 def sum(x: Tensor, dim: Dim = None, keepdim: bool = False, *,  # noqa: A001
         axis: Dim = NOT_GIVEN, keepdims: bool | None = None) -> Tensor:
     """Sum over ``dim`` (an int, a tuple, or ``None`` for all).
@@ -104,6 +175,42 @@ def sum(x: Tensor, dim: Dim = None, keepdim: bool = False, *,  # noqa: A001
     """
     dim, keepdim = reduction_args("sum", dim, keepdim, axis, keepdims)
     return Sum.apply(x, axes=reduction_axes(dim, x.ndim, "sum"), keepdim=keepdim)
+
+
+def prod(x: Tensor, dim: Dim = None, keepdim: bool = False, *, axis: Dim = NOT_GIVEN,
+         keepdims: bool | None = None) -> Tensor:
+    """Product over ``dim`` (an int, a tuple, or ``None`` for all), as ``torch.prod``.
+
+    Bool and int64 inputs give int64, floats keep their dtype; the gradient is
+    PyTorch's, exact where inputs are zero. Shapes as ``sum``: ``(N, C, L)``
+    with ``dim=1`` -> ``(N, L)``. Unlike ``torch.prod``, ``dim`` may be a tuple.
+
+    Example:
+        >>> import lamina.autograd as ag
+        >>> x = ag.tensor([2.0, 0.0, 3.0], requires_grad=True, device="numpy")
+        >>> x.prod().backward()
+        >>> x.grad
+        tensor([0., 6., 0.], device='numpy')
+    """
+    dim, keepdim = reduction_args("prod", dim, keepdim, axis, keepdims)
+    return Prod.apply(x, axes=reduction_axes(dim, x.ndim, "prod"), keepdim=keepdim)
+
+
+def cumsum(x: Tensor, dim: int | None = None, *, axis: int | None = NOT_GIVEN) -> Tensor:
+    """Running sums along ``dim``, as ``torch.cumsum``: ``out[..., k] = x[..., :k+1].sum()``.
+
+    Bool and int64 inputs give int64, floats keep their dtype. Shapes:
+    unchanged. ``axis`` is accepted for ``dim``.
+
+    Example:
+        >>> import lamina.autograd as ag
+        >>> ag.tensor([[1.0, 2.0, 3.0]], device="numpy").cumsum(dim=1)
+        tensor([[1., 3., 6.]], device='numpy')
+    """
+    dim, _ = reduction_args("cumsum", dim, False, axis, None)
+    if dim is None:
+        raise TypeError("cumsum: missing the dim argument (an int); pass dim=")
+    return Cumsum.apply(x, axis=nd.normalize_axis(dim, max(x.ndim, 1), "cumsum", "dim"))
 
 
 def amax(x: Tensor, dim: Dim = None, keepdim: bool = False, *, axis: Dim = NOT_GIVEN,
@@ -193,5 +300,5 @@ def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
     return x - logsumexp(x, dim, keepdim=True)
 
 
-PRIMITIVES = (Sum, Amax, Amin, LogSumExp, Softmax, Argmax)
+PRIMITIVES = (Sum, Prod, Amax, Amin, LogSumExp, Softmax, Argmax, Cumsum)
 COMPOSITES = (mean, var, std, log_softmax)

@@ -1,4 +1,5 @@
-"""Interface v1.1: bool buffers and the int64 and bool kernels a backend declares.
+"""Interface v1.1: bool buffers, the int64 and bool kernels a backend declares, and
+the kernels v1.1 added (``reduce_prod``, ``cumsum_last``) on each dtype they take.
 
 Each case runs where the backend's ``kernel_dtypes`` (read as interface v1.0
 for a backend that declares no minor version: arithmetic on its floats only)
@@ -172,3 +173,66 @@ def test_ewise_strided_exact(lamina_backend, lamina_reference, op):
     args = [op, base, other.reshape(-1), OUT, shape, strides, offset, (12, 4, 1), 0]
     compare(lamina_backend, lamina_reference, "ewise_strided", args,
             (60, _out_dtype(op, "int64", lamina_backend)), kind="exact")
+
+
+# ------------------------------------------------- v1.1 kernels: reduce_prod, cumsum_last
+NUMBERS = ("float32", "float64", "int64")
+ROWS = [(1, 1), (3, 7), (4, 0), (0, 5), (64, 1000), (1, LARGE), (LARGE, 1)]
+
+
+def _factors(dtype: str, shape: tuple[int, int], seed: int) -> np.ndarray:
+    """Products that stay finite and meaningful however long the row: floats near 1
+    (a row's log-product has a spread of about 1), integers of small magnitude with
+    zeros in short rows only (int64 products wrap alike in any order)."""
+    rng = np.random.default_rng(seed)
+    if dtype == "int64":
+        choices = [-2, -1, 0, 1, 1, 2, 3] if shape[1] <= 7 else [-1, 1, 1, 1, 2]
+        return rng.choice(np.array(choices, np.int64), size=shape)
+    spread = 1 / np.sqrt(max(shape[1], 1))
+    return np.exp(rng.normal(0, spread, shape) * rng.choice([-1, 1], shape)).astype(dtype)
+
+
+@pytest.mark.parametrize("shape", ROWS, ids=str)
+@pytest.mark.parametrize("dtype", NUMBERS)
+def test_reduce_prod(lamina_backend, lamina_reference, dtype, shape):
+    _need(lamina_backend, "reduce_prod", dtype)
+    rows, size = shape
+    a = _factors(dtype, shape, 21)
+    a[:, :1] *= -1  # negative products too
+    got = compare(lamina_backend, lamina_reference, "reduce_prod", [a, OUT, size],
+                  (rows, dtype), kind="large" if size >= 10_000 else "reduce", extra=13)
+    if size == 0:
+        np.testing.assert_array_equal(got, np.ones(rows))  # the empty product
+
+
+@pytest.mark.parametrize("shape", ROWS, ids=str)
+@pytest.mark.parametrize("dtype", NUMBERS)
+def test_cumsum_last(lamina_backend, lamina_reference, dtype, shape):
+    _need(lamina_backend, "cumsum_last", dtype)
+    rows, size = shape
+    # positive floats, so that a relative error is meaningful all along the row
+    a = _values(dtype, rows * size, 22) if dtype == "int64" else \
+        np.random.default_rng(22).uniform(0, 1, rows * size).astype(dtype)
+    compare(lamina_backend, lamina_reference, "cumsum_last", [a, OUT, size],
+            (rows * size, dtype), kind="large" if size >= 10_000 else "reduce", extra=13)
+
+
+@pytest.mark.parametrize("kernel", ["reduce_prod", "cumsum_last"])
+def test_v11_kernels_reject_bad_sizes_and_dtypes(lamina_backend, kernel):
+    _need(lamina_backend, kernel, "float32")
+    out_size = 3 if kernel == "reduce_prod" else 12
+    fn = getattr(lamina_backend, kernel)
+    with pytest.raises(ValueError):  # 3 rows of 4 need 12 elements
+        fn(put(lamina_backend, np.zeros(11, np.float32)), lamina_backend.Array(out_size,
+                                                                             "float32"), 4)
+    with pytest.raises(ValueError):  # 4 rows of 2**62: 2**64 elements wrap to 0 in int64_t
+        fn(put(lamina_backend, np.zeros(12, np.float32)), lamina_backend.Array(4, "float32"),
+           2**62)
+    if "int64" in lamina_backend.dtypes:
+        with pytest.raises(TypeError):
+            fn(put(lamina_backend, np.zeros(12, np.float32)),
+               lamina_backend.Array(out_size, "int64"), 4)
+    if kernel == "cumsum_last":
+        with pytest.raises(ValueError):  # 10 elements are not rows of 4
+            fn(put(lamina_backend, np.zeros(12, np.float32)),
+               lamina_backend.Array(10, "float32"), 4)
