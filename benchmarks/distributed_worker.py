@@ -55,7 +55,13 @@ def lamina_side(model: str, batch: np.ndarray, labels: np.ndarray, world: int) -
             dist.all_reduce(b.flat, dist.ReduceOp.AVG)
         return time.perf_counter() - start
 
-    return step, comm_seconds, (lambda: ddp.wait_seconds if ddp else 0.0)
+    def counters() -> tuple[float, int, int]:
+        """(seconds backward was blocked on all-reduces, bytes overlapped, bytes reduced)."""
+        if ddp is None:
+            return 0.0, 0, 0
+        return ddp.wait_seconds, ddp.overlapped_bytes, ddp.reduced_bytes
+
+    return step, comm_seconds, counters
 
 
 def torch_side(model: str, batch: np.ndarray, labels: np.ndarray, world: int, rank: int,
@@ -82,7 +88,7 @@ def torch_side(model: str, batch: np.ndarray, labels: np.ndarray, world: int, ra
         torch.nn.functional.cross_entropy(net(x), y).backward()
         opt.step()
 
-    return step, (lambda: 0.0), (lambda: 0.0)
+    return step, (lambda: 0.0), (lambda: (0.0, 0, 0))
 
 
 def main() -> None:
@@ -103,25 +109,27 @@ def main() -> None:
     if a.framework == "torch":
         import torch
         torch.set_num_threads(a.threads)
-        step, comm, waited = torch_side(a.model, batch, labels, world, rank, a.port)
+        step, comm, counters = torch_side(a.model, batch, labels, world, rank, a.port)
     else:
-        step, comm, waited = lamina_side(a.model, batch, labels, world)
+        step, comm, counters = lamina_side(a.model, batch, labels, world)
     for _ in range(a.warmup):
         step()
-    waited_before = waited()
+    before = counters()
     times = []
     for _ in range(a.steps):
         start = time.perf_counter()
         step()
         times.append(time.perf_counter() - start)
-    wait_per_step = (waited() - waited_before) / a.steps
+    waited, overlapped, reduced = (x - y for x, y in zip(counters(), before))
+    wait_per_step = waited / a.steps
     comm_per_step = float(np.median([comm() for _ in range(3)]))
     if rank == 0:
         t = float(np.median(times))
         print(json.dumps({"framework": a.framework, "model": a.model, "procs": world,
                           "threads": a.threads, "batch": a.batch, "step_s": t,
                           "samples_per_s": a.batch / t, "wait_s": wait_per_step,
-                          "allreduce_s": comm_per_step}))
+                          "allreduce_s": comm_per_step,
+                          "overlap": overlapped / reduced if reduced else 0.0}))
 
 
 if __name__ == "__main__":
