@@ -31,6 +31,11 @@ class Bucket:
         self.flat: NDArray = nd.zeros(self.offsets[-1], dtype=p0.dtype, device=p0.device)
         self.host = host_view(self.flat)  # None when the bucket's memory is not host memory
         self.nbytes = self.offsets[-1] * p0.dtype.itemsize
+        # each slot's view, made once: slicing an NDArray costs more than copying a small one
+        spans = list(zip(self.offsets[:-1], self.offsets[1:]))
+        self.slots = [self.flat[lo:hi].reshape(p.shape) for (lo, hi), p in zip(spans, self.params)]
+        self.host_slots = ([self.host[lo:hi].reshape(p.shape) for (lo, hi), p in
+                            zip(spans, self.params)] if self.host is not None else [])
         self.ready = [False] * len(self.params)
         self.used = [False] * len(self.params)
         self.n_ready = 0
@@ -42,17 +47,15 @@ class Bucket:
 
     def put(self, i: int, grad: Tensor | None) -> None:
         """Copies ``grad`` (or zeros, for an unused parameter) into slot ``i``."""
-        lo, hi = self.offsets[i], self.offsets[i + 1]
         if self.host is not None:
             if grad is None:
-                self.host[lo:hi] = 0
+                self.host_slots[i].fill(0)
             else:
                 view = host_view(grad.data)
-                self.host[lo:hi] = (view if view is not None else grad.data.numpy()).reshape(-1)
-        elif grad is None:
-            self.flat[lo:hi] = 0.0
+                np.copyto(self.host_slots[i], view if view is not None else grad.data.numpy())
         else:
-            self.flat[lo:hi] = grad.data.compact().reshape((hi - lo,))
+            slot = self.slots[i]
+            slot[(slice(None),) * slot.ndim] = 0.0 if grad is None else grad.data
         self.ready[i] = True
         self.used[i] = grad is not None
         self.n_ready += 1
@@ -63,9 +66,12 @@ class Bucket:
 
     def grad(self, i: int, as_view: bool) -> Tensor:
         """Slot ``i`` shaped like its parameter: a view of the bucket, or a copy."""
-        p = self.params[i]
-        view = self.flat[self.offsets[i]:self.offsets[i + 1]].reshape(p.shape)
-        return Tensor._make(view if as_view else view.copy())
+        if as_view:
+            return Tensor._make(self.slots[i])
+        if self.host is not None:
+            p = self.params[i]
+            return Tensor._make(nd.array(self.host_slots[i], dtype=p.dtype, device=p.device))
+        return Tensor._make(self.slots[i].copy())
 
 
 FIRST_BUCKET_BYTES = 2 ** 20  # PyTorch's too: the first bucket starts early in backward
