@@ -172,7 +172,8 @@ def main() -> None:
              f"{meta['date']}, {meta['cpu']}, {meta['cores']} cores, Python {meta['python']}; "
              f"{load_note(load, meta['cores'])} "
              f"Medians over {a.rounds} interleaved rounds of {a.steps} timed steps (after 2 "
-             "warm-up steps); global batch 128, synthetic inputs; SGD with momentum. "
+             "warm-up steps); global batch 128, synthetic inputs; SGD with momentum; both "
+             "DDPs with gradient_as_bucket_view=True. "
              "`python benchmarks/bench_distributed.py` (`nox -s bench_distributed`), "
              f"{meta['seconds']} s in all.", ""]
     lines += table(rows)

@@ -4,7 +4,9 @@ Every rank trains on its B/N share of a fixed synthetic batch (throughput does
 not depend on the values) for ``--steps`` timed steps after ``--warmup``;
 rank 0 prints one JSON line. N comes from MPI (``PMI_SIZE``/``PMI_RANK``);
 N > 1 wraps the model in Lamina's DistributedDataParallel or PyTorch's
-(gloo backend). Threads: ``LAMINA_NUM_THREADS`` / ``torch.set_num_threads``.
+(gloo backend), both with ``gradient_as_bucket_view=True`` (gradients are views
+of the all-reduce buckets, no copy out of them; PyTorch's option and ours).
+Threads: ``LAMINA_NUM_THREADS`` / ``torch.set_num_threads``.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def lamina_side(model: str, batch: np.ndarray, labels: np.ndarray, world: int) -
         import lamina.distributed as dist
         from lamina.nn.parallel import DistributedDataParallel
         dist.init_process_group("mpi")
-        net = ddp = DistributedDataParallel(net)
+        net = ddp = DistributedDataParallel(net, gradient_as_bucket_view=True)
     opt = optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
     x, y = ag.tensor(batch), ag.tensor(labels)
     loss_fn = nn.CrossEntropyLoss()
@@ -79,7 +81,7 @@ def torch_side(model: str, batch: np.ndarray, labels: np.ndarray, world: int, ra
         import torch.distributed as tdist
         tdist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                                  world_size=world)
-        net = torch.nn.parallel.DistributedDataParallel(net)
+        net = torch.nn.parallel.DistributedDataParallel(net, gradient_as_bucket_view=True)
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
     x, y = torch.from_numpy(batch), torch.from_numpy(labels)
 
