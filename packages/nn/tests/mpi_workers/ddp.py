@@ -121,9 +121,16 @@ def check_grad_memory(ddp: DDP, as_view: bool) -> None:
     assert 0 <= ddp.overlapped_bytes <= ddp.reduced_bytes
 
 
-def no_sync_accumulation() -> None:
-    ddp, ref = pair(mlp)
+def no_sync_accumulation(as_view: bool) -> None:
+    ddp, ref = pair(mlp, gradient_as_bucket_view=as_view)
     opt, ref_opt = optim.SGD(ddp.parameters(), lr=0.1), optim.SGD(ref.parameters(), lr=0.1)
+    x, y = batches((8,), B, seed=11)[0]
+    loss_fn(ddp(shard(x)), shard(y)).backward()  # a synced step first: .grad may be views now
+    opt.step()
+    loss_fn(ref(x), y).backward()
+    ref_opt.step()
+    opt.zero_grad(set_to_none=False)  # zeroes the buckets through the views
+    ref_opt.zero_grad(set_to_none=False)
     micro = batches((8,), B, seed=11)[:3]
     with ddp.no_sync():
         for x, y in micro[:2]:
@@ -134,7 +141,7 @@ def no_sync_accumulation() -> None:
     opt.step()
     sum(loss_fn(ref(x), y) for x, y in micro).backward()
     ref_opt.step()
-    assert_same(ddp, ref, "no_sync accumulation")
+    assert_same(ddp, ref, f"no_sync accumulation, as_view={as_view}")
     if world > 1:  # inside no_sync nothing was averaged: local grads differ across ranks
         gathered = dist._group.current("test").comm.allgather(local[0])
         assert not np.allclose(gathered[0], gathered[1]), "no_sync still communicated"
@@ -249,7 +256,8 @@ for model in MODELS:
 equivalence("mlp", "sgd", as_view=True, set_to_none=False)  # .zero_() on bucket views
 buffer_sync(broadcast=True)
 buffer_sync(broadcast=False)
-no_sync_accumulation()
+no_sync_accumulation(as_view=False)
+no_sync_accumulation(as_view=True)
 uneven_shards()
 unused_parameters()
 buffers_and_checkpoint(Path(sys.argv[1]))
