@@ -205,11 +205,18 @@ def running_means(ddp: DDP) -> list[np.ndarray]:
     return dist._group.current("test").comm.allgather(mine)
 
 
-def buffer_sync(broadcast: bool) -> None:
-    """PyTorch's broadcast_buffers: a forward starts by copying rank 0's buffers when
-    the previous forward synced gradients (grad enabled, outside no_sync)."""
+def buffer_sync(**options: bool) -> None:
+    """PyTorch's forward_sync_buffers: a forward starts by copying rank 0's buffers when
+    the previous forward synced gradients (grad enabled, outside no_sync). Its older
+    broadcast_buffers=False also leaves out the copy at construction."""
     x = batches((2, 6, 6), B, seed=17)[0][0]
-    ddp = DDP(CNN(), broadcast_buffers=broadcast)
+    net = CNN()
+    net.bn.running_mean.data = ag.full((4,), float(rank)).data
+    ddp = DDP(net, **options)
+    at_init = "forward_sync_buffers" in options or options.get("broadcast_buffers", True)
+    assert ddp.module.bn.running_mean.tolist() == [0.0 if at_init else float(rank)] * 4, (
+        f"{options}: buffers at construction")
+    broadcast = options.get("forward_sync_buffers", options.get("broadcast_buffers", True))
     ddp(shard(x)).sum().backward()  # a training forward: each rank's own batch statistics
     before = running_means(ddp)
     assert world == 1 or not np.allclose(before[0], before[1]), "shards gave equal statistics"
@@ -218,7 +225,7 @@ def buffer_sync(broadcast: bool) -> None:
         ddp(shard(x))  # follows a synced forward: copies rank 0's (eval leaves them so)
         after = running_means(ddp)
         want = before[0] if broadcast else before[rank]
-        np.testing.assert_array_equal(after[rank], want, err_msg=f"broadcast={broadcast}")
+        np.testing.assert_array_equal(after[rank], want, err_msg=f"{options}")
         ddp.module.bn.running_mean.data = ag.full((4,), float(rank)).data
         ddp(shard(x))  # follows a forward without grad: no copy
         assert ddp.module.bn.running_mean.tolist() == [float(rank)] * 4, "copied after no_grad"
@@ -254,8 +261,10 @@ for model in MODELS:
         equivalence(model, opt_name)
         equivalence(model, opt_name, as_view=True)
 equivalence("mlp", "sgd", as_view=True, set_to_none=False)  # .zero_() on bucket views
-buffer_sync(broadcast=True)
-buffer_sync(broadcast=False)
+buffer_sync()
+buffer_sync(broadcast_buffers=False)
+buffer_sync(forward_sync_buffers=False)
+buffer_sync(broadcast_buffers=False, forward_sync_buffers=True)  # PyTorch ignores the first
 no_sync_accumulation(as_view=False)
 no_sync_accumulation(as_view=True)
 uneven_shards()

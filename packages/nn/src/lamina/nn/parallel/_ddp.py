@@ -6,7 +6,7 @@ How a step works (``docs/distributed.md`` has the picture):
    parameters and buffers from rank 0 (so replicas start equal), groups the
    parameters into flat buckets and puts a post-accumulate-grad hook on each.
 2. ``forward`` copies buffers from rank 0 again (PyTorch's
-   ``broadcast_buffers``: when the previous forward was one that syncs
+   ``forward_sync_buffers``: when the previous forward was one that syncs
    gradients), then runs the module on this rank's shard.
 3. During ``backward`` each hook copies its finished gradient into its
    bucket; a full bucket starts a non-blocking all-reduce at once (buckets
@@ -48,16 +48,20 @@ class DistributedDataParallel(Module):
             untouched where no rank used them). Without it, such a parameter
             makes the next forward raise.
         broadcast_buffers: copy buffers (BatchNorm running statistics) from
-            rank 0 at the start of each forward that follows a forward with
-            gradient sync (grad enabled, outside ``no_sync``), as PyTorch
-            does; batch statistics themselves stay per process. Buffers are
-            always copied once at construction.
+            rank 0 at construction and in forward (PyTorch's older name:
+            ``False`` keeps each rank's own buffers from the start). Ignored
+            when ``forward_sync_buffers`` is given, as in PyTorch.
         gradient_as_bucket_view: after each synced backward, every ``.grad``
             is a view of its slot in the flat all-reduce bucket instead of a
             copy (PyTorch's option of that name): no copy out of the bucket
             and no second set of gradient memory. The next synced backward
             overwrites the bucket, so a ``.grad`` kept from an earlier step
             changes too.
+        forward_sync_buffers: copy buffers from rank 0 at the start of each
+            forward that follows a forward with gradient sync (grad enabled,
+            outside ``no_sync``), as PyTorch does; batch statistics themselves
+            stay per process. ``None`` takes ``broadcast_buffers``; once
+            given, buffers are always copied at construction.
 
     Counters: ``wait_seconds`` adds up the time backward spent blocked on
     all-reduces that had not finished behind the rest of backward;
@@ -75,7 +79,8 @@ class DistributedDataParallel(Module):
 
     def __init__(self, module: Module, bucket_cap_mb: float = 25.0,
                  find_unused_parameters: bool = False, broadcast_buffers: bool = True,
-                 gradient_as_bucket_view: bool = False) -> None:
+                 gradient_as_bucket_view: bool = False,
+                 forward_sync_buffers: bool | None = None) -> None:
         super().__init__()
         if not dist.is_initialized():
             raise RuntimeError("DistributedDataParallel: the default process group has not "
@@ -88,12 +93,15 @@ class DistributedDataParallel(Module):
                              f"got {bucket_cap_mb}")
         self.module = module
         self.find_unused_parameters = find_unused_parameters
-        self.broadcast_buffers = broadcast_buffers
+        self.forward_sync_buffers = (broadcast_buffers if forward_sync_buffers is None
+                                     else forward_sync_buffers)
         self.gradient_as_bucket_view = gradient_as_bucket_view
         named = _unique_named_parameters(module)
         self._names = {id(p): name for name, p in named}
         _check_same_model(named)
-        broadcast_coalesced([p for _, p in named] + list(module.buffers()))
+        init_sync_buffers = forward_sync_buffers is not None or broadcast_buffers
+        broadcast_coalesced([p for _, p in named]
+                            + (list(module.buffers()) if init_sync_buffers else []))
         trainable = [p for _, p in reversed(named) if p.requires_grad]
         self._buckets = make_buckets(trainable, int(bucket_cap_mb * 2 ** 20))
         self._slot: dict[int, tuple[Bucket, int]] = {
@@ -113,7 +121,7 @@ class DistributedDataParallel(Module):
         for b in self._buckets:
             b.reset()
         self._works = []
-        if self.broadcast_buffers and self._sync_buffers and dist.get_world_size() > 1:
+        if self.forward_sync_buffers and self._sync_buffers and dist.get_world_size() > 1:
             broadcast_coalesced(list(self.module.buffers()))
         out = self.module(*args, **kwargs)
         # as PyTorch: the next forward copies buffers only after one that syncs gradients
