@@ -4,7 +4,9 @@ Every rank trains on its B/N share of a fixed synthetic batch (throughput does
 not depend on the values) for ``--steps`` timed steps after ``--warmup``;
 rank 0 prints one JSON line. N comes from MPI (``PMI_SIZE``/``PMI_RANK``);
 N > 1 wraps the model in Lamina's DistributedDataParallel or PyTorch's
-(gloo backend). Threads: ``LAMINA_NUM_THREADS`` / ``torch.set_num_threads``.
+(gloo backend), both with ``gradient_as_bucket_view=True`` (gradients are views
+of the all-reduce buckets, no copy out of them; PyTorch's option and ours).
+Threads: ``LAMINA_NUM_THREADS`` / ``torch.set_num_threads``.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def lamina_side(model: str, batch: np.ndarray, labels: np.ndarray, world: int) -
         import lamina.distributed as dist
         from lamina.nn.parallel import DistributedDataParallel
         dist.init_process_group("mpi")
-        net = ddp = DistributedDataParallel(net)
+        net = ddp = DistributedDataParallel(net, gradient_as_bucket_view=True)
     opt = optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
     x, y = ag.tensor(batch), ag.tensor(labels)
     loss_fn = nn.CrossEntropyLoss()
@@ -55,7 +57,13 @@ def lamina_side(model: str, batch: np.ndarray, labels: np.ndarray, world: int) -
             dist.all_reduce(b.flat, dist.ReduceOp.AVG)
         return time.perf_counter() - start
 
-    return step, comm_seconds, (lambda: ddp.wait_seconds if ddp else 0.0)
+    def counters() -> tuple[float, int, int]:
+        """(seconds backward was blocked on all-reduces, bytes overlapped, bytes reduced)."""
+        if ddp is None:
+            return 0.0, 0, 0
+        return ddp.wait_seconds, ddp.overlapped_bytes, ddp.reduced_bytes
+
+    return step, comm_seconds, counters
 
 
 def torch_side(model: str, batch: np.ndarray, labels: np.ndarray, world: int, rank: int,
@@ -73,7 +81,7 @@ def torch_side(model: str, batch: np.ndarray, labels: np.ndarray, world: int, ra
         import torch.distributed as tdist
         tdist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                                  world_size=world)
-        net = torch.nn.parallel.DistributedDataParallel(net)
+        net = torch.nn.parallel.DistributedDataParallel(net, gradient_as_bucket_view=True)
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
     x, y = torch.from_numpy(batch), torch.from_numpy(labels)
 
@@ -82,7 +90,7 @@ def torch_side(model: str, batch: np.ndarray, labels: np.ndarray, world: int, ra
         torch.nn.functional.cross_entropy(net(x), y).backward()
         opt.step()
 
-    return step, (lambda: 0.0), (lambda: 0.0)
+    return step, (lambda: 0.0), (lambda: (0.0, 0, 0))
 
 
 def main() -> None:
@@ -103,25 +111,27 @@ def main() -> None:
     if a.framework == "torch":
         import torch
         torch.set_num_threads(a.threads)
-        step, comm, waited = torch_side(a.model, batch, labels, world, rank, a.port)
+        step, comm, counters = torch_side(a.model, batch, labels, world, rank, a.port)
     else:
-        step, comm, waited = lamina_side(a.model, batch, labels, world)
+        step, comm, counters = lamina_side(a.model, batch, labels, world)
     for _ in range(a.warmup):
         step()
-    waited_before = waited()
+    before = counters()
     times = []
     for _ in range(a.steps):
         start = time.perf_counter()
         step()
         times.append(time.perf_counter() - start)
-    wait_per_step = (waited() - waited_before) / a.steps
+    waited, overlapped, reduced = (x - y for x, y in zip(counters(), before))
+    wait_per_step = waited / a.steps
     comm_per_step = float(np.median([comm() for _ in range(3)]))
     if rank == 0:
         t = float(np.median(times))
         print(json.dumps({"framework": a.framework, "model": a.model, "procs": world,
                           "threads": a.threads, "batch": a.batch, "step_s": t,
                           "samples_per_s": a.batch / t, "wait_s": wait_per_step,
-                          "allreduce_s": comm_per_step}))
+                          "allreduce_s": comm_per_step,
+                          "overlap": overlapped / reduced if reduced else 0.0}))
 
 
 if __name__ == "__main__":

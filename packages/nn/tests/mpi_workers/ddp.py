@@ -3,8 +3,10 @@
 Every rank also trains a plain replica on the whole batch in-process (the
 one-process reference), starting from rank 0's initial weights, and compares
 parameters after several steps. Covers MLP, CNN (BatchNorm in eval mode) and
-LSTM with SGD and Adam; no_sync accumulation; uneven shards; unused
-parameters; buffers and checkpoints. Usage: ddp.py CHECKPOINT_DIR
+LSTM with SGD and Adam, with gradients copied out of the buckets or left as
+views of them; no_sync accumulation; uneven shards; unused parameters;
+buffers (PyTorch's broadcast_buffers rule) and checkpoints.
+Usage: ddp.py CHECKPOINT_DIR
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ def shard(t: ag.Tensor, r: int = rank, n: int = world) -> ag.Tensor:
     return t[r * per:(r + 1) * per]
 
 
-def pair(build: Callable[[], nn.Module], **ddp_args: object) -> tuple[DDP, nn.Module]:
+def pair(build: Callable[[], nn.Module], **ddp_args: bool) -> tuple[DDP, nn.Module]:
     """A DDP model from a rank-specific init, and the reference from rank 0's init."""
     ag.manual_seed(100 + rank)
     net = build()
@@ -86,27 +88,49 @@ def assert_same(ddp: DDP, ref: nn.Module, what: str, tol: float = 2e-5) -> None:
         assert diff <= tol * scale, f"{what}: {name} differs by {diff} on rank {rank}"
 
 
-def equivalence(model: str, opt_name: str) -> None:
+def equivalence(model: str, opt_name: str, as_view: bool = False,
+                set_to_none: bool = True) -> None:
     build, shape = MODELS[model]
-    ddp, ref = pair(build)
+    ddp, ref = pair(build, gradient_as_bucket_view=as_view)
     if model == "cnn":  # batch statistics differ by design when a batch is sharded
         ddp.eval()
         ref.eval()
     assert_same(ddp, ref, f"{model} after construction", tol=0.0)
     opt, ref_opt = OPTIMIZERS[opt_name](ddp.parameters()), OPTIMIZERS[opt_name](ref.parameters())
     for x, y in batches(shape, B, seed=7):
-        opt.zero_grad()
+        opt.zero_grad(set_to_none)
         loss_fn(ddp(shard(x)), shard(y)).backward()
+        check_grad_memory(ddp, as_view)
         opt.step()
-        ref_opt.zero_grad()
+        ref_opt.zero_grad(set_to_none)
         loss_fn(ref(x), y).backward()
         ref_opt.step()
-    assert_same(ddp, ref, f"{model}/{opt_name} after {STEPS} steps")
+    assert_same(ddp, ref, f"{model}/{opt_name}/as_view={as_view}/set_to_none={set_to_none} "
+                f"after {STEPS} steps")
 
 
-def no_sync_accumulation() -> None:
-    ddp, ref = pair(mlp)
+def check_grad_memory(ddp: DDP, as_view: bool) -> None:
+    """With gradient_as_bucket_view each .grad is its bucket slot's memory, else a copy."""
+    for p in ddp.parameters():
+        bucket, i = ddp._slot[id(p)]
+        shares = p.grad.data.buffer is bucket.flat.buffer
+        assert shares == as_view, f"as_view={as_view} but .grad shares the bucket: {shares}"
+        assert p.grad.shape == p.shape
+        if as_view:
+            assert p.grad.data.offset == bucket.offsets[i], "a .grad views the wrong slot"
+    assert 0 <= ddp.overlapped_bytes <= ddp.reduced_bytes
+
+
+def no_sync_accumulation(as_view: bool) -> None:
+    ddp, ref = pair(mlp, gradient_as_bucket_view=as_view)
     opt, ref_opt = optim.SGD(ddp.parameters(), lr=0.1), optim.SGD(ref.parameters(), lr=0.1)
+    x, y = batches((8,), B, seed=11)[0]
+    loss_fn(ddp(shard(x)), shard(y)).backward()  # a synced step first: .grad may be views now
+    opt.step()
+    loss_fn(ref(x), y).backward()
+    ref_opt.step()
+    opt.zero_grad(set_to_none=False)  # zeroes the buckets through the views
+    ref_opt.zero_grad(set_to_none=False)
     micro = batches((8,), B, seed=11)[:3]
     with ddp.no_sync():
         for x, y in micro[:2]:
@@ -117,7 +141,7 @@ def no_sync_accumulation() -> None:
     opt.step()
     sum(loss_fn(ref(x), y) for x, y in micro).backward()
     ref_opt.step()
-    assert_same(ddp, ref, "no_sync accumulation")
+    assert_same(ddp, ref, f"no_sync accumulation, as_view={as_view}")
     if world > 1:  # inside no_sync nothing was averaged: local grads differ across ranks
         gathered = dist._group.current("test").comm.allgather(local[0])
         assert not np.allclose(gathered[0], gathered[1]), "no_sync still communicated"
@@ -175,6 +199,49 @@ def unused_parameters() -> None:
     np.testing.assert_allclose(ddp.module.b.weight.grad.numpy(), want, rtol=1e-5)
 
 
+def running_means(ddp: DDP) -> list[np.ndarray]:
+    """Every rank's BatchNorm running mean, gathered on every rank."""
+    mine = ddp.module.bn.running_mean.numpy().copy()
+    return dist._group.current("test").comm.allgather(mine)
+
+
+def buffer_sync(**options: bool) -> None:
+    """PyTorch's forward_sync_buffers: a forward starts by copying rank 0's buffers when
+    the previous forward synced gradients (grad enabled, outside no_sync). Its older
+    broadcast_buffers=False also leaves out the copy at construction."""
+    x = batches((2, 6, 6), B, seed=17)[0][0]
+    net = CNN()
+    net.bn.running_mean.data = ag.full((4,), float(rank)).data
+    ddp = DDP(net, **options)
+    at_init = "forward_sync_buffers" in options or options.get("broadcast_buffers", True)
+    assert ddp.module.bn.running_mean.tolist() == [0.0 if at_init else float(rank)] * 4, (
+        f"{options}: buffers at construction")
+    broadcast = options.get("forward_sync_buffers", options.get("broadcast_buffers", True))
+    ddp(shard(x)).sum().backward()  # a training forward: each rank's own batch statistics
+    before = running_means(ddp)
+    assert world == 1 or not np.allclose(before[0], before[1]), "shards gave equal statistics"
+    ddp.eval()
+    with ag.no_grad():
+        ddp(shard(x))  # follows a synced forward: copies rank 0's (eval leaves them so)
+        after = running_means(ddp)
+        want = before[0] if broadcast else before[rank]
+        np.testing.assert_array_equal(after[rank], want, err_msg=f"{options}")
+        ddp.module.bn.running_mean.data = ag.full((4,), float(rank)).data
+        ddp(shard(x))  # follows a forward without grad: no copy
+        assert ddp.module.bn.running_mean.tolist() == [float(rank)] * 4, "copied after no_grad"
+    ddp.train()
+    with ddp.no_sync():
+        ddp(shard(x)).sum().backward()
+    ddp(shard(x)).sum().backward()  # follows a no_sync forward: no copy
+    ddp.eval()
+    with ag.no_grad():
+        last = running_means(ddp)
+        assert world == 1 or not np.allclose(last[0], last[1]), "copied after no_sync"
+        ddp(shard(x))  # follows a synced forward again
+        want = last[0] if broadcast else last[rank]
+        np.testing.assert_array_equal(running_means(ddp)[rank], want)
+
+
 def buffers_and_checkpoint(folder: Path) -> None:
     net = CNN()
     net.bn.running_mean.data = ag.full((4,), float(rank)).data
@@ -192,7 +259,14 @@ def buffers_and_checkpoint(folder: Path) -> None:
 for model in MODELS:
     for opt_name in OPTIMIZERS:
         equivalence(model, opt_name)
-no_sync_accumulation()
+        equivalence(model, opt_name, as_view=True)
+equivalence("mlp", "sgd", as_view=True, set_to_none=False)  # .zero_() on bucket views
+buffer_sync()
+buffer_sync(broadcast_buffers=False)
+buffer_sync(forward_sync_buffers=False)
+buffer_sync(broadcast_buffers=False, forward_sync_buffers=True)  # PyTorch ignores the first
+no_sync_accumulation(as_view=False)
+no_sync_accumulation(as_view=True)
 uneven_shards()
 unused_parameters()
 buffers_and_checkpoint(Path(sys.argv[1]))

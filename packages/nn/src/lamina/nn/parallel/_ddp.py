@@ -5,14 +5,16 @@ How a step works (``docs/distributed.md`` has the picture):
 1. Construction checks every rank holds the same parameters, copies
    parameters and buffers from rank 0 (so replicas start equal), groups the
    parameters into flat buckets and puts a post-accumulate-grad hook on each.
-2. ``forward`` (training) copies buffers from rank 0 again, like PyTorch's
-   ``broadcast_buffers``, then runs the module on this rank's shard.
+2. ``forward`` copies buffers from rank 0 again (PyTorch's
+   ``forward_sync_buffers``: when the previous forward was one that syncs
+   gradients), then runs the module on this rank's shard.
 3. During ``backward`` each hook copies its finished gradient into its
    bucket; a full bucket starts a non-blocking all-reduce at once (buckets
    start in index order on every rank, as MPI matches collectives by order),
    so communication overlaps with the rest of backward. When the last bucket
-   has started, all are waited for, averaged, and written back to ``.grad``
-   before ``backward()`` returns.
+   has started, all are waited for, averaged, and set as ``.grad`` (copies,
+   or views of the buckets with ``gradient_as_bucket_view``) before
+   ``backward()`` returns.
 
 Averaging gradients of per-rank mean losses over N equal shards equals the
 gradient of the mean loss over the whole batch, so N processes with B/N
@@ -46,11 +48,27 @@ class DistributedDataParallel(Module):
             untouched where no rank used them). Without it, such a parameter
             makes the next forward raise.
         broadcast_buffers: copy buffers (BatchNorm running statistics) from
-            rank 0 at each training forward, as PyTorch does; batch statistics
-            themselves stay per process.
+            rank 0 at construction and in forward (PyTorch's older name:
+            ``False`` keeps each rank's own buffers from the start). Ignored
+            when ``forward_sync_buffers`` is given, as in PyTorch.
+        gradient_as_bucket_view: after each synced backward, every ``.grad``
+            is a view of its slot in the flat all-reduce bucket instead of a
+            copy (PyTorch's option of that name): no copy out of the bucket
+            and no second set of gradient memory. The next synced backward
+            overwrites the bucket, so a ``.grad`` kept from an earlier step
+            changes too.
+        forward_sync_buffers: copy buffers from rank 0 at the start of each
+            forward that follows a forward with gradient sync (grad enabled,
+            outside ``no_sync``), as PyTorch does; batch statistics themselves
+            stay per process. ``None`` takes ``broadcast_buffers``; once
+            given, buffers are always copied at construction.
 
-    ``wait_seconds`` adds up the time backward spent blocked on all-reduces
-    that had not finished behind the rest of backward. The wrapped module is
+    Counters: ``wait_seconds`` adds up the time backward spent blocked on
+    all-reduces that had not finished behind the rest of backward;
+    ``reduced_bytes`` the bytes all-reduced in backward, and
+    ``overlapped_bytes`` those of buckets whose all-reduce had completed
+    before backward produced its last gradient (hidden behind backward; the
+    last bucket never is). The wrapped module is
     ``.module``; save ``ddp.module.state_dict()`` to get a
     checkpoint that loads at any world size.
 
@@ -60,7 +78,9 @@ class DistributedDataParallel(Module):
     """
 
     def __init__(self, module: Module, bucket_cap_mb: float = 25.0,
-                 find_unused_parameters: bool = False, broadcast_buffers: bool = True) -> None:
+                 find_unused_parameters: bool = False, broadcast_buffers: bool = True,
+                 gradient_as_bucket_view: bool = False,
+                 forward_sync_buffers: bool | None = None) -> None:
         super().__init__()
         if not dist.is_initialized():
             raise RuntimeError("DistributedDataParallel: the default process group has not "
@@ -73,20 +93,25 @@ class DistributedDataParallel(Module):
                              f"got {bucket_cap_mb}")
         self.module = module
         self.find_unused_parameters = find_unused_parameters
-        self.broadcast_buffers = broadcast_buffers
+        self.forward_sync_buffers = (broadcast_buffers if forward_sync_buffers is None
+                                     else forward_sync_buffers)
+        self.gradient_as_bucket_view = gradient_as_bucket_view
         named = _unique_named_parameters(module)
         self._names = {id(p): name for name, p in named}
         _check_same_model(named)
-        broadcast_coalesced([p for _, p in named] + list(module.buffers()))
-        bucket_device = "numpy" if dist.get_backend() == "mpi" else None
-        devices = {p.device.name: bucket_device or p.device.name for _, p in named}
+        init_sync_buffers = forward_sync_buffers is not None or broadcast_buffers
+        broadcast_coalesced([p for _, p in named]
+                            + (list(module.buffers()) if init_sync_buffers else []))
         trainable = [p for _, p in reversed(named) if p.requires_grad]
-        self._buckets = make_buckets(trainable, int(bucket_cap_mb * 2 ** 20), devices)
+        self._buckets = make_buckets(trainable, int(bucket_cap_mb * 2 ** 20))
         self._slot: dict[int, tuple[Bucket, int]] = {
             id(p): (b, i) for b in self._buckets for i, p in enumerate(b.params)}
         self._works: list[dist.Work] = []
         self._require_sync = True
-        self.wait_seconds = 0.0  # total time backward spent blocked on all-reduces
+        self._sync_buffers = True  # PyTorch's require_forward_param_sync
+        self.wait_seconds = 0.0
+        self.reduced_bytes = 0
+        self.overlapped_bytes = 0
         self._handles = [p.register_post_accumulate_grad_hook(self._grad_ready)
                          for p in trainable]
 
@@ -96,10 +121,12 @@ class DistributedDataParallel(Module):
         for b in self._buckets:
             b.reset()
         self._works = []
-        if self.training and self.broadcast_buffers and dist.get_world_size() > 1:
+        if self.forward_sync_buffers and self._sync_buffers and dist.get_world_size() > 1:
             broadcast_coalesced(list(self.module.buffers()))
         out = self.module(*args, **kwargs)
-        if self.find_unused_parameters and self._require_sync and is_grad_enabled():
+        # as PyTorch: the next forward copies buffers only after one that syncs gradients
+        self._sync_buffers = self._require_sync and is_grad_enabled()
+        if self.find_unused_parameters and self._sync_buffers:
             reached = _reachable_leaves(out)
             for bucket in self._buckets:
                 for i, p in enumerate(bucket.params):
@@ -136,26 +163,32 @@ class DistributedDataParallel(Module):
 
     def _mark(self, bucket: Bucket, i: int, grad: Tensor | None) -> None:
         bucket.put(i, grad)
-        for work in self._works:  # lets MPI progress the buckets already in flight
-            work.is_completed()
+        # MPI progresses the buckets in flight only inside MPI calls: test them here
+        done = [work.is_completed() for work in self._works]
         # buckets start strictly in index order, the same on every rank
         while len(self._works) < len(self._buckets) and self._buckets[len(self._works)].full:
             b = self._buckets[len(self._works)]
             self._works.append(dist.all_reduce(b.flat, dist.ReduceOp.AVG, async_op=True))
         if len(self._works) == len(self._buckets):
-            self._finish()
+            self._finish(done)
 
-    def _finish(self) -> None:
-        """Waits for every bucket and writes the averaged gradients back to ``.grad``."""
+    def _finish(self, done: list[bool]) -> None:
+        """Waits for every bucket and sets the averaged gradients as ``.grad``.
+
+        ``done[k]``: bucket k's all-reduce had completed before the last gradient came.
+        """
         used_somewhere = self._global_usage() if self.find_unused_parameters else None
         start = time.perf_counter()
         for work in self._works:
             work.wait()
         self.wait_seconds += time.perf_counter() - start
+        self.reduced_bytes += sum(b.nbytes for b in self._buckets)
+        self.overlapped_bytes += sum(b.nbytes for b, d in zip(self._buckets, done) if d)
+        as_view = self.gradient_as_bucket_view
         for b in self._buckets:
             for i, p in enumerate(b.params):
                 if used_somewhere is None or used_somewhere[id(p)]:
-                    p.grad = b.take(i)
+                    p.grad = b.grad(i, as_view)
         self._works = []
         for b in self._buckets:
             b.reset()
