@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from . import _compute
+from . import _indexing as _ix
 from ._base import ArrayBase
 from ._compute import binary as _binary
 from ._compute import binary_operator as _operator
@@ -39,7 +40,30 @@ class NDArray(ArrayBase):
         (a copy of the selected elements) and an integer array gathers rows."""
         if isinstance(key, (ArrayBase, list, np.ndarray)):
             return _compute.index_read(self, key)
+        if isinstance(key, tuple) and _ix.is_advanced(key):
+            return _ix.getitem(self, key)
         return ArrayBase.__getitem__(self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """Writes through views for ints, slices, None and ``...``; with integer arrays
+        or bool masks in the key, as PyTorch's ``x[key] = value`` (the value
+        broadcasts to ``x[key]``'s shape; the last of repeated indices wins)."""
+        if _ix.is_advanced(key):
+            _ix.setitem(self, key, value)
+        else:
+            ArrayBase.__setitem__(self, key, value)
+
+    def gather(self, dim: int, index: Any) -> NDArray:
+        return _ix.gather(self, dim, index)
+
+    def scatter(self, dim: int, index: Any, src: Any) -> NDArray:
+        return _ix.scatter(self, dim, index, src)
+
+    def scatter_add(self, dim: int, index: Any, src: Any) -> NDArray:
+        return _ix.scatter(self, dim, index, src, accumulate=True)
+
+    def index_put(self, indices: Any, values: Any, accumulate: bool = False) -> NDArray:
+        return _ix.index_put(self, indices, values, accumulate)
 
     # Operators with an array or scalar operand: binary_operator's methods.
     __add__ = __radd__ = _operator("add")
