@@ -24,11 +24,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import lamina.ndarray as nd
 from lamina.ndarray import DTypeError, NDArray, ShapeError
 
 from . import _grad_mode as grad_mode
 from ._function import Version
 from ._ops import elementwise as E
+from ._ops import scattering as X
 from ._ops import shape as S
 from ._tensor import Tensor
 
@@ -182,3 +184,48 @@ def copy_(t: Tensor, src: Any) -> Tensor:
         return _write(t, _replaced(t, S.to(src, device=t.device, dtype=t.dtype)), "copy_")
     # A fresh node (a copy of src): t must not become the output of src's node.
     return _write(t, S.to(src, device=t.device, dtype=t.dtype, copy=True), "copy_")
+
+
+def _recording(t: Tensor, value: Any) -> bool:
+    return grad_mode._state.enabled and (
+        t._requires_grad or (isinstance(value, Tensor) and value._requires_grad))
+
+
+def setitem(t: Tensor, key: Any, value: Any) -> None:
+    """``t[key] = value``: any key ``t[key]`` reads (ints, slices, None, ``...``,
+    integer arrays, bool masks); ``value`` broadcasts to ``t[key]``'s shape.
+
+    Recorded as an ``index_put`` (PyTorch's ``CopySlices``): ``value`` gets
+    the gradient of the written positions (summed over broadcasting), the
+    old value of ``t`` the gradient where it survived.
+    """
+    _check_leaf(t, "setitem")
+    key = X.unwrap(key)
+    if not _recording(t, value):
+        if isinstance(value, Tensor):
+            value = X.value_tensor(t, value, "setitem").data
+        t.data[key] = value
+        bump(t)
+        return
+    positions = nd.index_positions(t.data, key, "setitem")
+    _write(t, X.put(t, positions, value, False, "setitem"), "setitem")
+
+
+def index_put_(t: Tensor, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
+    """``t[indices] = values`` (``+=`` with ``accumulate``) in place; see
+    :func:`lamina.autograd.index_put`."""
+    _check_leaf(t, "index_put_")
+    return _write(t, X.index_put(t, indices, values, accumulate), "index_put_")
+
+
+def scatter_(t: Tensor, dim: int, index: Any, src: Any = None, *, value: Any = None
+             ) -> Tensor:
+    """:func:`lamina.autograd.scatter` in place."""
+    _check_leaf(t, "scatter_")
+    return _write(t, X.scatter(t, dim, index, src, value=value), "scatter_")
+
+
+def scatter_add_(t: Tensor, dim: int, index: Any, src: Tensor) -> Tensor:
+    """:func:`lamina.autograd.scatter_add` in place."""
+    _check_leaf(t, "scatter_add_")
+    return _write(t, X.scatter_add(t, dim, index, src), "scatter_add_")

@@ -431,6 +431,9 @@ class Tensor:
     def __getitem__(self, key: Any) -> Tensor:
         return F.getitem(self, key)
 
+    def __setitem__(self, key: Any, value: Any) -> None:
+        _inplace.setitem(self, key, value)
+
     # ----- methods: one line each, the ops live in _ops -------------------------------
 
     def add(self, other: Any) -> Tensor:
@@ -588,6 +591,18 @@ class Tensor:
     def masked_fill(self, mask: Any, value: Any) -> Tensor:
         return F.masked_fill(self, mask, value)
 
+    def gather(self, dim: int, index: Any) -> Tensor:
+        return F.gather(self, dim, index)
+
+    def scatter(self, dim: int, index: Any, src: Any = None, *, value: Any = None) -> Tensor:
+        return F.scatter(self, dim, index, src, value=value)
+
+    def scatter_add(self, dim: int, index: Any, src: Tensor) -> Tensor:
+        return F.scatter_add(self, dim, index, src)
+
+    def index_put(self, indices: Any, values: Any, accumulate: builtins.bool = False) -> Tensor:
+        return F.index_put(self, indices, values, accumulate)
+
     def nonzero(self) -> Tensor:
         return F.nonzero(self)
 
@@ -617,6 +632,16 @@ class Tensor:
 
     def copy_(self, src: Any) -> Tensor:
         return _inplace.copy_(self, src)
+
+    def index_put_(self, indices: Any, values: Any, accumulate: builtins.bool = False
+                   ) -> Tensor:
+        return _inplace.index_put_(self, indices, values, accumulate)
+
+    def scatter_(self, dim: int, index: Any, src: Any = None, *, value: Any = None) -> Tensor:
+        return _inplace.scatter_(self, dim, index, src, value=value)
+
+    def scatter_add_(self, dim: int, index: Any, src: Tensor) -> Tensor:
+        return _inplace.scatter_add_(self, dim, index, src)
 
     def __iadd__(self, other: Any) -> Tensor:
         return _inplace.add_(self, other, 1)

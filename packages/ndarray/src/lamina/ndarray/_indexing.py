@@ -57,7 +57,7 @@ def _host_key(k: Any, like: ArrayBase, op: str) -> np.ndarray:
     return host
 
 
-def positions(a: ArrayBase, key: Any, op: str = "getitem") -> np.ndarray:
+def index_positions(a: ArrayBase, key: Any, op: str = "getitem") -> np.ndarray:
     """The flat positions in ``a``'s row-major layout that ``a[key]`` reads, as an
     int64 host array of the result's shape (any key: views and advanced)."""
     parts = [_host_key(k, a, op) if isinstance(k, _ARRAY_KEYS) else k
@@ -166,7 +166,7 @@ def getitem(a: A, key: Any) -> A:
     Shapes: ``a (3, 4)``, ``a[[0, 2], 1:]`` -> ``(2, 3)``; ``a[:, [0, 1]]`` ->
     ``(3, 2)``; ``a[mask]`` for a ``(3, 4)`` mask -> ``(count,)``.
     """
-    return read(a, positions(a, key))
+    return read(a, index_positions(a, key))
 
 
 def _values(a: A, value: Any, shape: Shape, op: str) -> A:
@@ -221,21 +221,29 @@ def put(a: ArrayBase, pos: np.ndarray, value: Any, accumulate: bool = False,
 def setitem(a: ArrayBase, key: Any, value: Any) -> None:
     """``a[key] = value`` for a key with integer arrays or masks, as PyTorch (and
     NumPy, but for ints mixed with arrays: they select first, as in PyTorch)."""
-    put(a, positions(a, key, "setitem"), value, False, "setitem")
+    put(a, index_positions(a, key, "setitem"), value, False, "setitem")
 
 
 def index_put(a: A, indices: Any, values: Any, accumulate: bool = False) -> A:
     """``a`` with ``a[indices] = values`` (or ``+=`` with ``accumulate``), out of place,
-    as ``torch.index_put``: ``indices`` is a tuple of int64 or bool arrays."""
+    as ``torch.index_put``: ``indices`` is a tuple of int64 or bool arrays.
+
+    Example:
+        >>> import lamina.ndarray as nd
+        >>> a = nd.zeros(4)
+        >>> nd.index_put(a, (nd.array([0, 2, 0]),), nd.array([1.0, 2.0, 3.0]), True).tolist()
+        [4.0, 0.0, 2.0, 0.0]
+    """
     out = a.copy()
     key = tuple(indices) if isinstance(indices, (tuple, list)) else (indices,)
-    put(out, positions(out, key, "index_put"), values, accumulate, "index_put")
+    put(out, index_positions(out, key, "index_put"), values, accumulate, "index_put")
     return out
 
 
 # ---------------------------------------------------------------------- gather, scatter
-def along(a: ArrayBase, dim: int, index: Any, op: str, src: Any = None) -> tuple[int, np.ndarray]:
-    """``(dim, positions)`` of ``torch.gather``/``scatter``'s index along ``dim``: element
+def along_positions(a: ArrayBase, dim: int, index: Any, op: str, src: Any = None
+                    ) -> np.ndarray:
+    """The positions of ``torch.gather``/``scatter``'s index along ``dim``: element
     ``i`` of ``index`` addresses ``a`` at ``i`` with coordinate ``dim`` replaced by
     ``index[i]``. Checks PyTorch's shape rules (``src`` only for scatter)."""
     ax = normalize_axis(dim, max(a.ndim, 1), op, "dim")
@@ -264,7 +272,7 @@ def along(a: ArrayBase, dim: int, index: Any, op: str, src: Any = None) -> tuple
     strides = L.compact_strides(shape)
     pos = _grid(ishape, strides, 0) + (idx - _grid(ishape, (0,) * ax + (1,) + (0,) *
                                                    (len(ishape) - ax - 1), 0)) * strides[ax]
-    return ax, pos.reshape(host.shape)
+    return pos.reshape(host.shape)
 
 
 def gather(a: A, dim: int, index: Any) -> A:
@@ -273,7 +281,7 @@ def gather(a: A, dim: int, index: Any) -> A:
     Shapes: ``index`` has ``a``'s number of dims and is no larger than ``a``
     outside ``dim``; the result has ``index``'s shape.
     """
-    return read(a, along(a, dim, index, "gather")[1])
+    return read(a, along_positions(a, dim, index, "gather"))
 
 
 def scatter(a: A, dim: int, index: Any, src: Any, accumulate: bool = False) -> A:
@@ -285,10 +293,10 @@ def scatter(a: A, dim: int, index: Any, src: Any, accumulate: bool = False) -> A
         if src._dtype is not a._dtype:
             raise DTypeError(f"{op}: the source's dtype {src._dtype.name} differs from "
                              f"the array's {a._dtype.name}")
-        _, pos = along(a, dim, index, op, src)
+        pos = along_positions(a, dim, index, op, src)
         src = src[tuple(slice(0, n) for n in pos.shape)] if pos.ndim else src
     else:
-        _, pos = along(a, dim, index, op)
+        pos = along_positions(a, dim, index, op)
     out = a.copy()
     put(out, pos, src, accumulate, op)
     return out

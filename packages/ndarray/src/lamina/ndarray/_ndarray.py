@@ -53,18 +53,6 @@ class NDArray(ArrayBase):
         else:
             ArrayBase.__setitem__(self, key, value)
 
-    def gather(self, dim: int, index: Any) -> NDArray:
-        return _ix.gather(self, dim, index)
-
-    def scatter(self, dim: int, index: Any, src: Any) -> NDArray:
-        return _ix.scatter(self, dim, index, src)
-
-    def scatter_add(self, dim: int, index: Any, src: Any) -> NDArray:
-        return _ix.scatter(self, dim, index, src, accumulate=True)
-
-    def index_put(self, indices: Any, values: Any, accumulate: bool = False) -> NDArray:
-        return _ix.index_put(self, indices, values, accumulate)
-
     # Operators with an array or scalar operand: binary_operator's methods.
     __add__ = __radd__ = _operator("add")
     __sub__ = _operator("sub")

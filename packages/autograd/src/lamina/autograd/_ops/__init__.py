@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._function import Function
-from . import conv, elementwise, index, linalg, normalization, reduce, rnn, shape
+from . import conv, elementwise, index, linalg, normalization, reduce, rnn, scattering, shape
 from .conv import avg_pool2d, conv2d, im2col, max_pool2d
 from .elementwise import (
     abs,
@@ -54,17 +54,18 @@ from .elementwise import (
 from .index import (
     embedding,
     getitem,
+    index_scatter_add,
     masked_fill,
     masked_select,
     nonzero,
     one_hot,
-    scatter_add,
     take,
 )
 from .linalg import linear, matmul
 from .normalization import batch_norm, batch_norm_reference, layer_norm, layer_norm_reference
 from .reduce import amax, amin, argmax, log_softmax, logsumexp, mean, softmax, std, sum, var
 from .rnn import lstm_layer, lstm_layer_reference
+from .scattering import gather, index_put, scatter, scatter_add
 from .shape import (
     broadcast_to,
     cat,
@@ -86,7 +87,7 @@ from .shape import (
     view,
 )
 
-_FAMILIES = (elementwise, linalg, reduce, shape, index, conv, rnn, normalization)
+_FAMILIES = (elementwise, linalg, reduce, shape, index, scattering, conv, rnn, normalization)
 
 PRIMITIVES: dict[str, type[Function]] = {
     op.name: op for family in _FAMILIES for op in family.PRIMITIVES}
@@ -98,11 +99,11 @@ __all__ = [
     "abs", "add", "amax", "amin", "argmax", "avg_pool2d", "batch_norm",
     "batch_norm_reference", "broadcast_to", "cat", "chunk",
     "clamp", "conv2d", "cos", "dilate", "div", "dropout", "embedding", "eq", "erf", "exp",
-    "expand", "flatten", "flip", "ge", "gelu", "gelu_reference", "getitem", "gt", "masked_fill",
+    "expand", "flatten", "flip", "gather", "ge", "gelu", "gelu_reference", "getitem", "gt", "index_put", "index_scatter_add", "masked_fill",
     "masked_select", "nonzero", "im2col", "le", "linear", "log",
     "log_softmax", "logsumexp", "lt", "matmul", "max_pool2d", "maximum", "mean", "minimum",
-    "mul", "ne", "neg", "one_hot", "pad", "permute", "pow", "relu", "reshape", "scatter_add",
-    "sigmoid", "sign", "sin", "slice_scatter", "softmax", "split", "sqrt", "squeeze", "stack",
+    "mul", "ne", "neg", "one_hot", "pad", "permute", "pow", "relu", "reshape", "scatter",
+    "scatter_add", "sigmoid", "sign", "sin", "slice_scatter", "softmax", "split", "sqrt", "squeeze", "stack",
     "std", "sub", "sum", "take", "tanh", "transpose", "undilate", "unsqueeze", "var", "view",
     "where", "lstm_layer", "lstm_layer_reference", "layer_norm", "layer_norm_reference",
 ]
