@@ -428,7 +428,7 @@ RECORDS: list[OpRecord] = [
              lambda x, i, v, accumulate=False: x.index_put((i,), v, accumulate),
              [S(r(5, 3), np.array([4, 0, 2]), r(3, 3)), S(r(5, 3), np.array([4, 0]), r(3)),
               S(r(5, 3), idx(5, 7), r(7, 3), accumulate=True), S(r(4, 3), mask(4), r(3))],
-             second_order=True,
+             second_order=True, covers=("put",),
              errors=[ErrorSample(S(r(5, 3), np.array([4, 0]), r(2)), ShapeError,
                                  r"index_put: a value of shape \(2,\) cannot be broadcast to "
                                  r"the indexing result's shape \(2, 3\)")]),

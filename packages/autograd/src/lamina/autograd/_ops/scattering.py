@@ -31,7 +31,7 @@ class IndexPut(Function):
     ``(*A)``. The last of repeated positions wins unless ``accumulate``.
     """
 
-    name = "index_put"
+    name = "put"
 
     def forward(self, a: NDArray, values: NDArray, positions: np.ndarray,
                 accumulate: bool) -> NDArray:
