@@ -120,14 +120,87 @@ def test_setitem_bumps_the_version_a_saved_tensor_checks():
         z.sum().backward()
 
 
-def test_setitem_through_a_view_of_a_tensor_that_requires_grad_raises():
-    x = ag.ones(2, 3, requires_grad=True, device="numpy")
+def _y_row_mul(x):
     y = x * 1
-    with pytest.raises(RuntimeError, match="in-place ops on a view"):
-        y[0][1] = 3.0
+    y[0].mul_(2)
+    return y
+
+
+def _y_item_of_a_row(x):
+    y = x * x
+    y[0][1] = 3.0
+    return y
+
+
+def _a_sibling_view_made_before(x):
+    y = x * 2
+    row, col = y[0], y[:, 1]  # col overlaps the row written next
+    row.mul_(x[1])
+    return col * 1 + y.sum()
+
+
+def _through_a_transpose(x):
+    y = x * 1
+    v = y.T
+    v[1] = v[1] * 3 + v[0]
+    return y
+
+
+def _a_view_of_a_view(x):
+    y = x * 1
+    v = y[:, 1:]
+    v[0] += x[1, :2]
+    return y * v.sum()
+
+
+def _through_a_reshape_with_an_index_array(x):
+    y = x * 1
+    r = y.reshape(3, 2)
+    r[[2, 1], 0] = x[0, :2] ** 2
+    return y + r.reshape(2, 3)
+
+
+@pytest.mark.parametrize("fn", [_y_row_mul, _y_item_of_a_row, _a_sibling_view_made_before,
+                                _through_a_transpose, _a_view_of_a_view,
+                                _through_a_reshape_with_an_index_array], ids=lambda f: f.__name__)
+def test_in_place_through_a_view_rewrites_the_base_history_as_pytorch(fn):
+    x0 = np.arange(6.0).reshape(2, 3) + 1
+    x, t = ag.tensor(x0, requires_grad=True, device="numpy"), torch.tensor(x0, requires_grad=True)
+    got, want = fn(x), fn(t)
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy())
+    w = np.random.default_rng(0).standard_normal(tuple(want.shape))
+    (got * ag.tensor(w, device="numpy")).sum().backward()
+    (want * torch.from_numpy(w)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy())
+
+
+def test_a_base_without_grad_gets_history_from_a_view_write():
+    y, yt = ag.zeros(2, 3, device="numpy"), torch.zeros(2, 3)
+    w, wt = (ag.ones(3, requires_grad=True, device="numpy"),
+             torch.ones(3, requires_grad=True))
+    tail, tail_t = y[0, 1:], yt[0, 1:]  # made before the write: refreshed when used
+    y[0].copy_(w * 2)
+    yt[0].copy_(wt * 2)
+    assert y.requires_grad and tail.requires_grad and tail_t.requires_grad
+    (tail * ag.tensor([1.0, 5.0], device="numpy")).sum().backward()
+    (tail_t * torch.tensor([1.0, 5.0])).sum().backward()
+    assert w.grad.tolist() == wt.grad.tolist() == [0.0, 2.0, 10.0]
+
+
+def test_view_writes_keep_pytorchs_errors():
+    x = ag.ones(2, 3, requires_grad=True, device="numpy")
+    with pytest.raises(RuntimeError, match="setitem: a view of a leaf Variable that requires"):
+        x[0][1] = 3.0
+    y = x.exp()  # saves its output
+    y[0, 0] = 1.0
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+    z = x * 1
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        z[0:1].expand(3, 3).mul_(2)
     with ag.no_grad():
-        y[0][1] = 3.0  # writes through to y
-    assert y.tolist() == [[1.0, 3.0, 1.0], [1.0, 1.0, 1.0]]
+        x[0][1] = 3.0  # writes through to the leaf
+    assert x.tolist() == [[1.0, 3.0, 1.0], [1.0, 1.0, 1.0]] and x.is_leaf
 
 
 def test_setitem_errors():

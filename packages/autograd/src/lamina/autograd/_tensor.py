@@ -57,7 +57,7 @@ class Tensor:
     """
 
     __slots__ = ("data", "_requires_grad", "grad", "grad_fn", "_post_hooks", "_vc", "_base",
-                 "__weakref__")
+                 "_history", "__weakref__")
     __array_priority__ = 1000  # numpy scalars on the left defer to Tensor's operators
 
     data: NDArray
@@ -98,6 +98,8 @@ class Tensor:
     @property
     def requires_grad(self) -> bool:
         """Whether ops on this tensor are recorded for ``backward``."""
+        if self._base is not None and self._history != self._vc.history:  # type: ignore[union-attr]
+            _inplace.refresh_view(self)  # a write through another view gave it history
         return self._requires_grad
 
     @requires_grad.setter

@@ -65,7 +65,7 @@ from ._dtypes import (
 )
 from ._errors import DeviceError, DTypeError, ShapeError
 from ._interface import API_MINOR_VERSION, API_VERSION, BackendProtocol, KernelTable
-from ._indexing import along_positions, gather, index_positions, index_put, put, scatter
+from ._indexing import along_positions, buffer_positions, gather, index_positions, index_put, put, scatter
 from ._layout import broadcast_shapes
 from ._ndarray import NDArray
 from ._registry import (
@@ -85,7 +85,7 @@ __version__ = "0.1.0"
 __all__ = [
     "API_MINOR_VERSION", "API_VERSION", "along_positions", "BackendInfo", "BackendProtocol", "DType", "DTypeError",
     "Device", "DeviceError", "KernelTable", "NDArray", "ShapeError", "arange", "argmax",
-    "array", "as_dtype", "bool", "bool_", "boolean_mask", "broadcast_shapes", "can_cast",
+    "array", "as_dtype", "bool", "bool_", "boolean_mask", "broadcast_shapes", "buffer_positions", "can_cast",
     "check_device_dtype", "check_kernel_dtype", "check_same_device_dtype", "col2im",
     "concatenate", "conv_output_size", "default_device", "empty", "erf", "float32", "float64",
     "from_dlpack", "full", "gather", "generator", "get_device", "im2col", "int64", "layer_norm",

@@ -106,6 +106,11 @@ def index_positions(a: ArrayBase, key: Any, op: str = "getitem") -> np.ndarray:
     return _advanced(basic, arrays, shape, strides, offset, op)
 
 
+def buffer_positions(a: ArrayBase) -> np.ndarray:
+    """The buffer index of each element of the view ``a`` (host int64, ``a``'s shape)."""
+    return _grid(a.shape, a.strides, a.offset)
+
+
 def _grid(shape: Shape, strides: Shape, offset: int) -> np.ndarray:
     out = np.full(shape, offset, dtype=np.int64)
     for d, (n, s) in enumerate(zip(shape, strides)):
