@@ -57,7 +57,8 @@ def _broadcastable(key) -> bool:
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int64", "bool"])
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # device: a parameter
 @given(shape=shapes, data=st.data())
 def test_reads_and_writes_match_numpy(device, dtype, shape, data):
     if dtype not in nd.get_device(device).kernel_dtypes["ewise_where"]:

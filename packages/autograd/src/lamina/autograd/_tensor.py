@@ -63,6 +63,7 @@ class Tensor:
     data: NDArray
     grad: Tensor | None
     grad_fn: Any
+    _history: int  # views only: the storage's history count their grad_fn is of
 
     def __init__(self, data: Any, dtype: Any = None, device: Any = None,
                  requires_grad: bool = False) -> None:

@@ -16,7 +16,7 @@ the indexed dims in place when those are adjacent, else they come first.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
@@ -27,6 +27,9 @@ from ._compute import take
 from ._dtypes import bool_, int64
 from ._errors import DeviceError, DTypeError, ShapeError
 from ._select import where
+
+if TYPE_CHECKING:
+    from ._ndarray import NDArray
 
 A = TypeVar("A", bound=ArrayBase)
 Shape = tuple[int, ...]
@@ -160,12 +163,12 @@ def _device_index(host: np.ndarray, like: A) -> A:
     return like._from_host(host, int64, like._device)
 
 
-def read(a: A, pos: np.ndarray) -> A:
+def read(a: NDArray, pos: np.ndarray) -> NDArray:
     """The elements of ``a`` at row-major ``positions`` (shaped like them)."""
     return take(a.compact().reshape(-1), _device_index(pos, a), 0)
 
 
-def getitem(a: A, key: Any) -> A:
+def getitem(a: NDArray, key: Any) -> NDArray:
     """``a[key]`` for a key with integer arrays or masks (see the module docstring).
 
     Shapes: ``a (3, 4)``, ``a[[0, 2], 1:]`` -> ``(2, 3)``; ``a[:, [0, 1]]`` ->
@@ -174,13 +177,13 @@ def getitem(a: A, key: Any) -> A:
     return read(a, index_positions(a, key))
 
 
-def _values(a: A, value: Any, shape: Shape, op: str) -> A:
+def _values(a: NDArray, value: Any, shape: Shape, op: str) -> NDArray:
     """``value`` as an array of ``a``'s dtype and device broadcast to ``shape``."""
     if isinstance(value, ArrayBase):
         if value._device is not a._device:
             raise DeviceError(f"{op}: the value is on {value._device.name}, the array on "
                               f"{a._device.name}; move one with .to(device)")
-        v = value.astype(a._dtype)
+        v = cast("NDArray", value).astype(a._dtype)  # an array is an NDArray here
     else:
         v = a._from_host(np.asarray(value), a._dtype, a._device)
     while v.ndim > len(shape) and v.shape[0] == 1:  # PyTorch drops leading ones
@@ -193,7 +196,7 @@ def _values(a: A, value: Any, shape: Shape, op: str) -> A:
                          f"indexing result's shape {shape}") from None
 
 
-def put(a: ArrayBase, pos: np.ndarray, value: Any, accumulate: bool = False,
+def put(a: NDArray, pos: np.ndarray, value: Any, accumulate: bool = False,
         op: str = "index_put") -> None:
     """Writes ``value`` (broadcast to ``pos``'s shape) into ``a`` at row-major
     positions, in place: the last of repeated positions wins, or with
@@ -223,13 +226,13 @@ def put(a: ArrayBase, pos: np.ndarray, value: Any, accumulate: bool = False,
     a[...] = out.reshape(a.shape)
 
 
-def setitem(a: ArrayBase, key: Any, value: Any) -> None:
+def setitem(a: NDArray, key: Any, value: Any) -> None:
     """``a[key] = value`` for a key with integer arrays or masks, as PyTorch (and
     NumPy, but for ints mixed with arrays: they select first, as in PyTorch)."""
     put(a, index_positions(a, key, "setitem"), value, False, "setitem")
 
 
-def index_put(a: A, indices: Any, values: Any, accumulate: bool = False) -> A:
+def index_put(a: NDArray, indices: Any, values: Any, accumulate: bool = False) -> NDArray:
     """``a`` with ``a[indices] = values`` (or ``+=`` with ``accumulate``), out of place,
     as ``torch.index_put``: ``indices`` is a tuple of int64 or bool arrays.
 
@@ -280,7 +283,7 @@ def along_positions(a: ArrayBase, dim: int, index: Any, op: str, src: Any = None
     return pos.reshape(host.shape)
 
 
-def gather(a: A, dim: int, index: Any) -> A:
+def gather(a: NDArray, dim: int, index: Any) -> NDArray:
     """``torch.gather``: ``out[i][j] = a[index[i][j]][j]`` for ``dim=0`` (any rank).
 
     Shapes: ``index`` has ``a``'s number of dims and is no larger than ``a``
@@ -289,7 +292,7 @@ def gather(a: A, dim: int, index: Any) -> A:
     return read(a, along_positions(a, dim, index, "gather"))
 
 
-def scatter(a: A, dim: int, index: Any, src: Any, accumulate: bool = False) -> A:
+def scatter(a: NDArray, dim: int, index: Any, src: Any, accumulate: bool = False) -> NDArray:
     """``torch.scatter`` (``scatter_add`` with ``accumulate``), out of place:
     ``out[index[i][j]][j] = src[i][j]`` for ``dim=0``; ``src`` is an array of at
     least ``index``'s shape (its leading block is used) or a scalar."""

@@ -95,15 +95,15 @@ COMPOSITES: dict[str, Callable[..., Any]] = {
     fn.__name__: fn for family in _FAMILIES for fn in family.COMPOSITES}
 
 __all__ = [
-    "PRIMITIVES", "COMPOSITES", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
-    "abs", "add", "amax", "amin", "argmax", "avg_pool2d", "batch_norm",
-    "batch_norm_reference", "broadcast_to", "cat", "chunk",
-    "clamp", "conv2d", "cos", "dilate", "div", "dropout", "embedding", "eq", "erf", "exp",
-    "expand", "flatten", "flip", "gather", "ge", "gelu", "gelu_reference", "getitem", "gt", "index_put", "index_scatter_add", "masked_fill",
-    "masked_select", "nonzero", "im2col", "le", "linear", "log",
-    "log_softmax", "logsumexp", "lt", "matmul", "max_pool2d", "maximum", "mean", "minimum",
-    "mul", "ne", "neg", "one_hot", "pad", "permute", "pow", "relu", "reshape", "scatter",
-    "scatter_add", "sigmoid", "sign", "sin", "slice_scatter", "softmax", "split", "sqrt", "squeeze", "stack",
-    "std", "sub", "sum", "take", "tanh", "transpose", "undilate", "unsqueeze", "var", "view",
-    "where", "lstm_layer", "lstm_layer_reference", "layer_norm", "layer_norm_reference",
+    "PRIMITIVES", "COMPOSITES", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "abs",
+    "add", "amax", "amin", "argmax", "avg_pool2d", "batch_norm", "batch_norm_reference",
+    "broadcast_to", "cat", "chunk", "clamp", "conv2d", "cos", "dilate", "div", "dropout",
+    "embedding", "eq", "erf", "exp", "expand", "flatten", "flip", "gather", "ge", "gelu",
+    "gelu_reference", "getitem", "gt", "index_put", "index_scatter_add", "masked_fill",
+    "masked_select", "nonzero", "im2col", "le", "linear", "log", "log_softmax", "logsumexp", "lt",
+    "matmul", "max_pool2d", "maximum", "mean", "minimum", "mul", "ne", "neg", "one_hot", "pad",
+    "permute", "pow", "relu", "reshape", "scatter", "scatter_add", "sigmoid", "sign", "sin",
+    "slice_scatter", "softmax", "split", "sqrt", "squeeze", "stack", "std", "sub", "sum", "take",
+    "tanh", "transpose", "undilate", "unsqueeze", "var", "view", "where", "lstm_layer",
+    "lstm_layer_reference", "layer_norm", "layer_norm_reference",
 ]
