@@ -125,6 +125,14 @@ def test_errors_name_the_op_and_the_shapes():
         nd.gather(a, 0, nd.array([0], device="numpy"))
     with pytest.raises(nd.DTypeError, match="gather: the index must be int64, got float32"):
         nd.gather(a, 0, nd.array([[0.0]], device="numpy"))
+
+
+def test_a_value_on_another_device_is_refused():
+    others = [b.name for b in nd.list_backends() if b.status == "available" and b.name != "numpy"]
+    if not others:
+        pytest.skip("needs a second device")
+    a = nd.zeros((3, 4), device="numpy")
     with pytest.raises(nd.DeviceError, match="setitem: the value is on"):
-        a[[0]] = nd.ones(4, device="cpu") if "cpu" in [
-            b.name for b in nd.list_backends() if b.status == "available"] else object()
+        a[[0]] = nd.ones(4, device=others[0])
+    with pytest.raises(nd.DeviceError, match="getitem: an index is on"):
+        a[nd.array([0], device=others[0]), 1]
