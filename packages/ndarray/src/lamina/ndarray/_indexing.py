@@ -215,15 +215,35 @@ def put(a: NDArray, pos: np.ndarray, value: Any, accumulate: bool = False,
         device.kernels.index_scatter_add(vals._buf, _device_index(flat, a)._buf, out._buf,
                                          1, size, 1)
     else:
-        # each written position takes its last value: gather those, select with where
-        last = np.unique(flat[::-1], return_index=True)
-        source = np.zeros(size, dtype=np.int64)
-        source[last[0]] = flat.size - 1 - last[1]
-        written = np.zeros(size, dtype=np.bool_ if "bool" in device.dtypes else np.int64)
-        written[last[0]] = 1
-        cond = a._from_host(written, bool_ if written.dtype == np.bool_ else int64, device)
-        out = where(cond, take(vals, _device_index(source, a), 0), base)
+        # Each written position takes its last value (positions made unique on the
+        # host, O(written)); on the device, the values and a written-mask scattered
+        # into zeros (exact: each position is added once) select with where.
+        unique, first = np.unique(flat[::-1], return_index=True)
+        order = flat.size - 1 - first  # the value each unique (sorted) position takes
+        if unique.size != flat.size or (order[1:] < order[:-1]).any():
+            vals = take(vals, _device_index(order, a), 0)
+        index = _device_index(unique, a)
+        scattered = _scatter_into_zeros(vals, index, size, op)
+        written = _scatter_into_zeros(_ones_like(vals), index, size, op)
+        out = where(written, scattered, base)
     a[...] = out.reshape(a.shape)
+
+
+def _scatter_into_zeros(vals: NDArray, index: NDArray, size: int, op: str) -> NDArray:
+    """A new (size,) array of zeros plus ``vals`` at ``index``; a float zero is -0.0,
+    so that ``-0.0 + v`` is ``v`` for every ``v``, -0.0 included."""
+    device = vals._device
+    check_kernel_dtype(device, "index_scatter_add", vals._dtype, op)
+    out = vals._empty((size,), vals._dtype, device)
+    device.kernels.fill(out._buf, -0.0 if vals._dtype.is_floating else 0)
+    device.kernels.index_scatter_add(vals._buf, index._buf, out._buf, 1, size, 1)
+    return out
+
+
+def _ones_like(a: NDArray) -> NDArray:
+    out = a._like()
+    a._device.kernels.fill(out._buf, 1)
+    return out
 
 
 def setitem(a: NDArray, key: Any, value: Any) -> None:
