@@ -24,7 +24,7 @@ from . import _layout as L
 from ._base import ArrayBase, _index_view
 from ._checks import check_kernel_dtype, normalize_axis
 from ._compute import take
-from ._dtypes import bool_, int64
+from ._dtypes import int64
 from ._errors import DeviceError, DTypeError, ShapeError
 from ._select import where
 
