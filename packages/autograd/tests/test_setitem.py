@@ -13,14 +13,16 @@ from conftest import DEVICES
 KEYS = [
     (1,), (slice(None), 2), (slice(1, None, 2), slice(None, 2)), (Ellipsis, 0), (None, 0),
     ([0, 2],), (slice(None), [3, 0, 3]), ([0, 2], [1, 1]), ([[0], [2]], [1, 3]),
-    (1, [0, 2]), ([2, 0], slice(None), [1, 0]), (np.array([True, False, True]),),
+    (1, [0, 2]), ([2, 0], slice(None), [1, 0]), (np.array([True, False, True]),), ([],),
+    (Ellipsis, None, [0, -1]), ([[0, 1], [1, 0]],), (0, [[0], [2]], [1, 1]),
     (np.array([True, False, True]), 1), (slice(None), np.array([False, True, True, False])),
 ]
 
 
 def _torch_key(key):
     return tuple(torch.from_numpy(k) if isinstance(k, np.ndarray)
-                 else torch.tensor(k) if isinstance(k, list) else k for k in key)
+                 else torch.tensor(k, dtype=torch.int64) if isinstance(k, list) else k
+                 for k in key)
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -60,7 +60,7 @@ def _index_array(indices: Any, like: Tensor, op: str) -> NDArray:
     data = indices.data if isinstance(indices, Tensor) else indices
     if not isinstance(data, NDArray):
         data = np.asarray(data)
-        if data.dtype.kind not in "iu":
+        if data.dtype.kind not in "iu" and data.size:  # [] is an empty integer index
             raise DTypeError(f"{op}: indices must be integers, got {data.dtype}")
         return nd.array(data.astype(np.int64), dtype=nd.int64, device=like.data.device)
     if data.dtype != nd.int64:
