@@ -189,6 +189,17 @@ def test_a_base_without_grad_gets_history_from_a_view_write():
     assert w.grad.tolist() == wt.grad.tolist() == [0.0, 2.0, 10.0]
 
 
+def test_backward_from_a_view_made_before_a_write_sees_the_write():
+    x, t = (ag.tensor([1.0, 2.0, 3.0], requires_grad=True, device="numpy"),
+            torch.tensor([1.0, 2.0, 3.0], requires_grad=True))
+    for z, ones in ((x, ag.ones(2, device="numpy")), (t, torch.ones(2))):
+        y = z * 1
+        tail = y[1:]
+        y[:2].mul_(10)
+        tail.backward(ones)
+    assert x.grad.tolist() == t.grad.tolist() == [0.0, 10.0, 1.0]
+
+
 def test_view_writes_keep_pytorchs_errors():
     x = ag.ones(2, 3, requires_grad=True, device="numpy")
     with pytest.raises(RuntimeError, match="setitem: a view of a leaf Variable that requires"):
