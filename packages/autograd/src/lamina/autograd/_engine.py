@@ -82,7 +82,7 @@ def _seed(outputs: Sequence[Tensor], grad_outputs: Sequence[Any] | None,
         raise ShapeError(f"{op}: got {len(outputs)} outputs but {len(grad_outputs)} gradients")
     pairs = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
-        if not out._requires_grad:
+        if not out.requires_grad:  # the property: a stale view takes its fresh grad_fn
             raise RuntimeError(
                 f"element {i} of tensors does not require grad and does not have a grad_fn")
         if g is None:

@@ -40,12 +40,19 @@ FREED_MESSAGE = (
 
 
 class Version:
-    """A tensor's version counter, shared by views of the same storage."""
+    """A tensor's version counter, shared by views of the same storage.
 
-    __slots__ = ("value",)
+    ``history`` counts the recorded in-place writes into the storage: each
+    gives the base tensor a new ``grad_fn``, so a view made before it (whose
+    ``_history`` is older) takes a view of the new one when next used
+    (:func:`lamina.autograd._inplace.refresh_view`), as PyTorch's views do.
+    """
+
+    __slots__ = ("value", "history")
 
     def __init__(self) -> None:
         self.value = 0
+        self.history = 0
 
 
 def share_storage(view: Tensor, base: Tensor) -> None:
@@ -55,6 +62,7 @@ def share_storage(view: Tensor, base: Tensor) -> None:
         vc = base._vc = Version()
     view._vc = vc
     view._base = base if base._base is None else base._base
+    view._history = vc.history
 
 
 class OpName(str):
@@ -133,6 +141,8 @@ class Function:
         record = False
         for t in inputs:
             arrays.append(t.data)
+            if t._base is not None and t._history != t._vc.history:  # type: ignore[union-attr]
+                refresh_view(t)
             if t._requires_grad:
                 record = True
         data = node.forward(*arrays, **params)
@@ -289,4 +299,5 @@ def _accumulate_grad(leaf: Tensor) -> AccumulateGrad:
 
 
 # Tensor's module imports the ops, which import this one: bind Tensor last.
+from ._inplace import refresh_view  # noqa: E402
 from ._tensor import Tensor  # noqa: E402

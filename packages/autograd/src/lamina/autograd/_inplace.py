@@ -13,10 +13,12 @@ the change) and bumps the tensor's version counter. The checks are PyTorch's:
 - any other node that saved the old value notices the version change when
   backward reads it and raises instead of giving a wrong gradient.
 
-Recording an in-place op on a view (a slice, reshape or permute of another
-tensor) would also have to rewrite the base tensor's graph (PyTorch's
-``CopySlices``); that is not supported and raises. Under ``no_grad``, or when
-nothing requires grad, in-place ops on views write through to the base.
+An in-place op recorded on a view (a slice, reshape or permute of another
+tensor; ``y[0].mul_(2)``, ``y[0][1] = 3``) rewrites the base tensor's graph,
+as PyTorch's ``CopySlices``: the base's new ``grad_fn`` is an ``index_put``
+of the view's new value into the base's old history, and the view (and any
+other view of the base, when next used) becomes a view of that new history.
+A view of a leaf that requires grad cannot be modified outside ``no_grad``.
 """
 
 from __future__ import annotations
@@ -24,11 +26,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import lamina.ndarray as nd
+import numpy as np
 from lamina.ndarray import DTypeError, NDArray, ShapeError
 
 from . import _grad_mode as grad_mode
 from ._function import Version
 from ._ops import elementwise as E
+from ._ops import scattering as X
 from ._ops import shape as S
 from ._tensor import Tensor
 
@@ -36,11 +41,21 @@ _NUMBER = (int, float)
 
 
 def _check_leaf(t: Tensor, op: str) -> None:
-    if t._requires_grad and t.grad_fn is None and grad_mode._state.enabled:
+    if not grad_mode._state.enabled:
+        return
+    if t._base is not None and t._history != t._vc.history:  # type: ignore[union-attr]
+        refresh_view(t)
+    if t._requires_grad and t.grad_fn is None and t._base is None:
         raise RuntimeError(
             f"{op}: a leaf Variable that requires grad is being used in an in-place "
             f"operation (shape {t.shape}); update it under `with no_grad():`, as optimizers "
             "do, or modify a copy (.clone())")
+    base = t._base
+    if base is not None and base._requires_grad and base.grad_fn is None:
+        raise RuntimeError(
+            f"{op}: a view of a leaf Variable that requires grad is being used in an "
+            f"in-place operation (view of shape {t.shape}, leaf of shape {base.shape}); "
+            "update it under `with no_grad():` or modify a copy (.clone())")
 
 
 def _write(t: Tensor, out: Tensor, op: str) -> Tensor:
@@ -54,19 +69,65 @@ def _write(t: Tensor, out: Tensor, op: str) -> Tensor:
                              f"tensor's type {t.dtype.name} in place; convert with .float()")
         if out._requires_grad:
             out = S.to(out, dtype=t.dtype)
-    if out._requires_grad:
-        if t._base is not None:
-            raise RuntimeError(
-                f"{op}: in-place ops on a view (a slice, reshape or permute of another "
-                f"tensor) are not supported while the result requires grad; build the "
-                f"new tensor out of place instead (shape {t.shape})")
-        _keep_old_value(out.grad_fn, t)
-    t.data[...] = out.data
-    if out._requires_grad:
+    if not out._requires_grad:
+        t.data[...] = out.data
+        bump(t)
+        return t
+    _keep_old_value(out.grad_fn, t)
+    base = t._base
+    if base is None:
+        t.data[...] = out.data
         t.grad_fn = out.grad_fn
         t._requires_grad = True
+    else:
+        _copy_slices(t, base, out, op)
     bump(t)
+    t._vc.history += 1  # type: ignore[union-attr]  # other views of t are stale now
+    if base is not None:
+        t._history = t._vc.history  # type: ignore[union-attr]
     return t
+
+
+def _copy_slices(view: Tensor, base: Tensor, out: Tensor, op: str) -> None:
+    """Writes ``out`` into ``view`` and gives ``base`` the history PyTorch's
+    ``CopySlices`` does: ``base`` with the view's positions replaced by ``out``."""
+    layout = view.data
+    if any(st == 0 and n > 1 for n, st in zip(layout.shape, layout.strides)):
+        raise RuntimeError(f"{op}: more than one element of the written-to tensor refers to "
+                           f"a single memory location (a broadcast view of shape "
+                           f"{layout.shape}); clone it first")
+    positions = _positions_in(view, base)
+    new_base = X.IndexPut.apply(base, out, positions=positions, accumulate=False)
+    view.data[...] = out.data
+    base.grad_fn = new_base.grad_fn
+    base._requires_grad = True
+    view.grad_fn = X.read(base, positions).grad_fn
+    view._requires_grad = True
+
+
+def _positions_in(view: Tensor, base: Tensor) -> Any:
+    """The row-major positions in ``base`` of the elements of ``view`` (which shares
+    ``base``'s buffer), shaped like ``view``."""
+    at = nd.buffer_positions(view.data)
+    if base.data.is_compact():
+        return at - base.data.offset
+    logical = np.zeros(base.data.buffer.size, dtype=np.int64)
+    logical[nd.buffer_positions(base.data)] = np.arange(base.data.size)
+    return logical[at]
+
+
+def refresh_view(view: Tensor) -> None:
+    """A view made before a recorded in-place write into its storage takes a view of
+    its base's new history as ``grad_fn`` (as PyTorch regenerates a view's grad_fn)."""
+    base = view._base
+    assert base is not None and view._vc is not None
+    view._history = view._vc.history
+    if not base._requires_grad:
+        return
+    with grad_mode.enable_grad():
+        fresh = X.read(base, _positions_in(view, base))
+    view.grad_fn = fresh.grad_fn
+    view._requires_grad = True
 
 
 def _keep_old_value(node: Any, t: Tensor) -> None:
@@ -182,3 +243,48 @@ def copy_(t: Tensor, src: Any) -> Tensor:
         return _write(t, _replaced(t, S.to(src, device=t.device, dtype=t.dtype)), "copy_")
     # A fresh node (a copy of src): t must not become the output of src's node.
     return _write(t, S.to(src, device=t.device, dtype=t.dtype, copy=True), "copy_")
+
+
+def _recording(t: Tensor, value: Any) -> bool:
+    return grad_mode._state.enabled and (
+        t._requires_grad or (isinstance(value, Tensor) and value._requires_grad))
+
+
+def setitem(t: Tensor, key: Any, value: Any) -> None:
+    """``t[key] = value``: any key ``t[key]`` reads (ints, slices, None, ``...``,
+    integer arrays, bool masks); ``value`` broadcasts to ``t[key]``'s shape.
+
+    Recorded as an ``index_put`` (PyTorch's ``CopySlices``): ``value`` gets
+    the gradient of the written positions (summed over broadcasting), the
+    old value of ``t`` the gradient where it survived.
+    """
+    _check_leaf(t, "setitem")
+    key = X.unwrap(key)
+    if not _recording(t, value):
+        if isinstance(value, Tensor):
+            value = X.value_tensor(t, value, "setitem").data
+        t.data[key] = value
+        bump(t)
+        return
+    positions = nd.index_positions(t.data, key, "setitem")
+    _write(t, X.put(t, positions, value, False, "setitem"), "setitem")
+
+
+def index_put_(t: Tensor, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
+    """``t[indices] = values`` (``+=`` with ``accumulate``) in place; see
+    :func:`lamina.autograd.index_put`."""
+    _check_leaf(t, "index_put_")
+    return _write(t, X.index_put(t, indices, values, accumulate), "index_put_")
+
+
+def scatter_(t: Tensor, dim: int, index: Any, src: Any = None, *, value: Any = None
+             ) -> Tensor:
+    """:func:`lamina.autograd.scatter` in place."""
+    _check_leaf(t, "scatter_")
+    return _write(t, X.scatter(t, dim, index, src, value=value), "scatter_")
+
+
+def scatter_add_(t: Tensor, dim: int, index: Any, src: Tensor) -> Tensor:
+    """:func:`lamina.autograd.scatter_add` in place."""
+    _check_leaf(t, "scatter_add_")
+    return _write(t, X.scatter_add(t, dim, index, src), "scatter_add_")

@@ -57,12 +57,13 @@ class Tensor:
     """
 
     __slots__ = ("data", "_requires_grad", "grad", "grad_fn", "_post_hooks", "_vc", "_base",
-                 "__weakref__")
+                 "_history", "__weakref__")
     __array_priority__ = 1000  # numpy scalars on the left defer to Tensor's operators
 
     data: NDArray
     grad: Tensor | None
     grad_fn: Any
+    _history: int  # views only: the storage's history count their grad_fn is of
 
     def __init__(self, data: Any, dtype: Any = None, device: Any = None,
                  requires_grad: bool = False) -> None:
@@ -98,6 +99,8 @@ class Tensor:
     @property
     def requires_grad(self) -> bool:
         """Whether ops on this tensor are recorded for ``backward``."""
+        if self._base is not None and self._history != self._vc.history:  # type: ignore[union-attr]
+            _inplace.refresh_view(self)  # a write through another view gave it history
         return self._requires_grad
 
     @requires_grad.setter
@@ -431,6 +434,9 @@ class Tensor:
     def __getitem__(self, key: Any) -> Tensor:
         return F.getitem(self, key)
 
+    def __setitem__(self, key: Any, value: Any) -> None:
+        _inplace.setitem(self, key, value)
+
     # ----- methods: one line each, the ops live in _ops -------------------------------
 
     def add(self, other: Any) -> Tensor:
@@ -594,6 +600,18 @@ class Tensor:
     def masked_fill(self, mask: Any, value: Any) -> Tensor:
         return F.masked_fill(self, mask, value)
 
+    def gather(self, dim: int, index: Any) -> Tensor:
+        return F.gather(self, dim, index)
+
+    def scatter(self, dim: int, index: Any, src: Any = None, *, value: Any = None) -> Tensor:
+        return F.scatter(self, dim, index, src, value=value)
+
+    def scatter_add(self, dim: int, index: Any, src: Tensor) -> Tensor:
+        return F.scatter_add(self, dim, index, src)
+
+    def index_put(self, indices: Any, values: Any, accumulate: builtins.bool = False) -> Tensor:
+        return F.index_put(self, indices, values, accumulate)
+
     def nonzero(self) -> Tensor:
         return F.nonzero(self)
 
@@ -623,6 +641,16 @@ class Tensor:
 
     def copy_(self, src: Any) -> Tensor:
         return _inplace.copy_(self, src)
+
+    def index_put_(self, indices: Any, values: Any, accumulate: builtins.bool = False
+                   ) -> Tensor:
+        return _inplace.index_put_(self, indices, values, accumulate)
+
+    def scatter_(self, dim: int, index: Any, src: Any = None, *, value: Any = None) -> Tensor:
+        return _inplace.scatter_(self, dim, index, src, value=value)
+
+    def scatter_add_(self, dim: int, index: Any, src: Tensor) -> Tensor:
+        return _inplace.scatter_add_(self, dim, index, src)
 
     def __iadd__(self, other: Any) -> Tensor:
         return _inplace.add_(self, other, 1)

@@ -65,6 +65,15 @@ from ._dtypes import (
     result_type,
 )
 from ._errors import DeviceError, DTypeError, ShapeError
+from ._indexing import (
+    along_positions,
+    buffer_positions,
+    gather,
+    index_positions,
+    index_put,
+    put,
+    scatter,
+)
 from ._interface import API_MINOR_VERSION, API_VERSION, BackendProtocol, KernelTable
 from ._layout import broadcast_shapes
 from ._ndarray import NDArray
@@ -83,15 +92,17 @@ bool = bool_  # noqa: A001  (torch.bool's spelling; the builtin is not used belo
 __version__ = "0.1.0"
 
 __all__ = [
-    "API_MINOR_VERSION", "API_VERSION", "BackendInfo", "BackendProtocol", "DType", "DTypeError",
-    "Device", "DeviceError", "KernelTable", "NDArray", "ShapeError", "arange", "argmax",
-    "array", "as_dtype", "bool", "bool_", "boolean_mask", "broadcast_shapes", "can_cast",
-    "check_device_dtype", "check_kernel_dtype", "check_same_device_dtype", "col2im",
-    "concatenate", "conv_output_size", "cumsum", "default_device", "empty", "erf", "float32",
-    "float64", "from_dlpack", "full", "generator", "get_device", "im2col", "int64", "layer_norm",
-    "list_backends", "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp",
-    "manual_seed", "mask_indices", "masked_fill", "matmul", "maximum", "mean", "minimum",
-    "nonzero", "normalize_axes", "normalize_axis", "normalize_permutation", "one_hot", "ones",
-    "pad", "pair", "promote_types", "rand", "randn", "result_type", "scatter_add",
+    "API_MINOR_VERSION", "API_VERSION", "along_positions", "BackendInfo", "BackendProtocol",
+    "DType", "DTypeError", "Device", "DeviceError", "KernelTable", "NDArray", "ShapeError",
+    "arange", "argmax", "array", "as_dtype", "bool", "bool_", "boolean_mask", "broadcast_shapes",
+    "buffer_positions", "can_cast", "check_device_dtype", "check_kernel_dtype",
+    "check_same_device_dtype", "col2im", "concatenate", "conv_output_size", "cumsum",
+    "default_device",
+    "empty", "erf", "float32", "float64", "from_dlpack", "full", "gather", "generator",
+    "get_device", "im2col", "int64", "layer_norm", "index_positions", "index_put", "list_backends",
+    "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "manual_seed",
+    "mask_indices", "masked_fill", "matmul", "maximum", "mean", "minimum", "nonzero",
+    "normalize_axes", "normalize_axis", "normalize_permutation", "one_hot", "ones", "pad", "pair",
+    "promote_types", "put", "rand", "randn", "result_type", "scatter", "scatter_add",
     "set_default_device", "softmax", "stack", "take", "where", "zeros",
 ]

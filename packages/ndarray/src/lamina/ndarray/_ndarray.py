@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from . import _compute
+from . import _indexing as _ix
 from ._base import ArrayBase
 from ._compute import binary as _binary
 from ._compute import binary_operator as _operator
@@ -40,7 +41,18 @@ class NDArray(ArrayBase):
         (a copy of the selected elements) and an integer array gathers rows."""
         if isinstance(key, (ArrayBase, list, np.ndarray)):
             return _compute.index_read(self, key)
+        if isinstance(key, tuple) and _ix.is_advanced(key):
+            return _ix.getitem(self, key)
         return ArrayBase.__getitem__(self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """Writes through views for ints, slices, None and ``...``; with integer arrays
+        or bool masks in the key, as PyTorch's ``x[key] = value`` (the value
+        broadcasts to ``x[key]``'s shape; the last of repeated indices wins)."""
+        if _ix.is_advanced(key):
+            _ix.setitem(self, key, value)
+        else:
+            ArrayBase.__setitem__(self, key, value)
 
     # Operators with an array or scalar operand: binary_operator's methods.
     __add__ = __radd__ = _operator("add")

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._function import Function
-from . import conv, elementwise, index, linalg, normalization, reduce, rnn, shape
+from . import conv, elementwise, index, linalg, normalization, reduce, rnn, scattering, shape
 from .conv import avg_pool2d, conv2d, im2col, max_pool2d
 from .elementwise import (
     abs,
@@ -54,11 +54,11 @@ from .elementwise import (
 from .index import (
     embedding,
     getitem,
+    index_scatter_add,
     masked_fill,
     masked_select,
     nonzero,
     one_hot,
-    scatter_add,
     take,
 )
 from .linalg import linear, matmul
@@ -78,6 +78,7 @@ from .reduce import (
     var,
 )
 from .rnn import lstm_layer, lstm_layer_reference
+from .scattering import gather, index_put, scatter, scatter_add
 from .shape import (
     broadcast_to,
     cat,
@@ -99,7 +100,7 @@ from .shape import (
     view,
 )
 
-_FAMILIES = (elementwise, linalg, reduce, shape, index, conv, rnn, normalization)
+_FAMILIES = (elementwise, linalg, reduce, shape, index, scattering, conv, rnn, normalization)
 
 PRIMITIVES: dict[str, type[Function]] = {
     op.name: op for family in _FAMILIES for op in family.PRIMITIVES}
@@ -107,16 +108,15 @@ COMPOSITES: dict[str, Callable[..., Any]] = {
     fn.__name__: fn for family in _FAMILIES for fn in family.COMPOSITES}
 
 __all__ = [
-    "PRIMITIVES", "COMPOSITES", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
-    "abs", "add", "amax", "amin", "argmax", "avg_pool2d", "batch_norm",
-    "batch_norm_reference", "broadcast_to", "cat", "chunk",
-    "clamp", "conv2d", "cos", "dilate", "div", "dropout", "embedding", "eq", "erf", "exp",
-    "expand", "flatten", "flip", "ge", "gelu", "gelu_reference", "getitem", "gt", "masked_fill",
-    "masked_select", "nonzero", "im2col", "le", "linear", "log",
-    "log_softmax", "logsumexp", "lt", "matmul", "max_pool2d", "maximum", "mean", "minimum",
-    "mul", "ne", "neg", "one_hot", "pad", "permute", "pow", "relu", "reshape", "scatter_add",
-    "sigmoid", "sign", "sin", "slice_scatter", "softmax", "split", "sqrt", "squeeze", "stack",
-    "std", "sub", "sum", "take", "tanh", "transpose", "undilate", "unsqueeze", "var", "view",
-    "where", "lstm_layer", "lstm_layer_reference", "layer_norm", "layer_norm_reference",
-    "cumsum", "prod",
+    "PRIMITIVES", "COMPOSITES", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "abs",
+    "add", "amax", "amin", "argmax", "avg_pool2d", "batch_norm", "batch_norm_reference",
+    "broadcast_to", "cat", "chunk", "clamp", "conv2d", "cos", "dilate", "div", "dropout",
+    "embedding", "eq", "erf", "exp", "expand", "flatten", "flip", "gather", "ge", "gelu",
+    "gelu_reference", "getitem", "gt", "index_put", "index_scatter_add", "masked_fill",
+    "masked_select", "nonzero", "im2col", "le", "linear", "log", "log_softmax", "logsumexp", "lt",
+    "matmul", "max_pool2d", "maximum", "mean", "minimum", "mul", "ne", "neg", "one_hot", "pad",
+    "permute", "pow", "relu", "reshape", "scatter", "scatter_add", "sigmoid", "sign", "sin",
+    "slice_scatter", "softmax", "split", "sqrt", "squeeze", "stack", "std", "sub", "sum", "take",
+    "tanh", "transpose", "undilate", "unsqueeze", "var", "view", "where", "lstm_layer",
+    "lstm_layer_reference", "layer_norm", "layer_norm_reference", "cumsum", "prod",
 ]

@@ -1,7 +1,7 @@
-"""Integer-array indexing: take (gather) and scatter_add, each the other's adjoint.
+"""Integer-array indexing: take (gather) and index_scatter_add, each the other's adjoint.
 
 Embedding lookups, ``x[idx]`` with an index array and cross-entropy targets
-all reduce to ``take``; its gradient is ``scatter_add``, which accumulates
+all reduce to ``take``; its gradient is ``index_scatter_add``, which accumulates
 repeated indices, instead of a one-hot matrix product.
 """
 
@@ -37,7 +37,7 @@ class Take(Function):
 class ScatterAdd(Function):
     """Sums slices of ``src`` into ``size`` rows along ``axis`` at ``indices``."""
 
-    name = "scatter_add"
+    name = "index_scatter_add"
 
     def forward(self, src: NDArray, indices: NDArray, axis: int, size: int) -> NDArray:
         self.indices, self.axis = indices, axis
@@ -60,7 +60,7 @@ def _index_array(indices: Any, like: Tensor, op: str) -> NDArray:
     data = indices.data if isinstance(indices, Tensor) else indices
     if not isinstance(data, NDArray):
         data = np.asarray(data)
-        if data.dtype.kind not in "iu":
+        if data.dtype.kind not in "iu" and data.size:  # [] is an empty integer index
             raise DTypeError(f"{op}: indices must be integers, got {data.dtype}")
         return nd.array(data.astype(np.int64), dtype=nd.int64, device=like.data.device)
     if data.dtype != nd.int64:
@@ -77,10 +77,12 @@ def take(x: Tensor, indices: Any, dim: int = 0) -> Tensor:
     return Take.apply(x, indices=_index_array(indices, x, "take"), axis=axis)
 
 
-def scatter_add(src: Tensor, indices: Any, dim: int, size: int) -> Tensor:
-    """The adjoint of ``take``: ``(A, *I, B)`` -> ``(A, size, B)``, summing repeats."""
-    axis = normalize_axis(dim, src.ndim, "scatter_add")
-    return ScatterAdd.apply(src, indices=_index_array(indices, src, "scatter_add"), axis=axis,
+def index_scatter_add(src: Tensor, indices: Any, dim: int, size: int) -> Tensor:
+    """The adjoint of ``take``: ``(A, *I, B)`` -> ``(A, size, B)``, summing repeats
+    (PyTorch's ``scatter_add`` is :func:`lamina.autograd.scatter_add`)."""
+    axis = normalize_axis(dim, src.ndim, "index_scatter_add")
+    return ScatterAdd.apply(src, indices=_index_array(indices, src, "index_scatter_add"),
+                            axis=axis,
                             size=size)
 
 
@@ -115,14 +117,30 @@ def masked_select(x: Tensor, mask: Any) -> Tensor:
     return take(x.reshape((int(np.prod(x.shape[:lead])),) + x.shape[lead:]), index, 0)
 
 
-def getitem(x: Tensor, key: Any) -> Tensor:
-    """``x[key]``: ints, slices (any step), None, Ellipsis, one integer array, or a
-    bool mask.
+def read(x: Tensor, positions: np.ndarray) -> Tensor:
+    """The elements of ``x`` at row-major ``positions`` (see
+    :func:`lamina.ndarray.index_positions`), shaped like them."""
+    return take(x.reshape(-1), positions, 0)
 
-    An integer array (Tensor, list or numpy array) gathers along its axis with
-    ``take``; it may follow only full slices (``x[:, idx]``), and later
-    entries index what remains. A bool mask of ``x``'s leading dims, alone,
-    selects as PyTorch's ``x[mask]`` (see :func:`masked_select`).
+
+def unwrap(key: Any) -> Any:
+    """A key with its Tensors replaced by their NDArrays (what lamina.ndarray reads)."""
+    if isinstance(key, tuple):
+        return tuple(k.data if isinstance(k, Tensor) else k for k in key)
+    return key.data if isinstance(key, Tensor) else key
+
+
+def getitem(x: Tensor, key: Any) -> Tensor:
+    """``x[key]``: ints, slices (any step), None, Ellipsis, integer arrays and bool
+    masks, as PyTorch.
+
+    An integer array (Tensor, list or numpy array) after full slices only
+    gathers along its axis with ``take`` (``x[idx]``, ``x[:, idx]``); a bool
+    mask of ``x``'s leading dims, alone, selects as ``x[mask]`` (see
+    :func:`masked_select`). Any other key with arrays (several arrays,
+    broadcast together; masks and ints among them) reads at the positions of
+    :func:`lamina.ndarray.index_positions`: one ``take`` of the flattened
+    tensor, whose gradient is a scatter-add.
     """
     if type(key) is int or type(key) is slice:  # the common cases: a view, nothing to sort out
         return Slice.apply(x, key=key)
@@ -133,9 +151,9 @@ def getitem(x: Tensor, key: Any) -> Tensor:
     if not arrays:
         return Slice.apply(x, key=key)
     p = arrays[0]
-    if len(arrays) > 1 or any(k != slice(None) for k in parts[:p]):
-        raise IndexError(f"getitem: key {key!r} is not supported: use at most one integer "
-                         "array, after full slices only (x[idx], x[:, idx]); or use take()")
+    if len(arrays) > 1 or _is_mask(parts[p]) or \
+            any(not isinstance(k, slice) or k != slice(None) for k in parts[:p]):
+        return read(x, nd.index_positions(x.data, unwrap(key), "getitem"))
     out = take(x, parts[p], p)
     rest = parts[p + 1:]
     if not rest:

@@ -1,0 +1,331 @@
+"""Advanced indexing: integer-array and mask keys, item assignment, gather and scatter.
+
+Every op here reduces its key to *positions*: an int64 array of flat indices
+into the indexed array's logical (row-major) layout, shaped like the result.
+Reading is then one ``take`` of the flattened array, and writing one
+``put``, composed of the gather and where kernels every backend has (no new
+kernel). Positions are computed on the host, like the mask indices of
+``_compute``: keys are small next to the data, and int64 arithmetic on the
+host costs nothing on a device that lacks it.
+
+The key's semantics are PyTorch's: ints (and 0-d integer arrays) select
+first, as views; the remaining integer arrays broadcast together, and bool
+masks stand for the integer arrays of their ``nonzero()``. Their dims replace
+the indexed dims in place when those are adjacent, else they come first.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+import numpy as np
+
+from . import _layout as L
+from ._base import ArrayBase, _index_view
+from ._checks import check_kernel_dtype, normalize_axis
+from ._compute import take
+from ._dtypes import int64
+from ._errors import DeviceError, DTypeError, ShapeError
+from ._select import where
+
+if TYPE_CHECKING:
+    from ._ndarray import NDArray
+
+A = TypeVar("A", bound=ArrayBase)
+Shape = tuple[int, ...]
+
+_ARRAY_KEYS = (ArrayBase, list, np.ndarray)
+
+
+def is_advanced(key: Any) -> bool:
+    """Whether ``key`` holds an integer array or a mask (not a view's key)."""
+    if isinstance(key, tuple):
+        return any(isinstance(k, _ARRAY_KEYS) for k in key)
+    return isinstance(key, _ARRAY_KEYS)
+
+
+def _host_key(k: Any, like: ArrayBase, op: str) -> np.ndarray:
+    if isinstance(k, ArrayBase):
+        if k._device is not like._device:
+            raise DeviceError(f"{op}: an index is on {k._device.name}, the array on "
+                              f"{like._device.name}; move one with .to(device)")
+        host = k.numpy()
+    else:
+        host = np.asarray(k)
+        if host.size == 0 and host.dtype.kind == "f":  # x[[]] is an empty integer index
+            host = host.astype(np.int64)
+    if host.dtype.kind not in "biu":
+        raise DTypeError(f"{op}: index arrays must be integer (int64) or bool masks, "
+                         f"got {host.dtype}")
+    return host
+
+
+def index_positions(a: ArrayBase, key: Any, op: str = "getitem") -> np.ndarray:
+    """The flat positions in ``a``'s row-major layout that ``a[key]`` reads, as an
+    int64 host array of the result's shape (any key: views and advanced)."""
+    parts = [_host_key(k, a, op) if isinstance(k, _ARRAY_KEYS) else k
+             for k in (key if isinstance(key, tuple) else (key,))]
+    basic: list[Any] = []
+    arrays: list[tuple[int, np.ndarray]] = []  # (position in the basic key, index)
+    used = sum(k.ndim if isinstance(k, np.ndarray) and k.dtype == np.bool_
+               else k is not None and k is not Ellipsis for k in parts)
+    if sum(k is Ellipsis for k in parts) > 1:
+        raise IndexError(f"{op}: an index can only have a single ellipsis ('...')")
+    if used > a.ndim:
+        raise IndexError(f"{op}: too many indices for an array of shape {a.shape}: "
+                         f"{used} were given")
+    dim = 0  # the dim of ``a`` the next part indexes
+    for k in parts:
+        if k is Ellipsis:
+            fill = max(a.ndim - used, 0)
+            basic += [slice(None)] * fill
+            dim += fill
+        elif not isinstance(k, np.ndarray):
+            basic.append(k)
+            dim += k is not None
+        elif k.dtype == np.bool_:
+            covered = a.shape[dim:dim + k.ndim]
+            if k.ndim == 0 or covered != k.shape:
+                raise IndexError(f"{op}: the shape of the mask {k.shape} does not match "
+                                 f"the shape {covered} of the indexed dims {dim}.. of an "
+                                 f"array of shape {a.shape}")
+            for idx in np.nonzero(k):
+                arrays.append((len(basic), idx.astype(np.int64)))
+                basic.append(slice(None))
+            dim += k.ndim
+        elif k.ndim == 0:  # a 0-d integer array selects like an int, as PyTorch
+            basic.append(int(k))
+            dim += 1
+        else:
+            arrays.append((len(basic), k.astype(np.int64)))
+            basic.append(slice(None))
+            dim += 1
+    # The view of the basic key, laid over a's row-major layout: its strides and
+    # offset count positions in that layout.
+    logical = ArrayBase._view(None, a.shape, L.compact_strides(a.shape), 0, a.dtype, a.device)
+    shape, strides, offset = _index_view(logical, tuple(basic))
+    if not arrays:
+        return _grid(shape, strides, offset)
+    return _advanced(basic, arrays, shape, strides, offset, op)
+
+
+def buffer_positions(a: ArrayBase) -> np.ndarray:
+    """The buffer index of each element of the view ``a`` (host int64, ``a``'s shape)."""
+    return _grid(a.shape, a.strides, a.offset)
+
+
+def _grid(shape: Shape, strides: Shape, offset: int) -> np.ndarray:
+    out = np.full(shape, offset, dtype=np.int64)
+    for d, (n, s) in enumerate(zip(shape, strides)):
+        out += (np.arange(n, dtype=np.int64) * s).reshape((n,) + (1,) * (len(shape) - d - 1))
+    return out
+
+
+def _advanced(basic: list[Any], arrays: list[tuple[int, np.ndarray]], shape: Shape,
+              strides: Shape, offset: int, op: str) -> np.ndarray:
+    """Positions for the index arrays of ``arrays`` laid over the view (shape, strides)."""
+    # the view's dim of each basic-key entry (ints drop their dim, None adds one)
+    view_dim, d = [], 0
+    for k in basic:
+        view_dim.append(d)
+        d += not isinstance(k, (int, np.integer))
+    dims = [view_dim[p] for p, _ in arrays]
+    try:
+        bshape = np.broadcast_shapes(*(idx.shape for _, idx in arrays))
+    except ValueError:
+        raise IndexError(f"{op}: shape mismatch: index arrays of shapes "
+                         f"{[idx.shape for _, idx in arrays]} cannot be broadcast "
+                         f"together") from None
+    adv = np.zeros(bshape, dtype=np.int64)
+    for (_, idx), d in zip(arrays, dims):
+        n = shape[d]
+        bad = (idx < -n) | (idx >= n)
+        if bad.any():
+            raise IndexError(f"{op}: index {int(idx[bad].flat[0])} is out of bounds for "
+                             f"dim {d} with size {n}")
+        adv = adv + np.where(idx < 0, idx + n, idx) * strides[d]
+    rest = [d for d in range(len(shape)) if d not in dims]
+    together = dims == list(range(dims[0], dims[0] + len(dims)))
+    before = [d for d in rest if d < dims[0]] if together else []
+    after = [d for d in rest if d not in before]
+    out_shape = tuple(shape[d] for d in before) + bshape + tuple(shape[d] for d in after)
+    nd_ = len(out_shape)
+    at = len(before)
+    out = offset + adv.reshape((1,) * at + bshape + (1,) * len(after))
+    axes = list(range(at)) + list(range(at + len(bshape), nd_))
+    for ax, d in zip(axes, before + after):
+        out = out + (np.arange(shape[d], dtype=np.int64) * strides[d]).reshape(
+            tuple(shape[d] if i == ax else 1 for i in range(nd_)))
+    return np.ascontiguousarray(np.broadcast_to(out, out_shape))
+
+
+def _device_index(host: np.ndarray, like: A) -> A:
+    return like._from_host(host, int64, like._device)
+
+
+def read(a: NDArray, pos: np.ndarray) -> NDArray:
+    """The elements of ``a`` at row-major ``positions`` (shaped like them)."""
+    return take(a.compact().reshape(-1), _device_index(pos, a), 0)
+
+
+def getitem(a: NDArray, key: Any) -> NDArray:
+    """``a[key]`` for a key with integer arrays or masks (see the module docstring).
+
+    Shapes: ``a (3, 4)``, ``a[[0, 2], 1:]`` -> ``(2, 3)``; ``a[:, [0, 1]]`` ->
+    ``(3, 2)``; ``a[mask]`` for a ``(3, 4)`` mask -> ``(count,)``.
+    """
+    return read(a, index_positions(a, key))
+
+
+def _values(a: NDArray, value: Any, shape: Shape, op: str) -> NDArray:
+    """``value`` as an array of ``a``'s dtype and device broadcast to ``shape``."""
+    if isinstance(value, ArrayBase):
+        if value._device is not a._device:
+            raise DeviceError(f"{op}: the value is on {value._device.name}, the array on "
+                              f"{a._device.name}; move one with .to(device)")
+        v = cast("NDArray", value).astype(a._dtype)  # an array is an NDArray here
+    else:
+        v = a._from_host(np.asarray(value), a._dtype, a._device)
+    while v.ndim > len(shape) and v.shape[0] == 1:  # PyTorch drops leading ones
+        v = v.reshape(v.shape[1:])
+    try:
+        L.broadcast_shapes(v.shape, shape, op=op)
+        return v.broadcast_to(shape)
+    except ValueError:
+        raise ShapeError(f"{op}: a value of shape {v.shape} cannot be broadcast to the "
+                         f"indexing result's shape {shape}") from None
+
+
+def put(a: NDArray, pos: np.ndarray, value: Any, accumulate: bool = False,
+        op: str = "index_put") -> None:
+    """Writes ``value`` (broadcast to ``pos``'s shape) into ``a`` at row-major
+    positions, in place: the last of repeated positions wins, or with
+    ``accumulate`` every value is added. Composed of the gather (or
+    scatter-add) and where kernels, so every backend has it."""
+    vals = _values(a, value, pos.shape, op).compact().reshape(-1)
+    flat = pos.reshape(-1)
+    size = a.size
+    if not flat.size:
+        return
+    device = a._device
+    base = a.compact().reshape(-1)
+    if accumulate:
+        check_kernel_dtype(device, "index_scatter_add", a._dtype, op)
+        out = base.copy()
+        device.kernels.index_scatter_add(vals._buf, _device_index(flat, a)._buf, out._buf,
+                                         1, size, 1)
+    else:
+        # Each written position takes its last value (positions made unique on the
+        # host, O(written)); on the device, the values and a written-mask scattered
+        # into zeros (exact: each position is added once) select with where.
+        unique, first = np.unique(flat[::-1], return_index=True)
+        order = flat.size - 1 - first  # the value each unique (sorted) position takes
+        if unique.size != flat.size or (order[1:] < order[:-1]).any():
+            vals = take(vals, _device_index(order, a), 0)
+        index = _device_index(unique, a)
+        scattered = _scatter_into_zeros(vals, index, size, op)
+        written = _scatter_into_zeros(_ones_like(vals), index, size, op)
+        out = where(written, scattered, base)
+    a[...] = out.reshape(a.shape)
+
+
+def _scatter_into_zeros(vals: NDArray, index: NDArray, size: int, op: str) -> NDArray:
+    """A new (size,) array of zeros plus ``vals`` at ``index``; a float zero is -0.0,
+    so that ``-0.0 + v`` is ``v`` for every ``v``, -0.0 included."""
+    device = vals._device
+    check_kernel_dtype(device, "index_scatter_add", vals._dtype, op)
+    out = vals._empty((size,), vals._dtype, device)
+    device.kernels.fill(out._buf, -0.0 if vals._dtype.is_floating else 0)
+    device.kernels.index_scatter_add(vals._buf, index._buf, out._buf, 1, size, 1)
+    return out
+
+
+def _ones_like(a: NDArray) -> NDArray:
+    out = a._like()
+    a._device.kernels.fill(out._buf, 1)
+    return out
+
+
+def setitem(a: NDArray, key: Any, value: Any) -> None:
+    """``a[key] = value`` for a key with integer arrays or masks, as PyTorch (and
+    NumPy, but for ints mixed with arrays: they select first, as in PyTorch)."""
+    put(a, index_positions(a, key, "setitem"), value, False, "setitem")
+
+
+def index_put(a: NDArray, indices: Any, values: Any, accumulate: bool = False) -> NDArray:
+    """``a`` with ``a[indices] = values`` (or ``+=`` with ``accumulate``), out of place,
+    as ``torch.index_put``: ``indices`` is a tuple of int64 or bool arrays.
+
+    Example:
+        >>> import lamina.ndarray as nd
+        >>> a = nd.zeros(4)
+        >>> nd.index_put(a, (nd.array([0, 2, 0]),), nd.array([1.0, 2.0, 3.0]), True).tolist()
+        [4.0, 0.0, 2.0, 0.0]
+    """
+    out = a.copy()
+    key = tuple(indices) if isinstance(indices, (tuple, list)) else (indices,)
+    put(out, index_positions(out, key, "index_put"), values, accumulate, "index_put")
+    return out
+
+
+# ---------------------------------------------------------------------- gather, scatter
+def along_positions(a: ArrayBase, dim: int, index: Any, op: str, src: Any = None
+                    ) -> np.ndarray:
+    """The positions of ``torch.gather``/``scatter``'s index along ``dim``: element
+    ``i`` of ``index`` addresses ``a`` at ``i`` with coordinate ``dim`` replaced by
+    ``index[i]``. Checks PyTorch's shape rules (``src`` only for scatter)."""
+    ax = normalize_axis(dim, max(a.ndim, 1), op, "dim")
+    if isinstance(index, ArrayBase) and index._dtype is not int64:
+        raise DTypeError(f"{op}: the index must be int64, got {index._dtype.name}")
+    host = _host_key(index, a, op)
+    if host.dtype.kind not in "iu":
+        raise DTypeError(f"{op}: the index must be int64, got {host.dtype}")
+    shape = a.shape or (1,)
+    if host.ndim != len(shape) and not (host.ndim == 0 and a.ndim == 0):
+        raise ShapeError(f"{op}: the index must have as many dims as the array: index of "
+                         f"shape {host.shape}, array of shape {a.shape}")
+    ishape = host.shape or (1,)
+    if any(i > n for d, (i, n) in enumerate(zip(ishape, shape)) if d != ax):
+        raise ShapeError(f"{op}: index of shape {host.shape} must be no larger than the "
+                         f"array's shape {a.shape} outside dim {ax}")
+    if src is not None and any(i > n for i, n in zip(ishape, src.shape or (1,))):
+        raise ShapeError(f"{op}: index of shape {host.shape} must be no larger than the "
+                         f"source's shape {src.shape}")
+    idx = host.reshape(ishape).astype(np.int64)
+    n = shape[ax]
+    bad = (idx < 0) | (idx >= n)
+    if bad.any():
+        raise IndexError(f"{op}: index {int(idx[bad].flat[0])} is out of bounds for dim "
+                         f"{ax} with size {n}")
+    strides = L.compact_strides(shape)
+    pos = _grid(ishape, strides, 0) + (idx - _grid(ishape, (0,) * ax + (1,) + (0,) *
+                                                   (len(ishape) - ax - 1), 0)) * strides[ax]
+    return pos.reshape(host.shape)
+
+
+def gather(a: NDArray, dim: int, index: Any) -> NDArray:
+    """``torch.gather``: ``out[i][j] = a[index[i][j]][j]`` for ``dim=0`` (any rank).
+
+    Shapes: ``index`` has ``a``'s number of dims and is no larger than ``a``
+    outside ``dim``; the result has ``index``'s shape.
+    """
+    return read(a, along_positions(a, dim, index, "gather"))
+
+
+def scatter(a: NDArray, dim: int, index: Any, src: Any, accumulate: bool = False) -> NDArray:
+    """``torch.scatter`` (``scatter_add`` with ``accumulate``), out of place:
+    ``out[index[i][j]][j] = src[i][j]`` for ``dim=0``; ``src`` is an array of at
+    least ``index``'s shape (its leading block is used) or a scalar."""
+    op = "scatter_add" if accumulate else "scatter"
+    if isinstance(src, ArrayBase):
+        if src._dtype is not a._dtype:
+            raise DTypeError(f"{op}: the source's dtype {src._dtype.name} differs from "
+                             f"the array's {a._dtype.name}")
+        pos = along_positions(a, dim, index, op, src)
+        src = src[tuple(slice(0, n) for n in pos.shape)] if pos.ndim else src
+    else:
+        pos = along_positions(a, dim, index, op)
+    out = a.copy()
+    put(out, pos, src, accumulate, op)
+    return out
+
