@@ -138,7 +138,7 @@ class Function:
         data = node.forward(*arrays, **params)
         if not (record and cls.differentiable and grad_mode._state.enabled):
             out = Tensor._make(data)
-            if cls.is_view and data.buffer is arrays[0].buffer:
+            if cls.is_view and data._buf is arrays[0]._buf:
                 share_storage(out, inputs[0])
             return out
         edges = []
@@ -168,7 +168,7 @@ class Function:
             out._vc = node._out_vc = Version()
         else:
             node._out_data = None
-        if cls.is_view and data.buffer is arrays[0].buffer:
+        if cls.is_view and data._buf is arrays[0]._buf:
             share_storage(out, inputs[0])
         return out
 

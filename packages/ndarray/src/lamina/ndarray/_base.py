@@ -294,10 +294,11 @@ class ArrayBase:
     # ------------------------------------------------------------------ views
     def reshape(self: A, *shape: Any) -> A:
         """A view with a new shape when the strides allow it, else a copy."""
-        new = L.infer_reshape(self.size, L.normalize_shape(shape, "reshape"), self._shape)
+        new = L.infer_reshape(prod(self._shape), L.normalize_shape(shape, "reshape"),
+                              self._shape)
         if new == self._shape:
             return self
-        if self.is_compact():
+        if self._compact or self.is_compact():
             return self._as_strided(new, L.compact_strides(new), 0)
         strides = L.reshape_strides(self._shape, self._strides, new)
         if strides is None:
@@ -307,8 +308,8 @@ class ArrayBase:
 
     def permute(self: A, *axes: Any) -> A:
         """A view with the axes reordered: ``result.shape[i] == shape[axes[i]]``."""
-        ax = normalize_permutation(L.normalize_shape(axes, "permute"), self.ndim, "permute",
-                                   self._shape)
+        ax = normalize_permutation(L.normalize_shape(axes, "permute"), len(self._shape),
+                                   "permute", self._shape)
         return self._permuted(ax)
 
     def _permuted(self: A, axes: tuple[int, ...]) -> A:

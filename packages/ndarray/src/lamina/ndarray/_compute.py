@@ -396,8 +396,8 @@ def matmul(a: NDArray, b: NDArray) -> NDArray:
             _gemm(kernels, a2.reshape(prod(batch) * m, n), b2, flat, prod(batch) * m, n, p)
         out = flat.reshape(batch + (m, p))
     else:
-        a3 = a2.broadcast_to(batch + (m, n)).compact()
-        b3 = b2.broadcast_to(batch + (n, p)).compact()
+        a3 = _broadcast_view(a2, batch + (m, n), "matmul").compact()
+        b3 = _broadcast_view(b2, batch + (n, p), "matmul").compact()
         out = a._empty(batch + (m, p), a._dtype, a._device, op="matmul")
         if out.size:
             if n == 0:

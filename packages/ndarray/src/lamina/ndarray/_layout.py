@@ -55,6 +55,12 @@ def normalize_shape(shape: Any, op: str) -> Shape:
     bool): ``(2.5, 3)`` raises instead of truncating. Signs are not checked
     here (reshape takes -1, permute negative axes); see :func:`checked_size`.
     """
+    if type(shape) is tuple:  # the common case, a tuple of Python ints: itself
+        for n in shape:
+            if type(n) is not int:
+                break
+        else:
+            return shape
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
     if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
@@ -123,6 +129,8 @@ def broadcast_strides(shape: Shape, strides: Shape, target: Shape, op: str) -> S
 
 def infer_reshape(size: int, shape: Shape, old: Shape, op: str = "reshape") -> Shape:
     """Resolve one ``-1`` and check the element count."""
+    if -1 not in shape and prod(shape) == size and (not shape or min(shape) >= 0):
+        return shape
     if shape.count(-1) > 1:
         raise ShapeError(f"{op}: only one dimension can be -1, got {shape}")
     if shape and min(shape) < -1:

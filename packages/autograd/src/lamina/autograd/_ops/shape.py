@@ -34,9 +34,7 @@ class Permute(Function):
     is_view = True
 
     def forward(self, a: NDArray, axes: tuple[int, ...]) -> NDArray:
-        if sorted(axes) != list(range(a.ndim)):
-            raise ShapeError(f"permute: dims {axes} are not a permutation of the "
-                             f"{a.ndim} dims of a tensor of shape {a.shape}")
+        axes = nd.normalize_permutation(axes, a.ndim, "permute", a.shape)
         self.inverse = tuple(sorted(range(len(axes)), key=axes.__getitem__))
         return a.permute(axes)
 
@@ -155,11 +153,7 @@ def reshape(x: Tensor, *shape: Any) -> Tensor:
 
 def permute(x: Tensor, *dims: Any) -> Tensor:
     """Reorders axes: output axis ``i`` is input axis ``dims[i]``. A view."""
-    ndim = x.data.ndim
-    axes = []
-    for d in shape_arg(dims):
-        axes.append(normalize_axis(d, ndim, "permute"))
-    return Permute.apply(x, axes=tuple(axes))
+    return Permute.apply(x, axes=shape_arg(dims))  # checked once, by Permute.forward
 
 
 def broadcast_to(x: Tensor, *shape: Any) -> Tensor:
