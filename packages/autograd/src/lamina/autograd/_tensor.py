@@ -22,6 +22,8 @@ import lamina.ndarray as nd
 import numpy as np
 from lamina.ndarray import DTypeError, NDArray
 
+from ._grad_mode import _state as _grad_state
+
 _FLOAT_DTYPES = ("float32", "float64")
 _HOST_DEVICES = ("numpy", "cpu")
 
@@ -354,24 +356,38 @@ class Tensor:
     # ----- operators ---------------------------------------------------------------
 
     def __add__(self, other: Any) -> Tensor:
+        # Nothing to record (no operand requires grad, or no_grad): the op's forward
+        # alone, without a node; see Function.apply.
+        if type(other) is Tensor and not ((self._requires_grad or other._requires_grad)
+                                          and _grad_state.enabled):
+            return Tensor._make(self.data + other.data)
         return F.add(self, other)
 
     def __radd__(self, other: Any) -> Tensor:
         return F.add(other, self)
 
     def __sub__(self, other: Any) -> Tensor:
+        if type(other) is Tensor and not ((self._requires_grad or other._requires_grad)
+                                          and _grad_state.enabled):
+            return Tensor._make(self.data - other.data)
         return F.sub(self, other)
 
     def __rsub__(self, other: Any) -> Tensor:
         return F.sub(other, self)
 
     def __mul__(self, other: Any) -> Tensor:
+        if type(other) is Tensor and not ((self._requires_grad or other._requires_grad)
+                                          and _grad_state.enabled):
+            return Tensor._make(self.data * other.data)
         return F.mul(self, other)
 
     def __rmul__(self, other: Any) -> Tensor:
         return F.mul(other, self)
 
     def __truediv__(self, other: Any) -> Tensor:
+        if type(other) is Tensor and not ((self._requires_grad or other._requires_grad)
+                                          and _grad_state.enabled):
+            return Tensor._make(self.data / other.data)
         return F.div(self, other)
 
     def __rtruediv__(self, other: Any) -> Tensor:
