@@ -103,7 +103,13 @@ class ArrayBase:
             raise MemoryError(f"{op}: cannot allocate shape {shape} of {dtype.name} "
                               f"({_bytes(size * dtype.itemsize)}) on device {device}: "
                               f"{exc}") from exc
-        out = cls._view(buf, shape, L.compact_strides(shape), 0, dtype, device)
+        out = object.__new__(cls)  # _view inlined: every new array comes through here
+        out._buf = buf
+        out._shape = shape
+        out._strides = L.compact_strides(shape)
+        out._offset = 0
+        out._dtype = dtype
+        out._device = device
         out._compact = True
         return out
 

@@ -56,6 +56,8 @@ def normalize_shape(shape: Any, op: str) -> Shape:
     here (reshape takes -1, permute negative axes); see :func:`checked_size`.
     """
     if type(shape) is tuple:  # the common case, a tuple of Python ints: itself
+        if len(shape) == 1 and type(shape[0]) is tuple:  # f((2, 3)) for f(*shape)
+            shape = shape[0]
         for n in shape:
             if type(n) is not int:
                 break
