@@ -388,14 +388,16 @@ def matmul(a: NDArray, b: NDArray) -> NDArray:
         if m and p:
             _gemm(kernels, a2, b2, out, m, n, p)
         return _matmul_squeeze(out, nda, ndb)
-    batch = L.broadcast_shapes(a2._shape[:-2], b2._shape[:-2], op="matmul")
-    if len(b2._shape) == 2 and a2._shape[:-2] == batch and a2.is_compact():
-        # (..., m, n) @ (n, p): one GEMM over all rows, no copy of b
-        flat = a._empty((prod(batch) * m, p), a._dtype, a._device, op="matmul")
-        if flat.size:
-            _gemm(kernels, a2.reshape(prod(batch) * m, n), b2, flat, prod(batch) * m, n, p)
-        out = flat.reshape(batch + (m, p))
+    if len(b2._shape) == 2 and (a2._compact or a2.is_compact()):
+        # (..., m, n) @ (n, p): one GEMM over all rows of a (compact, so a (rows, n)
+        # matrix as it lies) into the rows of out, no copy of b
+        batch = a2._shape[:-2]
+        rows = prod(batch) * m
+        out = a._empty(batch + (m, p), a._dtype, a._device, op="matmul")
+        if rows and p:
+            _gemm(kernels, a2._as_strided((rows, n), (n, 1), 0), b2, out, rows, n, p)
     else:
+        batch = L.broadcast_shapes(a2._shape[:-2], b2._shape[:-2], op="matmul")
         a3 = _broadcast_view(a2, batch + (m, n), "matmul").compact()
         b3 = _broadcast_view(b2, batch + (n, p), "matmul").compact()
         out = a._empty(batch + (m, p), a._dtype, a._device, op="matmul")
