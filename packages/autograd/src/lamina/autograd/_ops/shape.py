@@ -100,14 +100,18 @@ class Cat(Function):
     name = "cat"
 
     def forward(self, *arrays: NDArray, axis: int) -> NDArray:
-        first = arrays[0].shape
-        for i, a in enumerate(arrays):
-            if a.ndim != len(first) or any(
-                    n != m for d, (n, m) in enumerate(zip(a.shape, first)) if d != axis):
-                raise ShapeError(f"cat: tensor {i} has shape {a.shape} but tensor 0 has shape "
-                                 f"{first}; sizes must match except in dim {axis}")
         self.axis = axis
-        return nd.concatenate(list(arrays), axis=axis)
+        try:
+            return nd.concatenate(list(arrays), axis=axis)
+        except ShapeError:  # say it in tensor terms (checked again only on failure)
+            first = arrays[0].shape
+            for i, a in enumerate(arrays):
+                if a.ndim != len(first) or any(
+                        n != m for d, (n, m) in enumerate(zip(a.shape, first)) if d != axis):
+                    raise ShapeError(f"cat: tensor {i} has shape {a.shape} but tensor 0 has "
+                                     f"shape {first}; sizes must match except in dim "
+                                     f"{axis}") from None
+            raise
 
     def backward(self, g: Tensor) -> tuple[Tensor, ...]:
         grads, start = [], 0
