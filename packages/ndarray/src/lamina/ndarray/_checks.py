@@ -61,7 +61,10 @@ def normalize_axes(axes: int | Sequence[int] | None, ndim: int, op: str,
     if axes is None:
         return tuple(range(ndim))
     items = (axes,) if isinstance(axes, _INTS) else tuple(axes)
-    out = tuple(sorted(normalize_axis(a, ndim, op, name) for a in items))
+    found = []
+    for a in items:  # a loop, not a generator: one call fewer on every reduction
+        found.append(normalize_axis(a, ndim, op, name))
+    out = tuple(sorted(found))
     if len(set(out)) != len(out):
         raise ShapeError(f"{op}: repeated {name} in {axes}")
     return out

@@ -138,11 +138,12 @@ def infer_reshape(size: int, shape: Shape, old: Shape, op: str = "reshape") -> S
     if shape and min(shape) < -1:
         raise ShapeError(f"{op}: invalid dimension in {shape}")
     if -1 in shape:
-        known = prod(n for n in shape if n != -1)
+        i = shape.index(-1)
+        known = prod(shape[:i]) * prod(shape[i + 1:])
         if known == 0 or size % known:
             raise ShapeError(f"{op}: cannot reshape array of shape {old} (size {size}) "
                              f"into {shape}")
-        shape = tuple(size // known if n == -1 else n for n in shape)
+        shape = shape[:i] + (size // known,) + shape[i + 1:]
     if prod(shape) != size:
         raise ShapeError(f"{op}: cannot reshape array of shape {old} (size {size}) into "
                          f"{shape} (size {prod(shape)})")
