@@ -23,7 +23,7 @@ def concatenate(arrays: Sequence[A], axis: int = 0) -> A:
     _check_nonempty(arrays, "concatenate")
     check_same_device_dtype(arrays, "concatenate")
     first = arrays[0]
-    ax = normalize_axis(axis, first.ndim, "concatenate")
+    ax = normalize_axis(axis, len(first._shape), "concatenate")
     return _concatenate(arrays, ax)
 
 
@@ -31,12 +31,13 @@ def _concatenate(arrays: Sequence[A], ax: int) -> A:
     """concatenate() once the arrays and the axis are checked."""
     first = arrays[0]
     fs = first._shape
+    total = 0
     for i, a in enumerate(arrays):
         s = a._shape
         if len(s) != len(fs) or s[:ax] != fs[:ax] or s[ax + 1:] != fs[ax + 1:]:
             raise ShapeError(f"concatenate: shape {a.shape} (arg {i}) does not match "
                              f"{first.shape} (arg 0) outside axis {ax}")
-    total = sum(a._shape[ax] for a in arrays)
+        total += s[ax]
     out = first._empty(first._shape[:ax] + (total,) + first._shape[ax + 1:], first._dtype,
                        first._device, "concatenate")
     # Each array is written straight into its slot of the new (so unshared) buffer:

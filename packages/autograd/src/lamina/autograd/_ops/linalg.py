@@ -23,7 +23,7 @@ class Matmul(Function):
     save_inputs = True
 
     def forward(self, a: NDArray, b: NDArray) -> NDArray:
-        if a.ndim == 0 or b.ndim == 0:
+        if not a._shape or not b._shape:
             raise ShapeError(f"matmul: both arguments need at least 1 dimension, got shapes "
                              f"{a.shape} and {b.shape}; use * to multiply by a scalar")
         return a @ b

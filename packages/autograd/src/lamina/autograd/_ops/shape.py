@@ -34,7 +34,7 @@ class Permute(Function):
     is_view = True
 
     def forward(self, a: NDArray, axes: tuple[int, ...]) -> NDArray:
-        axes = nd.normalize_permutation(axes, a.ndim, "permute", a.shape)
+        axes = nd.normalize_permutation(axes, len(a._shape), "permute", a._shape)
         self.inverse = tuple(sorted(range(len(axes)), key=axes.__getitem__))
         return a.permute(axes)
 
