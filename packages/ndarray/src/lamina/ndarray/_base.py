@@ -97,8 +97,11 @@ class ArrayBase:
         raises MemoryError naming ``op``, the shape and the device.
         """
         size = L.checked_size(shape, dtype.itemsize, op)
+        arg = device._alloc_arg.get(dtype.name)
         try:
-            buf = device.kernels.Array(size, dtype.name)
+            # a dtype the device does not list goes to Array, which raises naming it
+            buf = device._alloc(size, arg) if arg is not None else \
+                device.kernels.Array(size, dtype.name)
         except MemoryError as exc:
             raise MemoryError(f"{op}: cannot allocate shape {shape} of {dtype.name} "
                               f"({_bytes(size * dtype.itemsize)}) on device {device}: "
@@ -124,7 +127,7 @@ class ArrayBase:
         device = self._device
         dtype = self._dtype
         try:
-            buf = device.kernels.Array(prod(shape), dtype.name)
+            buf = device._alloc(prod(shape), device._alloc_arg[dtype.name])
         except MemoryError:
             return self._empty(shape, dtype, device)  # raises, naming the shape
         out = object.__new__(self.__class__)
