@@ -356,10 +356,12 @@ class Tensor:
     # ----- operators ---------------------------------------------------------------
 
     def __add__(self, other: Any) -> Tensor:
-        # Nothing to record (no operand requires grad, or no_grad): the op's forward
-        # alone, without a node; see Function.apply.
-        if type(other) is Tensor and not ((self._requires_grad or other._requires_grad)
-                                          and _grad_state.enabled):
+        # Two Tensors: nothing to record (no operand requires grad, or no_grad) runs
+        # the op's forward alone, without a node; else the op, without F.add's
+        # dispatch on operand types.
+        if type(other) is Tensor:
+            if (self._requires_grad or other._requires_grad) and _grad_state.enabled:
+                return F.elementwise.Add.apply(self, other)
             return Tensor._make(self.data + other.data)
         return F.add(self, other)
 
@@ -367,8 +369,9 @@ class Tensor:
         return F.add(other, self)
 
     def __sub__(self, other: Any) -> Tensor:
-        if type(other) is Tensor and not ((self._requires_grad or other._requires_grad)
-                                          and _grad_state.enabled):
+        if type(other) is Tensor:
+            if (self._requires_grad or other._requires_grad) and _grad_state.enabled:
+                return F.elementwise.Sub.apply(self, other)
             return Tensor._make(self.data - other.data)
         return F.sub(self, other)
 
@@ -376,8 +379,9 @@ class Tensor:
         return F.sub(other, self)
 
     def __mul__(self, other: Any) -> Tensor:
-        if type(other) is Tensor and not ((self._requires_grad or other._requires_grad)
-                                          and _grad_state.enabled):
+        if type(other) is Tensor:
+            if (self._requires_grad or other._requires_grad) and _grad_state.enabled:
+                return F.elementwise.Mul.apply(self, other)
             return Tensor._make(self.data * other.data)
         return F.mul(self, other)
 
@@ -385,8 +389,9 @@ class Tensor:
         return F.mul(other, self)
 
     def __truediv__(self, other: Any) -> Tensor:
-        if type(other) is Tensor and not ((self._requires_grad or other._requires_grad)
-                                          and _grad_state.enabled):
+        if type(other) is Tensor:
+            if (self._requires_grad or other._requires_grad) and _grad_state.enabled:
+                return F.elementwise.Div.apply(self, other)
             return Tensor._make(self.data / other.data)
         return F.div(self, other)
 
