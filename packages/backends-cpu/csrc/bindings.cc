@@ -122,6 +122,23 @@ PYBIND11_MODULE(_core, m) {
       .def("__repr__", [](const Array& a) {
         return "cpu.Array(size=" + std::to_string(a.size()) + ", dtype=" + a.dtype_str() + ")";
       });
+  // empty(size, dtype): a new buffer, as Array(size, dtypes[dtype]) with dtype an index
+  // into `dtypes`. Every op result is allocated here; a plain function taking two
+  // ints skips the class constructor's dispatch and the dtype string conversion,
+  // which cost a third of a one-element op.
+  {
+    auto names = std::make_shared<std::vector<std::string>>();
+    for (py::handle d : m.attr("dtypes")) names->push_back(py::cast<std::string>(d));
+    m.def(
+        "empty",
+        [names](int64_t size, int64_t dtype) {
+          if (dtype < 0 || dtype >= static_cast<int64_t>(names->size()))
+            throw lamina_cpu::IndexError(cat("empty: dtype index ", dtype, " is out of range for ",
+                                             names->size(), " dtypes"));
+          return new Array(size, (*names)[dtype]);
+        },
+        py::return_value_policy::take_ownership);
+  }
   m.def("from_numpy", &from_numpy, py::arg("src"), py::arg("out"));
   m.def("wrap_numpy", &wrap_numpy, py::arg("src"));
   m.def("to_numpy", &to_numpy, py::arg("a"), py::arg("shape"), py::arg("strides"), py::arg("offset"));

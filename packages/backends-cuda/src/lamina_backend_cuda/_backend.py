@@ -29,9 +29,10 @@ else:
 # and device_count are methods below, a GPU has no host thread setting, its
 # buffers live in device memory, so it cannot wrap numpy's (wrap_numpy), and
 # the backend implements interface v1.0 (no bool, int64 for indices only), so
-# it has none of v1.1's kernels; Lamina raises DTypeError for those dtypes.
-_NOT_BOUND = (METADATA + ("device_count", "set_num_threads", "num_threads", "wrap_numpy")
-              + V11_KERNELS)
+# it has none of v1.1's kernels; Lamina raises DTypeError for those dtypes. Its
+# Array constructor serves for allocation (no optional `empty`).
+_NOT_BOUND = (METADATA + ("device_count", "set_num_threads", "num_threads", "wrap_numpy",
+                          "empty") + V11_KERNELS)
 
 KERNELS: tuple[str, ...] = tuple(name for name in REQUIRED + OPTIONAL if name not in _NOT_BOUND)
 """Every kernel and device function the backend provides (interface v1 names)."""

@@ -112,14 +112,15 @@ class Function:
     _versions: tuple[int, ...] | None = None
     _out_vc: Version | None = None
 
-    # Set by apply() on recorded nodes only.
+    # Set by apply() on recorded nodes only; the defaults are class attributes, so that
+    # recording a node sets only what differs from them.
     next: tuple[Any, ...]
     shapes: tuple[tuple[int, ...], ...]
     dtypes: tuple[DType, ...]  # each input's; a gradient goes back in its input's dtype
-    _saved: tuple[Tensor, ...] | None
-    _out_data: NDArray | None
-    _released: bool
-    _retained: weakref.ref[Tensor] | None
+    _saved: tuple[Tensor, ...] | None = None
+    _out_data: NDArray | None = None
+    _released: bool = False
+    _retained: weakref.ref[Tensor] | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -148,21 +149,19 @@ class Function:
         data = node.forward(*arrays, **params)
         if not (record and cls.differentiable and grad_mode._state.enabled):
             out = Tensor._make(data)
-            if cls.is_view and data.buffer is arrays[0].buffer:
+            if cls.is_view and data._buf is arrays[0]._buf:
                 share_storage(out, inputs[0])
             return out
         edges = []
         shapes = []
         dtypes = []
-        for t in inputs:
+        for t, a in zip(inputs, arrays):
             edges.append((t if t.grad_fn is None else t.grad_fn) if t._requires_grad else None)
-            shapes.append(t.data._shape)
-            dtypes.append(t.data._dtype)
+            shapes.append(a._shape)
+            dtypes.append(a._dtype)
         node.next = tuple(edges)
         node.shapes = tuple(shapes)
         node.dtypes = tuple(dtypes)
-        node._released = False
-        node._retained = None
         if cls.save_inputs:
             node._saved = inputs
             for t in inputs:
@@ -170,15 +169,11 @@ class Function:
                     node._versions = tuple([0 if u._vc is None else u._vc.value
                                             for u in inputs])
                     break
-        else:
-            node._saved = None
         out = Tensor._make(data, True, node)
         if cls.save_output:
             node._out_data = data
             out._vc = node._out_vc = Version()
-        else:
-            node._out_data = None
-        if cls.is_view and data.buffer is arrays[0].buffer:
+        if cls.is_view and data._buf is arrays[0]._buf:
             share_storage(out, inputs[0])
         return out
 

@@ -22,6 +22,8 @@ import lamina.ndarray as nd
 import numpy as np
 from lamina.ndarray import DTypeError, NDArray
 
+from ._grad_mode import _state as _grad_state
+
 _FLOAT_DTYPES = ("float32", "float64")
 _HOST_DEVICES = ("numpy", "cpu")
 
@@ -357,24 +359,43 @@ class Tensor:
     # ----- operators ---------------------------------------------------------------
 
     def __add__(self, other: Any) -> Tensor:
+        # Two Tensors: nothing to record (no operand requires grad, or no_grad) runs
+        # the op's forward alone, without a node; else the op, without F.add's
+        # dispatch on operand types.
+        if type(other) is Tensor:
+            if (self._requires_grad or other._requires_grad) and _grad_state.enabled:
+                return F.elementwise.Add.apply(self, other)
+            return Tensor._make(self.data + other.data)
         return F.add(self, other)
 
     def __radd__(self, other: Any) -> Tensor:
         return F.add(other, self)
 
     def __sub__(self, other: Any) -> Tensor:
+        if type(other) is Tensor:
+            if (self._requires_grad or other._requires_grad) and _grad_state.enabled:
+                return F.elementwise.Sub.apply(self, other)
+            return Tensor._make(self.data - other.data)
         return F.sub(self, other)
 
     def __rsub__(self, other: Any) -> Tensor:
         return F.sub(other, self)
 
     def __mul__(self, other: Any) -> Tensor:
+        if type(other) is Tensor:
+            if (self._requires_grad or other._requires_grad) and _grad_state.enabled:
+                return F.elementwise.Mul.apply(self, other)
+            return Tensor._make(self.data * other.data)
         return F.mul(self, other)
 
     def __rmul__(self, other: Any) -> Tensor:
         return F.mul(other, self)
 
     def __truediv__(self, other: Any) -> Tensor:
+        if type(other) is Tensor:
+            if (self._requires_grad or other._requires_grad) and _grad_state.enabled:
+                return F.elementwise.Div.apply(self, other)
+            return Tensor._make(self.data / other.data)
         return F.div(self, other)
 
     def __rtruediv__(self, other: Any) -> Tensor:

@@ -97,13 +97,22 @@ class ArrayBase:
         raises MemoryError naming ``op``, the shape and the device.
         """
         size = L.checked_size(shape, dtype.itemsize, op)
+        arg = device._alloc_arg.get(dtype.name)
         try:
-            buf = device.kernels.Array(size, dtype.name)
+            # a dtype the device does not list goes to Array, which raises naming it
+            buf = device._alloc(size, arg) if arg is not None else \
+                device.kernels.Array(size, dtype.name)
         except MemoryError as exc:
             raise MemoryError(f"{op}: cannot allocate shape {shape} of {dtype.name} "
                               f"({_bytes(size * dtype.itemsize)}) on device {device}: "
                               f"{exc}") from exc
-        out = cls._view(buf, shape, L.compact_strides(shape), 0, dtype, device)
+        out = object.__new__(cls)  # _view inlined: every new array comes through here
+        out._buf = buf
+        out._shape = shape
+        out._strides = L.compact_strides(shape)
+        out._offset = 0
+        out._dtype = dtype
+        out._device = device
         out._compact = True
         return out
 
@@ -118,7 +127,7 @@ class ArrayBase:
         device = self._device
         dtype = self._dtype
         try:
-            buf = device.kernels.Array(prod(shape), dtype.name)
+            buf = device._alloc(prod(shape), device._alloc_arg[dtype.name])
         except MemoryError:
             return self._empty(shape, dtype, device)  # raises, naming the shape
         out = object.__new__(self.__class__)
@@ -294,10 +303,11 @@ class ArrayBase:
     # ------------------------------------------------------------------ views
     def reshape(self: A, *shape: Any) -> A:
         """A view with a new shape when the strides allow it, else a copy."""
-        new = L.infer_reshape(self.size, L.normalize_shape(shape, "reshape"), self._shape)
+        new = L.infer_reshape(prod(self._shape), L.normalize_shape(shape, "reshape"),
+                              self._shape)
         if new == self._shape:
             return self
-        if self.is_compact():
+        if self._compact or self.is_compact():
             return self._as_strided(new, L.compact_strides(new), 0)
         strides = L.reshape_strides(self._shape, self._strides, new)
         if strides is None:
@@ -307,8 +317,8 @@ class ArrayBase:
 
     def permute(self: A, *axes: Any) -> A:
         """A view with the axes reordered: ``result.shape[i] == shape[axes[i]]``."""
-        ax = normalize_permutation(L.normalize_shape(axes, "permute"), self.ndim, "permute",
-                                   self._shape)
+        ax = normalize_permutation(L.normalize_shape(axes, "permute"), len(self._shape),
+                                   "permute", self._shape)
         return self._permuted(ax)
 
     def _permuted(self: A, axes: tuple[int, ...]) -> A:

@@ -61,7 +61,10 @@ def normalize_axes(axes: int | Sequence[int] | None, ndim: int, op: str,
     if axes is None:
         return tuple(range(ndim))
     items = (axes,) if isinstance(axes, _INTS) else tuple(axes)
-    out = tuple(sorted(normalize_axis(a, ndim, op, name) for a in items))
+    found = []
+    for a in items:  # a loop, not a generator: one call fewer on every reduction
+        found.append(normalize_axis(a, ndim, op, name))
+    out = tuple(sorted(found))
     if len(set(out)) != len(out):
         raise ShapeError(f"{op}: repeated {name} in {axes}")
     return out
@@ -72,6 +75,7 @@ def normalize_permutation(axes: Sequence[int], ndim: int, op: str,
     """``axes`` as non-negative ints, checked to be a permutation of ``range(ndim)``.
 
     Raises:
+        TypeError: an axis is not an int.
         ShapeError: ``axes`` is not a permutation of ``ndim`` dims (the message
             shows ``shape`` when given).
 
@@ -79,7 +83,19 @@ def normalize_permutation(axes: Sequence[int], ndim: int, op: str,
         >>> normalize_permutation((-1, 0), 2, "permute")
         (1, 0)
     """
-    out = tuple(int(a) % ndim if ndim and isinstance(a, _INTS) else a for a in axes)
+    if type(axes) is tuple and len(axes) == ndim:
+        for a in axes:  # already non-negative Python ints, the common case
+            if type(a) is not int or not 0 <= a < ndim:
+                break
+        else:
+            if len(set(axes)) == ndim:
+                return axes
+    for a in axes:
+        if not isinstance(a, _INTS) or isinstance(a, bool):
+            raise TypeError(f"{op}: axes must be ints, got {type(a).__name__} {a!r} in "
+                            f"{tuple(axes)}")
+    # an axis out of range stays as given, so that the check below reports it
+    out = tuple(int(a) % ndim if -ndim <= a < ndim else int(a) for a in axes)
     if len(out) != ndim or sorted(out) != list(range(ndim)):
         of = f" of an array of shape {shape}" if shape is not None else ""
         raise ShapeError(f"{op}: axes {tuple(axes)} are not a permutation of {ndim} dims{of}")

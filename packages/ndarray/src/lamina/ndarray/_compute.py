@@ -178,13 +178,17 @@ def _binary_views(a: NDArray, b: ArrayBase, op: str, out_dtype: DType) -> NDArra
     shape = a._shape
     if shape != b._shape:
         shape = L.broadcast_shapes(shape, b._shape, op=op)
-        a, b = _broadcast_view(a, shape, op), _broadcast_view(b, shape, op)
+        if a._shape != shape:
+            a = _broadcast_view(a, shape, op)
+        if b._shape != shape:
+            b = _broadcast_view(b, shape, op)
     out = a._empty(shape, out_dtype, a._device, op=op)
     device = a._device
     kernels = device.kernels
     if not out._buf.size:
         return out
-    if not (a.is_compact() and b.is_compact()) and kernels.ewise_strided is not None \
+    if not ((a._compact or a.is_compact()) and (b._compact or b.is_compact())) \
+            and kernels.ewise_strided is not None \
             and op not in _NO_SCALAR_KERNEL \
             and a._dtype.name in device.kernel_dtypes["ewise_strided"]:
         # A broadcast or permuted operand is read where it lies, not copied first.
@@ -391,24 +395,26 @@ def matmul(a: NDArray, b: NDArray) -> NDArray:
         out = a._empty((m, p), a._dtype, a._device, op="matmul")
         if m and p:
             _gemm(kernels, a2, b2, out, m, n, p)
-        return _matmul_squeeze(out, nda, ndb)
-    batch = L.broadcast_shapes(a2._shape[:-2], b2._shape[:-2], op="matmul")
-    if len(b2._shape) == 2 and a2._shape[:-2] == batch and a2.is_compact():
-        # (..., m, n) @ (n, p): one GEMM over all rows, no copy of b
-        flat = a._empty((prod(batch) * m, p), a._dtype, a._device, op="matmul")
-        if flat.size:
-            _gemm(kernels, a2.reshape(prod(batch) * m, n), b2, flat, prod(batch) * m, n, p)
-        out = flat.reshape(batch + (m, p))
+        return _matmul_squeeze(out, nda, ndb) if nda == 1 or ndb == 1 else out
+    if len(b2._shape) == 2 and (a2._compact or a2.is_compact()):
+        # (..., m, n) @ (n, p): one GEMM over all rows of a (compact, so a (rows, n)
+        # matrix as it lies) into the rows of out, no copy of b
+        batch = a2._shape[:-2]
+        rows = prod(batch) * m
+        out = a._empty(batch + (m, p), a._dtype, a._device, op="matmul")
+        if rows and p:
+            _gemm(kernels, a2._as_strided((rows, n), (n, 1), 0), b2, out, rows, n, p)
     else:
-        a3 = a2.broadcast_to(batch + (m, n)).compact()
-        b3 = b2.broadcast_to(batch + (n, p)).compact()
+        batch = L.broadcast_shapes(a2._shape[:-2], b2._shape[:-2], op="matmul")
+        a3 = _broadcast_view(a2, batch + (m, n), "matmul").compact()
+        b3 = _broadcast_view(b2, batch + (n, p), "matmul").compact()
         out = a._empty(batch + (m, p), a._dtype, a._device, op="matmul")
         if out.size:
             if n == 0:
                 kernels.fill(out._buf, 0)
             else:
                 kernels.matmul_batched(a3._buf, b3._buf, out._buf, prod(batch), m, n, p)
-    return _matmul_squeeze(out, nda, ndb)
+    return _matmul_squeeze(out, nda, ndb) if nda == 1 or ndb == 1 else out
 
 
 def _matmul_squeeze(out: NDArray, nda: int, ndb: int) -> NDArray:

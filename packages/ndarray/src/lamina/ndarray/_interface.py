@@ -98,6 +98,10 @@ class KernelTable:
     layer_norm_last: Kernel | None = _optional()
     im2col: Kernel | None = _optional()
     col2im: Kernel | None = _optional()
+    # optional cheaper allocation: empty(size, dtype) is a new buffer as
+    # Array(size, dtypes[dtype]), the dtype given by its index in the backend's
+    # `dtypes`, for backends whose Array constructor costs more than a call
+    empty: Kernel | None = _optional()
     # optional zero-copy import of numpy memory, for backends whose buffers live in
     # host memory; such a backend's Array also exports the buffer protocol (a 1-D
     # buffer of its dtype) for zero-copy export
@@ -230,6 +234,7 @@ class BackendProtocol(Protocol):
 
     # buffers
     def Array(self, size: int, dtype: str) -> Buffer: ...  # noqa: N802
+    def empty(self, size: int, dtype: int) -> Buffer: ...  # optional: dtype = dtypes index
     def from_numpy(self, src: Any, out: Buffer) -> None: ...
     def to_numpy(self, a: Buffer, shape: Shape, strides: Shape, offset: int) -> Any: ...
     def fill(self, out: Buffer, value: float) -> None: ...

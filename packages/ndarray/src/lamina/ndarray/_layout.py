@@ -55,6 +55,14 @@ def normalize_shape(shape: Any, op: str) -> Shape:
     bool): ``(2.5, 3)`` raises instead of truncating. Signs are not checked
     here (reshape takes -1, permute negative axes); see :func:`checked_size`.
     """
+    if type(shape) is tuple:  # the common case, a tuple of Python ints: itself
+        if len(shape) == 1 and type(shape[0]) is tuple:  # f((2, 3)) for f(*shape)
+            shape = shape[0]
+        for n in shape:
+            if type(n) is not int:
+                break
+        else:
+            return shape
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
     if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
@@ -123,16 +131,19 @@ def broadcast_strides(shape: Shape, strides: Shape, target: Shape, op: str) -> S
 
 def infer_reshape(size: int, shape: Shape, old: Shape, op: str = "reshape") -> Shape:
     """Resolve one ``-1`` and check the element count."""
+    if -1 not in shape and prod(shape) == size and (not shape or min(shape) >= 0):
+        return shape
     if shape.count(-1) > 1:
         raise ShapeError(f"{op}: only one dimension can be -1, got {shape}")
     if shape and min(shape) < -1:
         raise ShapeError(f"{op}: invalid dimension in {shape}")
     if -1 in shape:
-        known = prod(n for n in shape if n != -1)
+        i = shape.index(-1)
+        known = prod(shape[:i]) * prod(shape[i + 1:])
         if known == 0 or size % known:
             raise ShapeError(f"{op}: cannot reshape array of shape {old} (size {size}) "
                              f"into {shape}")
-        shape = tuple(size // known if n == -1 else n for n in shape)
+        shape = shape[:i] + (size // known,) + shape[i + 1:]
     if prod(shape) != size:
         raise ShapeError(f"{op}: cannot reshape array of shape {old} (size {size}) into "
                          f"{shape} (size {prod(shape)})")

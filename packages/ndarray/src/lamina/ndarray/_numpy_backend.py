@@ -20,6 +20,7 @@ Shape = tuple[int, ...]
 
 _DTYPES = ("float32", "float64", "int64", "bool")
 _NP_DTYPES = {name: np.dtype(name) for name in _DTYPES}
+_NP_BY_INDEX = tuple(_NP_DTYPES[name] for name in _DTYPES)
 
 
 class NumpyArray:
@@ -219,6 +220,17 @@ class NumpyBackend:
         return ""
 
     # ----------------------------------------------------------- buffers
+    @staticmethod
+    def empty(size: int, dtype: int) -> NumpyArray:
+        if not 0 <= dtype < len(_DTYPES):
+            raise IndexError(f"empty: dtype index {dtype} is out of range for the "
+                             f"{len(_DTYPES)} dtypes {_DTYPES}")
+        if size < 0:
+            raise ValueError(f"empty: size must be >= 0, got {size}")
+        buf = object.__new__(NumpyArray)  # Array without its name lookup
+        buf.data = np.empty(size, _NP_BY_INDEX[dtype])
+        return buf
+
     @staticmethod
     def from_numpy(src: np.ndarray, out: NumpyArray) -> None:
         if src.size != out.data.size:

@@ -127,7 +127,7 @@ class Device:
     """
 
     __slots__ = ("type", "index", "name", "backend", "kernels", "dtypes", "kernel_dtypes",
-                 "_plugin")
+                 "_plugin", "_alloc", "_alloc_arg")
 
     def __init__(self, type: str, index: int, name: str, backend: BackendProtocol,
                  kernels: KernelTable | None = None, plugin: str = "") -> None:
@@ -139,6 +139,13 @@ class Device:
         self.dtypes: tuple[str, ...] = tuple(backend.dtypes)
         self.kernel_dtypes = kernel_dtypes(backend)
         self._plugin = plugin or type
+        # What allocates a buffer, and its dtype argument by dtype name: the
+        # optional `empty` with the dtype's index where the backend has it (a
+        # cheaper call), else `Array` with the name.
+        empty = self.kernels.empty
+        self._alloc: Any = self.kernels.Array if empty is None else empty
+        self._alloc_arg: dict[str, Any] = {
+            d: d if empty is None else i for i, d in enumerate(self.dtypes)}
 
     def __str__(self) -> str:
         return self.name

@@ -23,26 +23,32 @@ def concatenate(arrays: Sequence[A], axis: int = 0) -> A:
     _check_nonempty(arrays, "concatenate")
     check_same_device_dtype(arrays, "concatenate")
     first = arrays[0]
-    ax = normalize_axis(axis, first.ndim, "concatenate")
+    ax = normalize_axis(axis, len(first._shape), "concatenate")
     return _concatenate(arrays, ax)
 
 
 def _concatenate(arrays: Sequence[A], ax: int) -> A:
     """concatenate() once the arrays and the axis are checked."""
     first = arrays[0]
+    fs = first._shape
+    total = 0
     for i, a in enumerate(arrays):
-        if a.ndim != first.ndim or any(a.shape[d] != first.shape[d]
-                                       for d in range(first.ndim) if d != ax):
+        s = a._shape
+        if len(s) != len(fs) or s[:ax] != fs[:ax] or s[ax + 1:] != fs[ax + 1:]:
             raise ShapeError(f"concatenate: shape {a.shape} (arg {i}) does not match "
                              f"{first.shape} (arg 0) outside axis {ax}")
-    total = sum(a.shape[ax] for a in arrays)
-    out = first._empty(first.shape[:ax] + (total,) + first.shape[ax + 1:], first.dtype,
-                      first.device)
+        total += s[ax]
+    out = first._empty(first._shape[:ax] + (total,) + first._shape[ax + 1:], first._dtype,
+                       first._device, "concatenate")
+    # Each array is written straight into its slot of the new (so unshared) buffer:
+    # the slot has the array's shape, out's strides, and starts `start` rows in.
+    setitem = first._device.kernels.ewise_setitem
+    strides, step = out._strides, out._strides[ax]
     start = 0
     for a in arrays:
-        stop = start + a.shape[ax]
-        out[(slice(None),) * ax + (slice(start, stop),)] = a
-        start = stop
+        if a._shape[ax] and out._buf.size:
+            setitem(a.compact()._buf, out._buf, a._shape, strides, start * step)
+        start += a._shape[ax]
     return out
 
 

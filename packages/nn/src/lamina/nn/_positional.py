@@ -19,9 +19,9 @@ from ._parameter import Parameter
 __all__ = ["PositionalEmbedding", "SinusoidalPositionalEncoding"]
 
 
-def _check_length(layer: str, length: int, offset: int, max_len: int) -> None:
-    if offset < 0 or offset + length > max_len:
-        raise ShapeError(f"{layer}: positions {offset}..{offset + length - 1} do not fit the "
+def _check_length(layer: Module, length: int, offset: int, max_len: int) -> None:
+    if offset < 0 or offset + length > max_len:  # the layer's repr only on failure
+        raise ShapeError(f"{layer!r}: positions {offset}..{offset + length - 1} do not fit the "
                          f"maximum length {max_len} (sequence length {length}, offset "
                          f"{offset}); crop the sequence to at most {max_len} tokens")
 
@@ -52,7 +52,7 @@ class PositionalEmbedding(Module):
         self._positions: dict[tuple[int, int], Tensor] = {}
 
     def forward(self, length: int, offset: int = 0) -> Tensor:
-        _check_length(repr(self), length, offset, self.max_len)
+        _check_length(self, length, offset, self.max_len)
         key = (length, offset)
         pos = self._positions.get(key)
         if pos is None or pos.device != self.weight.device:
@@ -97,7 +97,7 @@ class SinusoidalPositionalEncoding(Module):
                              persistent=False)
 
     def forward(self, length: int, offset: int = 0) -> Tensor:
-        _check_length(repr(self), length, offset, self.max_len)
+        _check_length(self, length, offset, self.max_len)
         return self.pe[offset:offset + length]
 
     def extra_repr(self) -> str:

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import lamina.ndarray as nd
-from lamina.ndarray import ShapeError
 
 from .._tensor import Tensor
 
@@ -35,24 +34,17 @@ def operands(a: Any, b: Any, op: str) -> tuple[Tensor, Tensor]:
 
 
 def normalize_axis(axis: int, ndim: int, op: str) -> int:
-    """``axis`` in ``range(ndim)``; negative counts from the end."""
-    if not isinstance(axis, int):
-        raise TypeError(f"{op}: dim must be an int, got {type(axis).__name__}")
-    if not -ndim <= axis < max(ndim, 1):
-        raise ShapeError(f"{op}: dim {axis} is out of range for a tensor of {ndim} dims "
-                         f"(expected {-ndim} <= dim < {ndim})")
-    return axis % max(ndim, 1)
+    """``axis`` in ``range(ndim)`` (:func:`lamina.ndarray.normalize_axis`) with PyTorch's
+    conventions: the argument is called ``dim``, and a 0-d tensor takes dim 0 or -1."""
+    return nd.normalize_axis(axis, ndim or 1, op, "dim")
 
 
 def normalize_axes(dim: int | Sequence[int] | None, ndim: int, op: str) -> tuple[int, ...]:
-    """Sorted, non-negative, unique axes; ``None`` means every axis."""
+    """Sorted, non-negative, unique axes (:func:`lamina.ndarray.normalize_axes`, with
+    ``normalize_axis``'s conventions); ``None`` means every axis."""
     if dim is None:
         return tuple(range(ndim))
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    axes = tuple(sorted({normalize_axis(d, ndim, op) for d in dims}))
-    if len(axes) != len(dims):
-        raise ShapeError(f"{op}: dim {dim} repeats an axis")
-    return axes
+    return nd.normalize_axes(dim, ndim or 1, op, "dim")
 
 
 class _NotGiven:

@@ -23,7 +23,7 @@ class Matmul(Function):
     save_inputs = True
 
     def forward(self, a: NDArray, b: NDArray) -> NDArray:
-        if a.ndim == 0 or b.ndim == 0:
+        if not a._shape or not b._shape:
             raise ShapeError(f"matmul: both arguments need at least 1 dimension, got shapes "
                              f"{a.shape} and {b.shape}; use * to multiply by a scalar")
         return a @ b
@@ -81,10 +81,10 @@ class Linear(Function):
     save_inputs = True
 
     def forward(self, x: NDArray, weight: NDArray, bias: NDArray | None = None) -> NDArray:
-        xs, ws = x.shape, weight.shape
+        xs, ws = x._shape, weight._shape
         if len(ws) != 2 or not xs or xs[-1] != ws[1] or (
-                bias is not None and bias.shape != ws[:1]):
-            raise ShapeError(_linear_message(xs, ws, None if bias is None else bias.shape))
+                bias is not None and bias._shape != ws[:1]):
+            raise ShapeError(_linear_message(xs, ws, None if bias is None else bias._shape))
         out = x @ weight.T
         return out if bias is None else out + bias
 

@@ -34,9 +34,7 @@ class Permute(Function):
     is_view = True
 
     def forward(self, a: NDArray, axes: tuple[int, ...]) -> NDArray:
-        if sorted(axes) != list(range(a.ndim)):
-            raise ShapeError(f"permute: dims {axes} are not a permutation of the "
-                             f"{a.ndim} dims of a tensor of shape {a.shape}")
+        axes = nd.normalize_permutation(axes, len(a._shape), "permute", a._shape)
         self.inverse = tuple(sorted(range(len(axes)), key=axes.__getitem__))
         return a.permute(axes)
 
@@ -102,14 +100,18 @@ class Cat(Function):
     name = "cat"
 
     def forward(self, *arrays: NDArray, axis: int) -> NDArray:
-        first = arrays[0].shape
-        for i, a in enumerate(arrays):
-            if a.ndim != len(first) or any(
-                    n != m for d, (n, m) in enumerate(zip(a.shape, first)) if d != axis):
-                raise ShapeError(f"cat: tensor {i} has shape {a.shape} but tensor 0 has shape "
-                                 f"{first}; sizes must match except in dim {axis}")
         self.axis = axis
-        return nd.concatenate(list(arrays), axis=axis)
+        try:
+            return nd.concatenate(list(arrays), axis=axis)
+        except ShapeError:  # say it in tensor terms (checked again only on failure)
+            first = arrays[0].shape
+            for i, a in enumerate(arrays):
+                if a.ndim != len(first) or any(
+                        n != m for d, (n, m) in enumerate(zip(a.shape, first)) if d != axis):
+                    raise ShapeError(f"cat: tensor {i} has shape {a.shape} but tensor 0 has "
+                                     f"shape {first}; sizes must match except in dim "
+                                     f"{axis}") from None
+            raise
 
     def backward(self, g: Tensor) -> tuple[Tensor, ...]:
         grads, start = [], 0
@@ -155,11 +157,7 @@ def reshape(x: Tensor, *shape: Any) -> Tensor:
 
 def permute(x: Tensor, *dims: Any) -> Tensor:
     """Reorders axes: output axis ``i`` is input axis ``dims[i]``. A view."""
-    ndim = x.data.ndim
-    axes = []
-    for d in shape_arg(dims):
-        axes.append(normalize_axis(d, ndim, "permute"))
-    return Permute.apply(x, axes=tuple(axes))
+    return Permute.apply(x, axes=shape_arg(dims))  # checked once, by Permute.forward
 
 
 def broadcast_to(x: Tensor, *shape: Any) -> Tensor:

@@ -277,3 +277,23 @@ def test_ewise_strided_rejects_bad_layouts(lamina_backend, bad):
         out = (11, "float32")
     with pytest.raises(ValueError, match="ewise_strided"):
         call(lamina_backend, "ewise_strided", args, out)
+
+
+@pytest.mark.parametrize("size", [0, 1, 7, LARGE], ids=str)
+def test_empty_allocates_like_array(lamina_backend, size):
+    _need(lamina_backend, "empty")
+    for index, dtype in enumerate(lamina_backend.dtypes):
+        buf = lamina_backend.empty(size, index)
+        assert (buf.size, buf.dtype) == (size, dtype)
+        if size:
+            lamina_backend.fill(buf, 1)
+            np.testing.assert_array_equal(get(lamina_backend, buf), np.ones(size, dtype))
+
+
+def test_empty_rejects_bad_arguments(lamina_backend):
+    _need(lamina_backend, "empty")
+    with pytest.raises(ValueError):
+        lamina_backend.empty(-1, 0)
+    for index in (-1, len(lamina_backend.dtypes)):
+        with pytest.raises(IndexError, match="empty"):
+            lamina_backend.empty(4, index)
