@@ -250,7 +250,7 @@ void strided_rows(const T* pa, const T* pb, O* po, const std::vector<Dim>& dims,
         broadcast_b(pa + ia, pb[ib], o, inner.n);
       } else {
         for (int64_t i = 0; i < inner.n; ++i)
-          o[i] = static_cast<O>(Op::f(pa[ia + i * inner.sa], pb[ib + i * inner.sb]));
+          o[i] = ops::to_out<O>(Op::f(pa[ia + i * inner.sa], pb[ib + i * inner.sb]));
       }
       for (int k = lead - 1; k >= 0; --k) {  // odometer step to the next row
         ia += dims[k].sa;

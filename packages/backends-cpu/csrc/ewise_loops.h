@@ -10,13 +10,13 @@
 template <class Op, class T, class O>
 void binary_loop(const T* a, const T* b, O* o, int64_t n) {
 #pragma GCC ivdep
-  for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(Op::f(a[i], b[i]));
+  for (int64_t i = 0; i < n; ++i) o[i] = ops::to_out<O>(Op::f(a[i], b[i]));
 }
 
 template <class Op, class T, class O>
 void scalar_loop(const T* a, T v, O* o, int64_t n) {
 #pragma GCC ivdep
-  for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(Op::f(a[i], v));
+  for (int64_t i = 0; i < n; ++i) o[i] = ops::to_out<O>(Op::f(a[i], v));
 }
 
 template <class Op, class T>
