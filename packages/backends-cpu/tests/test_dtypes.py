@@ -354,3 +354,14 @@ def test_wrong_dtypes_raise_type_error_naming_the_kernel(kernel: str, call) -> N
 def test_bad_sizes_raise_value_error(call) -> None:
     with pytest.raises(ValueError, match="^(reduce_prod|cumsum_last): "):
         call()
+
+
+def test_bool_arrays_cross_dlpack_without_a_copy() -> None:
+    nd = pytest.importorskip("lamina.ndarray")
+    x = nd.array(np.array([[True, False, True], [False, False, True]]), device="cpu")
+    shared = np.from_dlpack(x)
+    assert shared.dtype == np.bool_ and not shared.flags.owndata
+    back = nd.from_dlpack(shared, device="cpu")
+    assert back.dtype.name == "bool"
+    np.testing.assert_array_equal(back.numpy(), shared)
+    np.testing.assert_array_equal((x > 0).numpy(), x.numpy())  # bool compares as 1/0
