@@ -1,8 +1,9 @@
 // bindings.cc: the one place where the extension lamina_backend_cpu._core is
 // defined: every exported kernel, the Array class, the metadata of interface
-// v1 and the exception mapping (std::invalid_argument -> ValueError,
-// TypeError -> TypeError, IndexError -> IndexError, std::runtime_error ->
-// RuntimeError). Kernels that take no Python objects release the GIL.
+// v1.1 and the exception mapping (std::invalid_argument -> ValueError,
+// TypeError -> TypeError, IndexError -> IndexError, ZeroDivisionError ->
+// ZeroDivisionError, std::runtime_error -> RuntimeError). Kernels that take
+// no Python objects release the GIL.
 #include <pybind11/stl.h>
 
 #include "allocator.h"
@@ -15,10 +16,45 @@ using namespace lamina_cpu;
 
 namespace {
 using nogil = py::call_guard<py::gil_scoped_release>;
+
+py::tuple dtype_names(DTypeMask mask) {
+  py::list names;
+  for (DType dt : kDTypes)
+    if (mask & dtype_bit(dt)) names.append(dtype_name(dt));
+  return py::tuple(names);
 }
 
+// Interface v1.1's kernel_dtypes: every kernel that takes fewer dtypes than
+// the backend lists, from the masks its code dispatches over (ewise_ops.h,
+// kernels.h), so the declaration cannot drift from the kernels.
+py::dict kernel_dtypes() {
+  py::dict d;
+  auto add = [&](const std::string& name, DTypeMask mask) {
+    if (mask != kAllDtypes) d[py::str(name)] = dtype_names(mask);
+  };
+#define LAMINA_EWISE_DTYPES(OP, NAME) add("ewise_" #NAME, ops::OP::kDtypes);
+#define LAMINA_SCALAR_DTYPES(OP, NAME) add("scalar_" #NAME, ops::OP::kDtypes);
+  LAMINA_EWISE_BINARY_LIST(LAMINA_EWISE_DTYPES)
+  LAMINA_EWISE_UNARY_LIST(LAMINA_EWISE_DTYPES)
+  LAMINA_SCALAR_BINARY_LIST(LAMINA_SCALAR_DTYPES)
+#undef LAMINA_EWISE_DTYPES
+#undef LAMINA_SCALAR_DTYPES
+  add("reduce_sum", kReduceSumDtypes);
+  add("reduce_sum_axis", kReduceSumDtypes);
+  add("reduce_max", kReduceExtremeDtypes);
+  add("reduce_min", kReduceExtremeDtypes);
+  add("reduce_argmax", kReduceArgmaxDtypes);
+  add("reduce_prod", kReduceProdDtypes);
+  add("cumsum_last", kCumsumDtypes);
+  for (const char* name : {"matmul", "matmul_batched", "matmul_strided", "softmax_last",
+                           "logsumexp_last", "layer_norm_last", "im2col", "col2im"})
+    add(name, kFusedDtypes);
+  return d;
+}
+}  // namespace
+
 PYBIND11_MODULE(_core, m) {
-  m.doc() = "Lamina's cpu backend (interface v1): C++17 kernels with AVX2/FMA, AVX-512 and OpenMP";
+  m.doc() = "Lamina's cpu backend (interface v1.1): C++17 kernels with AVX2/FMA, AVX-512 and OpenMP";
 
   py::register_exception_translator([](std::exception_ptr p) {
     try {
@@ -27,28 +63,19 @@ PYBIND11_MODULE(_core, m) {
       PyErr_SetString(PyExc_TypeError, e.what());
     } catch (const lamina_cpu::IndexError& e) {
       PyErr_SetString(PyExc_IndexError, e.what());
+    } catch (const lamina_cpu::ZeroDivisionError& e) {
+      PyErr_SetString(PyExc_ZeroDivisionError, e.what());
     }
   });
 
   // metadata
   m.attr("name") = "cpu";
   m.attr("api_version") = 1;
-  // Interface v1.1: int64 arithmetic where the kernels have an integer loop (the
-  // ops with kInt in ewise_ops.h, and the reductions); no bool dtype yet. The
-  // kernels named here take fewer dtypes than `dtypes` lists.
+  // Interface v1.1: bool buffers, comparisons writing bool, int64 arithmetic;
+  // kernel_dtypes names the kernels that take fewer dtypes than `dtypes`.
   m.attr("api_minor_version") = 1;
-  m.attr("dtypes") = py::make_tuple("float32", "float64", "int64");
-  {
-    py::dict kernel_dtypes;
-    const py::tuple floats = py::make_tuple("float32", "float64");
-    for (const char* name : {"ewise_div", "scalar_div", "scalar_rdiv", "ewise_power", "scalar_power",
-                             "scalar_rpower", "ewise_exp", "ewise_log", "ewise_sqrt", "ewise_tanh",
-                             "ewise_sin", "ewise_cos", "ewise_erf", "matmul", "matmul_batched",
-                             "matmul_strided", "reduce_sum_axis", "softmax_last", "logsumexp_last",
-                             "layer_norm_last", "im2col", "col2im"})
-      kernel_dtypes[name] = floats;
-    m.attr("kernel_dtypes") = kernel_dtypes;
-  }
+  m.attr("dtypes") = dtype_names(kAllDtypes);
+  m.attr("kernel_dtypes") = kernel_dtypes();
   m.def("is_available", [] { return true; });
   m.def("unavailable_reason", [] { return std::string(); });
   // No device_count: one device, named "cpu" (device_count is for indexed devices).
@@ -149,49 +176,16 @@ PYBIND11_MODULE(_core, m) {
   m.def("ewise_setitem", &ewise_setitem, nogil());
   m.def("scalar_setitem", &scalar_setitem);
 
-  // elementwise: binary
-  m.def("ewise_add", &ewise_add, nogil());
-  m.def("ewise_sub", &ewise_sub, nogil());
-  m.def("ewise_mul", &ewise_mul, nogil());
-  m.def("ewise_div", &ewise_div, nogil());
-  m.def("ewise_power", &ewise_power, nogil());
-  m.def("ewise_maximum", &ewise_maximum, nogil());
-  m.def("ewise_minimum", &ewise_minimum, nogil());
-  m.def("ewise_eq", &ewise_eq, nogil());
-  m.def("ewise_ne", &ewise_ne, nogil());
-  m.def("ewise_lt", &ewise_lt, nogil());
-  m.def("ewise_le", &ewise_le, nogil());
-  m.def("ewise_gt", &ewise_gt, nogil());
-  m.def("ewise_ge", &ewise_ge, nogil());
-  // elementwise: with a scalar (the value is converted under the GIL)
-  m.def("scalar_add", &scalar_add);
-  m.def("scalar_sub", &scalar_sub);
-  m.def("scalar_mul", &scalar_mul);
-  m.def("scalar_div", &scalar_div);
-  m.def("scalar_power", &scalar_power);
-  m.def("scalar_maximum", &scalar_maximum);
-  m.def("scalar_minimum", &scalar_minimum);
-  m.def("scalar_eq", &scalar_eq);
-  m.def("scalar_ne", &scalar_ne);
-  m.def("scalar_lt", &scalar_lt);
-  m.def("scalar_le", &scalar_le);
-  m.def("scalar_gt", &scalar_gt);
-  m.def("scalar_ge", &scalar_ge);
-  m.def("scalar_rsub", &scalar_rsub);
-  m.def("scalar_rdiv", &scalar_rdiv);
-  m.def("scalar_rpower", &scalar_rpower);
-  // elementwise: unary
-  m.def("ewise_neg", &ewise_neg, nogil());
-  m.def("ewise_abs", &ewise_abs, nogil());
-  m.def("ewise_exp", &ewise_exp, nogil());
-  m.def("ewise_log", &ewise_log, nogil());
-  m.def("ewise_sqrt", &ewise_sqrt, nogil());
-  m.def("ewise_tanh", &ewise_tanh, nogil());
-  m.def("ewise_sin", &ewise_sin, nogil());
-  m.def("ewise_cos", &ewise_cos, nogil());
-  m.def("ewise_erf", &ewise_erf, nogil());
+  // elementwise: binary, with a scalar (the value is converted under the GIL)
+  // and unary, one export per entry of the op lists of ewise_ops.h
+#define LAMINA_DEF_NOGIL(OP, NAME) m.def("ewise_" #NAME, &ewise_##NAME, nogil());
+#define LAMINA_DEF_SCALAR(OP, NAME) m.def("scalar_" #NAME, &scalar_##NAME);
+  LAMINA_EWISE_BINARY_LIST(LAMINA_DEF_NOGIL)
+  LAMINA_EWISE_UNARY_LIST(LAMINA_DEF_NOGIL)
+  LAMINA_SCALAR_BINARY_LIST(LAMINA_DEF_SCALAR)
+#undef LAMINA_DEF_NOGIL
+#undef LAMINA_DEF_SCALAR
   m.def("ewise_strided", &ewise_strided, nogil());
-  m.def("ewise_sign", &ewise_sign, nogil());
   // elementwise: others
   m.def("ewise_where", &ewise_where, nogil());
   m.def("ewise_cast", &ewise_cast, nogil());
@@ -201,7 +195,9 @@ PYBIND11_MODULE(_core, m) {
   m.def("reduce_max", &reduce_max, nogil());
   m.def("reduce_min", &reduce_min, nogil());
   m.def("reduce_argmax", &reduce_argmax, nogil());
+  m.def("reduce_prod", &reduce_prod, nogil());
   m.def("reduce_sum_axis", &reduce_sum_axis, nogil());
+  m.def("cumsum_last", &cumsum_last, nogil());
   m.def("softmax_last", &softmax_last, nogil());
   m.def("logsumexp_last", &logsumexp_last, nogil());
   m.def("layer_norm_last", &layer_norm_last, nogil());

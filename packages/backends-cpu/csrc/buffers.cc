@@ -15,7 +15,8 @@ const char* dtype_name(DType dt) {
   switch (dt) {
     case DType::Float32: return "float32";
     case DType::Float64: return "float64";
-    default: return "int64";
+    case DType::Int64: return "int64";
+    default: return "bool";
   }
 }
 
@@ -23,11 +24,23 @@ DType parse_dtype(const std::string& name, const char* op) {
   if (name == "float32") return DType::Float32;
   if (name == "float64") return DType::Float64;
   if (name == "int64") return DType::Int64;
-  throw TypeError(cat(op, ": unsupported dtype '", name,
-                      "'; cpu lists ('float32', 'float64', 'int64')"));
+  if (name == "bool") return DType::Bool;
+  throw TypeError(cat(op, ": unsupported dtype '", name, "'; cpu lists ", mask_str(kAllDtypes)));
 }
 
-std::size_t dtype_itemsize(DType dt) { return dt == DType::Float32 ? 4 : 8; }
+std::size_t dtype_itemsize(DType dt) {
+  return dispatch(dt, [](auto tag) { return sizeof(elem_t<decltype(tag)>); });
+}
+
+std::string mask_str(DTypeMask mask) {
+  std::vector<const char*> names;
+  for (DType dt : kDTypes)
+    if (mask & dtype_bit(dt)) names.push_back(dtype_name(dt));
+  std::string r;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    r += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + std::string(names[i]);
+  return r;
+}
 
 std::string shape_str(const Shape& s) {
   std::string r = "(";
@@ -52,10 +65,10 @@ void require_same_dtype(const char* op, std::initializer_list<const Array*> arra
                           "; every operand must have the dtype of out"));
 }
 
-void require_float(const char* op, DType dt) {
-  if (dt == DType::Int64)
-    throw TypeError(cat(op, ": dtype int64 is not supported; arithmetic kernels take float32 "
-                            "or float64"));
+void require_dtype_in(const char* op, DType dt, DTypeMask accepted) {
+  if (!(accepted & dtype_bit(dt)))
+    throw TypeError(cat(op, ": dtype ", dtype_name(dt), " is not supported; ", op, " takes ",
+                        mask_str(accepted)));
 }
 
 void require_nonneg(const char* op, const char* what, int64_t x) {
@@ -79,7 +92,12 @@ Array::~Array() {
 
 template <class T>
 T scalar_as(py::handle value, const char* op) {
-  if constexpr (std::is_same_v<T, int64_t>) {
+  if constexpr (std::is_same_v<T, bool>) {
+    // numpy's bool(value): any non-zero number is True
+    const int truth = PyObject_IsTrue(value.ptr());
+    if (truth < 0) throw py::error_already_set();
+    return truth != 0;
+  } else if constexpr (std::is_same_v<T, int64_t>) {
     if (PyLong_Check(value.ptr())) {
       int overflow = 0;
       long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
@@ -97,6 +115,7 @@ T scalar_as(py::handle value, const char* op) {
 template float scalar_as<float>(py::handle, const char*);
 template double scalar_as<double>(py::handle, const char*);
 template int64_t scalar_as<int64_t>(py::handle, const char*);
+template bool scalar_as<bool>(py::handle, const char*);
 
 namespace {
 
@@ -123,6 +142,9 @@ void from_numpy(py::array src, Array& out) {
   if (out.dtype() == DType::Int64 && kind == 'f')
     throw TypeError("from_numpy: cannot copy floating-point data into an int64 buffer; "
                     "convert it with astype first");
+  if (out.dtype() == DType::Bool && kind != 'b')
+    throw TypeError(cat("from_numpy: cannot copy numpy data of kind '", kind,
+                        "' into a bool buffer; convert it with astype(bool) first"));
   if (out.size() == 0) return;
   dispatch(out.dtype(), [&](auto tag) { copy_in<elem_t<decltype(tag)>>(src, out); });
 }
@@ -136,9 +158,10 @@ std::unique_ptr<Array> wrap_numpy(py::object src) {
   if (arr.dtype().equal(py::dtype::of<float>())) dt = DType::Float32;
   else if (arr.dtype().equal(py::dtype::of<double>())) dt = DType::Float64;
   else if (arr.dtype().equal(py::dtype::of<int64_t>())) dt = DType::Int64;
+  else if (arr.dtype().equal(py::dtype::of<bool>())) dt = DType::Bool;
   else
     throw TypeError(cat("wrap_numpy: unsupported dtype ", std::string(py::str(arr.dtype())),
-                        "; cpu lists ('float32', 'float64', 'int64') in native byte order"));
+                        "; cpu lists ", mask_str(kAllDtypes), " in native byte order"));
   auto item = static_cast<py::ssize_t>(dtype_itemsize(dt));
   if (arr.ndim() != 1 || (arr.size() > 1 && arr.strides(0) != item))
     value_error("wrap_numpy: expected a 1-D contiguous array, got shape ",
@@ -167,12 +190,9 @@ py::array to_numpy(const Array& a, const Shape& shape, const Shape& strides, int
     value_error("to_numpy: shape ", shape_str(shape), " and strides ", shape_str(strides),
                 " differ in length");
   checked_prod(shape, "to_numpy");
-  py::array result;
-  switch (a.dtype()) {
-    case DType::Float32: result = py::array_t<float>(dims); break;
-    case DType::Float64: result = py::array_t<double>(dims); break;
-    default: result = py::array_t<int64_t>(dims); break;
-  }
+  py::array result = dispatch(a.dtype(), [&](auto tag) -> py::array {
+    return py::array_t<elem_t<decltype(tag)>>(dims);
+  });
   gather_view(a, result.mutable_data(), shape, strides, offset, "to_numpy");
   return result;
 }

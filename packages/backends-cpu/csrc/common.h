@@ -9,11 +9,23 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace lamina_cpu {
 
-enum class DType : int { Float32 = 0, Float64 = 1, Int64 = 2 };
+enum class DType : int { Float32 = 0, Float64 = 1, Int64 = 2, Bool = 3 };
+
+// Sets of dtypes, one bit per DType: what a kernel accepts (interface v1.1's
+// kernel_dtypes is built from these, in bindings.cc).
+using DTypeMask = unsigned;
+constexpr DTypeMask dtype_bit(DType dt) { return 1u << static_cast<int>(dt); }
+constexpr DTypeMask kFloats = dtype_bit(DType::Float32) | dtype_bit(DType::Float64);
+constexpr DTypeMask kNumbers = kFloats | dtype_bit(DType::Int64);
+constexpr DTypeMask kIntegral = dtype_bit(DType::Int64) | dtype_bit(DType::Bool);
+constexpr DTypeMask kAllDtypes = kNumbers | dtype_bit(DType::Bool);
+constexpr DType kDTypes[] = {DType::Float32, DType::Float64, DType::Int64, DType::Bool};
 
 const char* dtype_name(DType dt);
 DType parse_dtype(const std::string& name, const char* op);  // throws TypeError
@@ -56,6 +68,9 @@ struct IndexError : std::out_of_range {
 struct TypeError : std::domain_error {
   using std::domain_error::domain_error;
 };
+struct ZeroDivisionError : std::domain_error {
+  using std::domain_error::domain_error;
+};
 
 template <class... Args>
 std::string cat(const Args&... args) {
@@ -89,27 +104,62 @@ int64_t checked_prod(const Shape& dims, const char* op);
 
 // Checks that every array has the same dtype as the first one.
 void require_same_dtype(const char* op, std::initializer_list<const Array*> arrays);
-// Raises TypeError unless dt is float32 or float64.
-void require_float(const char* op, DType dt);
+// Raises TypeError naming op unless dt is in accepted.
+void require_dtype_in(const char* op, DType dt, DTypeMask accepted);
+inline void require_float(const char* op, DType dt) { require_dtype_in(op, dt, kFloats); }
+// "float32, float64 or int64": the dtypes of a mask, for messages.
+std::string mask_str(DTypeMask mask);
 // Raises ValueError unless x >= 0.
 void require_nonneg(const char* op, const char* what, int64_t x);
 
-// Calls f with a typed null pointer of the element type of dt
-// (float, double or int64_t): `dispatch(dt, [&](auto tag) { using T = ...; })`.
+// Calls f with a typed null pointer of the element type of dt (float,
+// double, int64_t or bool; a bool buffer is numpy's: one byte, 0 or 1):
+// `dispatch(dt, [&](auto tag) { using T = elem_t<decltype(tag)>; ... })`.
 template <class F>
 decltype(auto) dispatch(DType dt, F&& f) {
   switch (dt) {
     case DType::Float32: return f(static_cast<float*>(nullptr));
     case DType::Float64: return f(static_cast<double*>(nullptr));
-    default: return f(static_cast<int64_t*>(nullptr));
+    case DType::Int64: return f(static_cast<int64_t*>(nullptr));
+    default: return f(static_cast<bool*>(nullptr));
   }
 }
 
+template <class T>
+constexpr DType dtype_of() {
+  if constexpr (std::is_same_v<T, float>) return DType::Float32;
+  else if constexpr (std::is_same_v<T, double>) return DType::Float64;
+  else if constexpr (std::is_same_v<T, int64_t>) return DType::Int64;
+  else return DType::Bool;
+}
+
+// dispatch over the dtypes of Accepted only (the others raise TypeError naming
+// op), so a kernel body is compiled for exactly the dtypes it takes.
+template <DTypeMask Accepted, class F>
+void dispatch_in(const char* op, DType dt, F&& f) {
+  require_dtype_in(op, dt, Accepted);
+  dispatch(dt, [&](auto tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    if constexpr ((Accepted & dtype_bit(dtype_of<T>())) != 0) f(tag);
+  });
+}
+
 template <class F>
-decltype(auto) dispatch_float(const char* op, DType dt, F&& f) {
-  require_float(op, dt);
-  if (dt == DType::Float32) return f(static_cast<float*>(nullptr));
-  return f(static_cast<double*>(nullptr));
+void dispatch_float(const char* op, DType dt, F&& f) {
+  dispatch_in<kFloats>(op, dt, std::forward<F>(f));
+}
+
+// Integer arithmetic that wraps like numpy's and PyTorch's (two's complement)
+// instead of overflowing into undefined behaviour; other types as they are.
+template <class T>
+inline T wrap_add(T a, T b) {
+  if constexpr (std::is_same_v<T, int64_t>) return static_cast<int64_t>(uint64_t(a) + uint64_t(b));
+  else return static_cast<T>(a + b);
+}
+template <class T>
+inline T wrap_mul(T a, T b) {
+  if constexpr (std::is_same_v<T, int64_t>) return static_cast<int64_t>(uint64_t(a) * uint64_t(b));
+  else return static_cast<T>(a * b);
 }
 
 template <class P>

@@ -95,7 +95,7 @@ void im2col(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t
   if (a.size() < image_size(g, op) || out.size() < cols_size(g, op))
     value_error(op, ": buffers of ", a.size(), " and ", out.size(),
                 " elements are smaller than the layout");
-  dispatch(a.dtype(), [&](auto tag) { with_kernel_width(g, [&](auto kw_tag) {
+  dispatch_float(op, a.dtype(), [&](auto tag) { with_kernel_width(g, [&](auto kw_tag) {
     using T = elem_t<decltype(tag)>;
     constexpr int KW = decltype(kw_tag)::value;
     const T* src = a.data<T>();
@@ -171,7 +171,7 @@ void col2im(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t
   if (a.size() < cols_size(g, op) || out.size() < image_size(g, op))
     value_error(op, ": buffers of ", a.size(), " and ", out.size(),
                 " elements are smaller than the layout");
-  dispatch(a.dtype(), [&](auto tag) { with_kernel_width(g, [&](auto kw_tag) {
+  dispatch_float(op, a.dtype(), [&](auto tag) { with_kernel_width(g, [&](auto kw_tag) {
     using T = elem_t<decltype(tag)>;
     constexpr int KW = decltype(kw_tag)::value;
     const T* src = a.data<T>();

@@ -32,28 +32,29 @@ int64_t grain() {
   return ops::kTranscendental<Op> ? kParallelGrain : kCopyGrain;
 }
 
-// The AVX2 copy on the avx2 and avx512 paths (int64 only for the ops defined
-// on it; see ewise_isa.h for why AVX-512 runs it too); float32 exp, tanh
+// The AVX2 copy on the avx2 and avx512 paths where the op has one for T
+// (its kSimd; see ewise_isa.h for why AVX-512 runs it too); float32 exp, tanh
 // and erf take the polynomials of exp_simd.h at the active width.
-template <class Op, class T>
-constexpr bool kHasSimdCopy = Op::kInt || !std::is_same_v<T, int64_t>;
+template <class Op, class T, class O = T>
+constexpr bool kHasSimdCopy = (Op::kSimd & dtype_bit(dtype_of<T>())) != 0 &&
+                              (std::is_same_v<O, T> || (Op::kCompare && std::is_same_v<O, bool>));
 
-template <class Op, class T>
-BinaryLoop<T> binary_fn() {
+template <class Op, class T, class O>
+BinaryLoop<T, O> binary_fn() {
 #if defined(LAMINA_HAVE_AVX2_TU)
-  if constexpr (kHasSimdCopy<Op, T>)
-    if (use_avx2()) return avx2_binary_loop<Op, T>();
+  if constexpr (kHasSimdCopy<Op, T, O>)
+    if (use_avx2()) return avx2_binary_loop<Op, T, O>();
 #endif
-  return &base::binary_loop<Op, T>;
+  return &base::binary_loop<Op, T, O>;
 }
 
-template <class Op, class T>
-ScalarLoop<T> scalar_fn() {
+template <class Op, class T, class O>
+ScalarLoop<T, O> scalar_fn() {
 #if defined(LAMINA_HAVE_AVX2_TU)
-  if constexpr (kHasSimdCopy<Op, T>)
-    if (use_avx2()) return avx2_scalar_loop<Op, T>();
+  if constexpr (kHasSimdCopy<Op, T, O>)
+    if (use_avx2()) return avx2_scalar_loop<Op, T, O>();
 #endif
-  return &base::scalar_loop<Op, T>;
+  return &base::scalar_loop<Op, T, O>;
 }
 
 // The vector float32 exp, tanh or erf of the active width (nullptr for others).
@@ -85,53 +86,91 @@ UnaryLoop<T> unary_fn() {
   return &base::unary_loop<Op, T>;
 }
 
-template <class Op>
-void require_dtype(const char* op, DType dt) {
-  if constexpr (!Op::kInt) require_float(op, dt);
-}
-
 void require_operand(const char* op, int i, const Array& x, const Array& out) {
   if (x.size() < out.size())
     value_error(op, ": operand ", i, " has ", x.size(), " elements, out has ", out.size());
 }
 
+// Calls f with a typed null pointer of out's element type: the operands'
+// T, or bool for a comparison writing a bool out (interface v1.1).
+template <class Op, class T, class F>
+void with_out(const char* op, const Array& out, F&& f) {
+  if constexpr (Op::kCompare) {
+    if (out.dtype() == DType::Bool) return f(static_cast<bool*>(nullptr));
+  }
+  if (out.dtype() != dtype_of<T>())
+    throw TypeError(cat(op, ": out is ", out.dtype_str(), ", operands are ", dtype_name(dtype_of<T>()),
+                        Op::kCompare ? "; out must have their dtype or be bool"
+                                     : "; out must have their dtype"));
+  f(static_cast<T*>(nullptr));
+}
+
+// The int64 divisors (or exponents) b[0:n] are in the op's domain; checked
+// before the loop so a kernel raises without having written anything.
+template <class Op>
+void check_int_domain(const char* op, const int64_t* b, int64_t n) {
+  constexpr ops::IntDomain domain = ops::kIntDomain<Op>;
+  if constexpr (domain == ops::IntDomain::NonzeroDivisor) {
+    bool zero = false;
+    for (int64_t i = 0; i < n; ++i) zero |= b[i] == 0;
+    if (zero) throw ZeroDivisionError(cat(op, ": integer division by zero; PyTorch raises too, "
+                                              "use float operands to get inf or nan"));
+  } else if constexpr (domain == ops::IntDomain::NonnegativeExponent) {
+    bool negative = false;
+    for (int64_t i = 0; i < n; ++i) negative |= b[i] < 0;
+    if (negative) value_error(op, ": integers to negative integer powers are not allowed; "
+                                  "use a float base or exponent");
+  }
+}
+
+template <class Op, class T>
+void check_domain(const char* op, const T* b, int64_t n) {
+  if constexpr (std::is_same_v<T, int64_t>) check_int_domain<Op>(op, b, n);
+}
+
 template <class Op>
 void binary(const char* name, const Array& a, const Array& b, Array& out) {
-  require_same_dtype(name, {&out, &a, &b});
-  require_dtype<Op>(name, out.dtype());
+  require_same_dtype(name, {&a, &b});
   require_operand(name, 0, a, out);
   require_operand(name, 1, b, out);
-  dispatch(out.dtype(), [&](auto tag) {
+  dispatch_in<Op::kDtypes>(name, a.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
-    const T* pa = a.data<T>();
-    const T* pb = b.data<T>();
-    T* po = out.data<T>();
-    const BinaryLoop<T> fn = binary_fn<Op, T>();
-    parallel_for(out.size(), grain<Op>(), [&](int64_t s, int64_t e) { fn(pa + s, pb + s, po + s, e - s); });
+    with_out<Op, T>(name, out, [&](auto otag) {
+      using O = elem_t<decltype(otag)>;
+      const T* pa = a.data<T>();
+      const T* pb = b.data<T>();
+      O* po = out.data<O>();
+      check_domain<Op>(name, pb, out.size());
+      const BinaryLoop<T, O> fn = binary_fn<Op, T, O>();
+      parallel_for(out.size(), grain<Op>(), [&](int64_t s, int64_t e) { fn(pa + s, pb + s, po + s, e - s); });
+    });
   });
 }
 
 template <class Op>
 void scalar(const char* name, const Array& a, py::handle value, Array& out) {
-  require_same_dtype(name, {&out, &a});
-  require_dtype<Op>(name, out.dtype());
   require_operand(name, 0, a, out);
-  dispatch(out.dtype(), [&](auto tag) {
+  dispatch_in<Op::kDtypes>(name, a.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
-    const T v = scalar_as<T>(value, name);
-    const T* pa = a.data<T>();
-    T* po = out.data<T>();
-    const ScalarLoop<T> fn = scalar_fn<Op, T>();
-    parallel_for(out.size(), grain<Op>(), [&](int64_t s, int64_t e) { fn(pa + s, v, po + s, e - s); });
+    with_out<Op, T>(name, out, [&](auto otag) {
+      using O = elem_t<decltype(otag)>;
+      const T v = scalar_as<T>(value, name);
+      const T* pa = a.data<T>();
+      O* po = out.data<O>();
+      // value ** a checks the exponents a; a OP value checks value
+      if constexpr (std::is_same_v<Op, ops::Rpower>) check_domain<Op>(name, pa, out.size());
+      else check_domain<Op>(name, &v, 1);
+      const ScalarLoop<T, O> fn = scalar_fn<Op, T, O>();
+      parallel_for(out.size(), grain<Op>(), [&](int64_t s, int64_t e) { fn(pa + s, v, po + s, e - s); });
+    });
   });
 }
 
 template <class Op>
 void unary(const char* name, const Array& a, Array& out) {
   require_same_dtype(name, {&out, &a});
-  require_dtype<Op>(name, out.dtype());
   require_operand(name, 0, a, out);
-  dispatch(out.dtype(), [&](auto tag) {
+  dispatch_in<Op::kDtypes>(name, out.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
     const T* pa = a.data<T>();
     T* po = out.data<T>();
@@ -149,7 +188,9 @@ void where_typed(const C* c, const T* a, const T* b, T* o, int64_t n) {
 
 template <class From, class To>
 To convert(From x) {
-  if constexpr (std::is_same_v<To, int64_t> && !std::is_same_v<From, int64_t>) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return x != From(0);  // NaN is True, as numpy's astype(bool)
+  } else if constexpr (std::is_same_v<To, int64_t> && std::is_floating_point_v<From>) {
     // numpy's astype on x86-64: NaN and out-of-range values become INT64_MIN.
     if (!(x >= From(-9.2233720368547758e18) && x < From(9.2233720368547758e18)))
       return INT64_MIN;
@@ -182,15 +223,15 @@ std::vector<Dim> coalesce(const Shape& shape, const Shape& sa, const Shape& sb) 
 // Rows are the outer dims, each a run of the innermost dim. The run takes the
 // vectorised contiguous loop, the scalar loop (b broadcast along it) or a
 // strided loop.
-template <class Op, class T>
-void strided_rows(const T* pa, const T* pb, T* po, const std::vector<Dim>& dims,
+template <class Op, class T, class O>
+void strided_rows(const T* pa, const T* pb, O* po, const std::vector<Dim>& dims,
                   int64_t a_offset, int64_t b_offset) {
   const Dim inner = dims.back();
   const int lead = static_cast<int>(dims.size()) - 1;
   int64_t rows = 1;
   for (int k = 0; k < lead; ++k) rows *= dims[k].n;
-  const BinaryLoop<T> contiguous = binary_fn<Op, T>();
-  const ScalarLoop<T> broadcast_b = scalar_fn<Op, T>();
+  const BinaryLoop<T, O> contiguous = binary_fn<Op, T, O>();
+  const ScalarLoop<T, O> broadcast_b = scalar_fn<Op, T, O>();
   const int64_t grain_rows = std::max<int64_t>(1, grain<Op>() / inner.n);
   parallel_for(rows, grain_rows, [&](int64_t rb, int64_t re) {
     std::vector<int64_t> idx(lead, 0);
@@ -202,13 +243,14 @@ void strided_rows(const T* pa, const T* pb, T* po, const std::vector<Dim>& dims,
       ib += idx[k] * dims[k].sb;
     }
     for (int64_t r = rb; r < re; ++r) {
-      T* o = po + r * inner.n;
+      O* o = po + r * inner.n;
       if (inner.sa == 1 && inner.sb == 1) {
         contiguous(pa + ia, pb + ib, o, inner.n);
       } else if (inner.sa == 1 && inner.sb == 0) {
         broadcast_b(pa + ia, pb[ib], o, inner.n);
       } else {
-        for (int64_t i = 0; i < inner.n; ++i) o[i] = Op::f(pa[ia + i * inner.sa], pb[ib + i * inner.sb]);
+        for (int64_t i = 0; i < inner.n; ++i)
+          o[i] = ops::to_out<O>(Op::f(pa[ia + i * inner.sa], pb[ib + i * inner.sb]));
       }
       for (int k = lead - 1; k >= 0; --k) {  // odometer step to the next row
         ia += dims[k].sa;
@@ -226,16 +268,23 @@ template <class Op>
 void binary_strided(const char* name, const Array& a, const Array& b, Array& out,
                     const Shape& shape, const Shape& a_strides, int64_t a_offset,
                     const Shape& b_strides, int64_t b_offset) {
-  require_same_dtype(name, {&out, &a, &b});
-  require_dtype<Op>(name, out.dtype());
+  require_same_dtype(name, {&a, &b});
   const int64_t size = check_view_bounds(name, a.size(), shape, a_strides, a_offset);
   check_view_bounds(name, b.size(), shape, b_strides, b_offset);
   if (out.size() < size) value_error(name, ": out has ", out.size(), " elements, shape ", shape_str(shape), " needs ", size);
-  if (size == 0) return;
-  const std::vector<Dim> dims = coalesce(shape, a_strides, b_strides);
-  dispatch(out.dtype(), [&](auto tag) {
+  dispatch_in<Op::kDtypes>(name, a.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
-    strided_rows<Op, T>(a.data<T>(), b.data<T>(), out.data<T>(), dims, a_offset, b_offset);
+    with_out<Op, T>(name, out, [&](auto otag) {
+      using O = elem_t<decltype(otag)>;
+      if (size == 0) return;
+      if constexpr (std::is_same_v<T, int64_t> && ops::kIntDomain<Op> != ops::IntDomain::Any) {
+        std::vector<int64_t> divisors(static_cast<std::size_t>(size));
+        gather_view(b, divisors.data(), shape, b_strides, b_offset, name);
+        check_domain<Op>(name, divisors.data(), size);
+      }
+      strided_rows<Op, T, O>(a.data<T>(), b.data<T>(), out.data<O>(), coalesce(shape, a_strides, b_strides),
+                             a_offset, b_offset);
+    });
   });
 }
 
@@ -248,73 +297,36 @@ void ewise_strided(const std::string& op, const Array& a, const Array& b, Array&
   // (check_view_bounds checks each stride list against shape's length.)
 #define LAMINA_STRIDED(OP, NAME) \
   if (op == #NAME) return binary_strided<ops::OP>(name, a, b, out, shape, a_strides, a_offset, b_strides, b_offset);
-  LAMINA_STRIDED(Add, add)
-  LAMINA_STRIDED(Sub, sub)
-  LAMINA_STRIDED(Mul, mul)
-  LAMINA_STRIDED(Div, div)
-  LAMINA_STRIDED(Power, power)
-  LAMINA_STRIDED(Maximum, maximum)
-  LAMINA_STRIDED(Minimum, minimum)
-  LAMINA_STRIDED(Eq, eq)
-  LAMINA_STRIDED(Ne, ne)
-  LAMINA_STRIDED(Lt, lt)
-  LAMINA_STRIDED(Le, le)
-  LAMINA_STRIDED(Gt, gt)
-  LAMINA_STRIDED(Ge, ge)
+  LAMINA_EWISE_BINARY_LIST(LAMINA_STRIDED)
 #undef LAMINA_STRIDED
-  value_error(name, ": unknown op '", op, "'; expected add, sub, mul, div, power, maximum, minimum, eq, ne, lt, le, gt or ge");
+  value_error(name, ": unknown op '", op, "'; expected add, sub, mul, div, power, maximum, minimum, eq, ne, lt, le, "
+              "gt, ge, floordiv, remainder, bitwise_and, bitwise_or or bitwise_xor");
 }
 
-#define LAMINA_BINARY(OP, NAME)                                                     \
-  void ewise_##NAME(const Array& a, const Array& b, Array& out) {                   \
-    binary<ops::OP>("ewise_" #NAME, a, b, out);                                     \
-  }                                                                                 \
-  void scalar_##NAME(const Array& a, py::handle value, Array& out) {                \
-    scalar<ops::OP>("scalar_" #NAME, a, value, out);                                \
+#define LAMINA_EWISE(OP, NAME)                                   \
+  void ewise_##NAME(const Array& a, const Array& b, Array& out) { \
+    binary<ops::OP>("ewise_" #NAME, a, b, out);                  \
   }
-LAMINA_BINARY(Add, add)
-LAMINA_BINARY(Sub, sub)
-LAMINA_BINARY(Mul, mul)
-LAMINA_BINARY(Div, div)
-LAMINA_BINARY(Power, power)
-LAMINA_BINARY(Maximum, maximum)
-LAMINA_BINARY(Minimum, minimum)
-LAMINA_BINARY(Eq, eq)
-LAMINA_BINARY(Ne, ne)
-LAMINA_BINARY(Lt, lt)
-LAMINA_BINARY(Le, le)
-LAMINA_BINARY(Gt, gt)
-LAMINA_BINARY(Ge, ge)
-#undef LAMINA_BINARY
+LAMINA_EWISE_BINARY_LIST(LAMINA_EWISE)
+#undef LAMINA_EWISE
 
-#define LAMINA_RSCALAR(OP, NAME)                                     \
+#define LAMINA_SCALAR(OP, NAME)                                      \
   void scalar_##NAME(const Array& a, py::handle value, Array& out) { \
     scalar<ops::OP>("scalar_" #NAME, a, value, out);                 \
   }
-LAMINA_RSCALAR(Rsub, rsub)
-LAMINA_RSCALAR(Rdiv, rdiv)
-LAMINA_RSCALAR(Rpower, rpower)
-#undef LAMINA_RSCALAR
+LAMINA_SCALAR_BINARY_LIST(LAMINA_SCALAR)
+#undef LAMINA_SCALAR
 
 #define LAMINA_UNARY(OP, NAME) \
   void ewise_##NAME(const Array& a, Array& out) { unary<ops::OP>("ewise_" #NAME, a, out); }
-LAMINA_UNARY(Neg, neg)
-LAMINA_UNARY(Abs, abs)
-LAMINA_UNARY(Exp, exp)
-LAMINA_UNARY(Log, log)
-LAMINA_UNARY(Sqrt, sqrt)
-LAMINA_UNARY(Tanh, tanh)
-LAMINA_UNARY(Sin, sin)
-LAMINA_UNARY(Cos, cos)
-LAMINA_UNARY(Erf, erf)
-LAMINA_UNARY(Sign, sign)
+LAMINA_EWISE_UNARY_LIST(LAMINA_UNARY)
 #undef LAMINA_UNARY
 
 void ewise_where(const Array& cond, const Array& a, const Array& b, Array& out) {
   require_same_dtype("ewise_where", {&out, &a, &b});
-  if (cond.dtype() != out.dtype() && cond.dtype() != DType::Int64)
-    throw TypeError(cat("ewise_where: condition dtype ", cond.dtype_str(), " must be ",
-                        out.dtype_str(), " or int64"));
+  if (cond.dtype() != out.dtype() && cond.dtype() != DType::Int64 && cond.dtype() != DType::Bool)
+    throw TypeError(cat("ewise_where: condition dtype ", cond.dtype_str(), " must be bool, int64 or ",
+                        out.dtype_str()));
   require_operand("ewise_where", 0, cond, out);
   require_operand("ewise_where", 1, a, out);
   require_operand("ewise_where", 2, b, out);

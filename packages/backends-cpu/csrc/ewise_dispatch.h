@@ -10,12 +10,13 @@
 
 namespace lamina_cpu {
 
-template <class T> using BinaryLoop = void (*)(const T*, const T*, T*, int64_t);
-template <class T> using ScalarLoop = void (*)(const T*, T, T*, int64_t);
+// O, the element type of out, is T except for a comparison writing bool.
+template <class T, class O = T> using BinaryLoop = void (*)(const T*, const T*, O*, int64_t);
+template <class T, class O = T> using ScalarLoop = void (*)(const T*, T, O*, int64_t);
 template <class T> using UnaryLoop = void (*)(const T*, T*, int64_t);
 
-template <class Op, class T> BinaryLoop<T> avx2_binary_loop();
-template <class Op, class T> ScalarLoop<T> avx2_scalar_loop();
+template <class Op, class T, class O> BinaryLoop<T, O> avx2_binary_loop();
+template <class Op, class T, class O> ScalarLoop<T, O> avx2_scalar_loop();
 template <class Op, class T> UnaryLoop<T> avx2_unary_loop();
 // out[i] = tanh(a[i]) for float32 (exp_simd.h); a and out may alias.
 void tanh_f32_avx2(const float* a, float* out, int64_t n);
@@ -23,8 +24,9 @@ void tanh_f32_avx512(const float* a, float* out, int64_t n);
 void erf_f32_avx2(const float* a, float* out, int64_t n);
 void erf_f32_avx512(const float* a, float* out, int64_t n);
 
-// X(Op) for every binary-family op (the reversed ones are scalar-only but
-// share the instantiation list), and for every unary op.
+// X(Op) for every binary-family op with an AVX2 copy (the reversed ones are
+// scalar-only but share the instantiation list), and for every unary op with
+// one: the ops whose kSimd holds the float dtypes (ewise_ops.h).
 #define LAMINA_BINARY_OP_LIST(X)                                                      \
   X(Add) X(Sub) X(Mul) X(Div) X(Power) X(Maximum) X(Minimum) X(Eq) X(Ne) X(Lt) X(Le) \
   X(Gt) X(Ge) X(Rsub) X(Rdiv) X(Rpower)

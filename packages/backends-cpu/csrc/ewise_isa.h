@@ -40,23 +40,23 @@ namespace LAMINA_ISA {
 #include "ewise_loops.h"
 }  // namespace LAMINA_ISA
 
-template <class Op, class T> BinaryLoop<T> LAMINA_FN(binary_loop)() { return &LAMINA_ISA::binary_loop<Op, T>; }
-template <class Op, class T> ScalarLoop<T> LAMINA_FN(scalar_loop)() { return &LAMINA_ISA::scalar_loop<Op, T>; }
+template <class Op, class T, class O> BinaryLoop<T, O> LAMINA_FN(binary_loop)() { return &LAMINA_ISA::binary_loop<Op, T, O>; }
+template <class Op, class T, class O> ScalarLoop<T, O> LAMINA_FN(scalar_loop)() { return &LAMINA_ISA::scalar_loop<Op, T, O>; }
 template <class Op, class T> UnaryLoop<T> LAMINA_FN(unary_loop)() { return &LAMINA_ISA::unary_loop<Op, T>; }
 
-#define LAMINA_INSTANTIATE_BINARY(OP)                                    \
-  template BinaryLoop<float> LAMINA_FN(binary_loop)<ops::OP, float>();   \
-  template BinaryLoop<double> LAMINA_FN(binary_loop)<ops::OP, double>(); \
-  template ScalarLoop<float> LAMINA_FN(scalar_loop)<ops::OP, float>();   \
-  template ScalarLoop<double> LAMINA_FN(scalar_loop)<ops::OP, double>();
+// The instantiations named by each op's kSimd (ewise_ops.h).
+#define LAMINA_INSTANTIATE_BINARY_AS(OP, T, O)                   \
+  template BinaryLoop<T, O> LAMINA_FN(binary_loop)<ops::OP, T, O>(); \
+  template ScalarLoop<T, O> LAMINA_FN(scalar_loop)<ops::OP, T, O>();
+#define LAMINA_INSTANTIATE_BINARY(OP)                 \
+  LAMINA_INSTANTIATE_BINARY_AS(OP, float, float)      \
+  LAMINA_INSTANTIATE_BINARY_AS(OP, double, double)
 #define LAMINA_INSTANTIATE_UNARY(OP)                                   \
   template UnaryLoop<float> LAMINA_FN(unary_loop)<ops::OP, float>();   \
   template UnaryLoop<double> LAMINA_FN(unary_loop)<ops::OP, double>();
 LAMINA_BINARY_OP_LIST(LAMINA_INSTANTIATE_BINARY)
 LAMINA_UNARY_OP_LIST(LAMINA_INSTANTIATE_UNARY)
-#define LAMINA_INSTANTIATE_INT(OP)                                       \
-  template BinaryLoop<int64_t> LAMINA_FN(binary_loop)<ops::OP, int64_t>(); \
-  template ScalarLoop<int64_t> LAMINA_FN(scalar_loop)<ops::OP, int64_t>();
+#define LAMINA_INSTANTIATE_INT(OP) LAMINA_INSTANTIATE_BINARY_AS(OP, int64_t, int64_t)
 LAMINA_INSTANTIATE_INT(Add) LAMINA_INSTANTIATE_INT(Sub) LAMINA_INSTANTIATE_INT(Mul)
 LAMINA_INSTANTIATE_INT(Maximum) LAMINA_INSTANTIATE_INT(Minimum) LAMINA_INSTANTIATE_INT(Eq)
 LAMINA_INSTANTIATE_INT(Ne) LAMINA_INSTANTIATE_INT(Lt) LAMINA_INSTANTIATE_INT(Le)
@@ -64,9 +64,18 @@ LAMINA_INSTANTIATE_INT(Gt) LAMINA_INSTANTIATE_INT(Ge) LAMINA_INSTANTIATE_INT(Rsu
 template UnaryLoop<int64_t> LAMINA_FN(unary_loop)<ops::Neg, int64_t>();
 template UnaryLoop<int64_t> LAMINA_FN(unary_loop)<ops::Abs, int64_t>();
 template UnaryLoop<int64_t> LAMINA_FN(unary_loop)<ops::Sign, int64_t>();
+// comparisons writing a bool out
+#define LAMINA_INSTANTIATE_TO_BOOL(OP)               \
+  LAMINA_INSTANTIATE_BINARY_AS(OP, float, bool)      \
+  LAMINA_INSTANTIATE_BINARY_AS(OP, double, bool)     \
+  LAMINA_INSTANTIATE_BINARY_AS(OP, int64_t, bool)
+LAMINA_INSTANTIATE_TO_BOOL(Eq) LAMINA_INSTANTIATE_TO_BOOL(Ne) LAMINA_INSTANTIATE_TO_BOOL(Lt)
+LAMINA_INSTANTIATE_TO_BOOL(Le) LAMINA_INSTANTIATE_TO_BOOL(Gt) LAMINA_INSTANTIATE_TO_BOOL(Ge)
+#undef LAMINA_INSTANTIATE_BINARY_AS
 #undef LAMINA_INSTANTIATE_BINARY
 #undef LAMINA_INSTANTIATE_UNARY
 #undef LAMINA_INSTANTIATE_INT
+#undef LAMINA_INSTANTIATE_TO_BOOL
 #endif  // LAMINA_ISA_LOOPS
 
 }  // namespace lamina_cpu

@@ -88,7 +88,7 @@ void index_scatter_add(const Array& a, const Array& idx, Array& out, int64_t out
         for (int64_t j = 0; j < n; ++j) {
           const T* __restrict__ s = src + (o * n + j) * inner;
           T* __restrict__ d = dst + (o * axis_size + ix[j]) * inner;
-          for (int64_t i = c0; i < c1; ++i) d[i] += s[i];
+          for (int64_t i = c0; i < c1; ++i) d[i] = wrap_add(d[i], s[i]);  // bool: or
         }
       }
     }, 1);

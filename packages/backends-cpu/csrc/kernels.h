@@ -7,6 +7,7 @@
 #include <pybind11/pybind11.h>
 
 #include "common.h"
+#include "ewise_ops.h"
 
 namespace lamina_cpu {
 
@@ -34,37 +35,17 @@ int64_t check_view_bounds(const char* op, int64_t buffer_size, const Shape& shap
 void gather_view(const Array& a, void* dst, const Shape& shape, const Shape& strides,
                  int64_t offset, const char* op);
 
-// ewise.cc: binary (ewise_OP, scalar_OP), reversed scalar and unary families.
-#define LAMINA_DECLARE_BINARY(NAME)                                \
-  void ewise_##NAME(const Array& a, const Array& b, Array& out); \
-  void scalar_##NAME(const Array& a, py::handle value, Array& out);
-LAMINA_DECLARE_BINARY(add)
-LAMINA_DECLARE_BINARY(sub)
-LAMINA_DECLARE_BINARY(mul)
-LAMINA_DECLARE_BINARY(div)
-LAMINA_DECLARE_BINARY(power)
-LAMINA_DECLARE_BINARY(maximum)
-LAMINA_DECLARE_BINARY(minimum)
-LAMINA_DECLARE_BINARY(eq)
-LAMINA_DECLARE_BINARY(ne)
-LAMINA_DECLARE_BINARY(lt)
-LAMINA_DECLARE_BINARY(le)
-LAMINA_DECLARE_BINARY(gt)
-LAMINA_DECLARE_BINARY(ge)
-#undef LAMINA_DECLARE_BINARY
-void scalar_rsub(const Array& a, py::handle value, Array& out);
-void scalar_rdiv(const Array& a, py::handle value, Array& out);
-void scalar_rpower(const Array& a, py::handle value, Array& out);
-void ewise_neg(const Array& a, Array& out);
-void ewise_abs(const Array& a, Array& out);
-void ewise_exp(const Array& a, Array& out);
-void ewise_log(const Array& a, Array& out);
-void ewise_sqrt(const Array& a, Array& out);
-void ewise_tanh(const Array& a, Array& out);
-void ewise_sin(const Array& a, Array& out);
-void ewise_cos(const Array& a, Array& out);
-void ewise_erf(const Array& a, Array& out);
-void ewise_sign(const Array& a, Array& out);
+// ewise.cc: binary (ewise_OP, scalar_OP), reversed scalar and unary families,
+// one declaration per entry of the op lists of ewise_ops.h.
+#define LAMINA_DECLARE_EWISE(OP, NAME) void ewise_##NAME(const Array& a, const Array& b, Array& out);
+#define LAMINA_DECLARE_SCALAR(OP, NAME) void scalar_##NAME(const Array& a, py::handle value, Array& out);
+#define LAMINA_DECLARE_UNARY(OP, NAME) void ewise_##NAME(const Array& a, Array& out);
+LAMINA_EWISE_BINARY_LIST(LAMINA_DECLARE_EWISE)
+LAMINA_SCALAR_BINARY_LIST(LAMINA_DECLARE_SCALAR)
+LAMINA_EWISE_UNARY_LIST(LAMINA_DECLARE_UNARY)
+#undef LAMINA_DECLARE_EWISE
+#undef LAMINA_DECLARE_SCALAR
+#undef LAMINA_DECLARE_UNARY
 void ewise_where(const Array& cond, const Array& a, const Array& b, Array& out);
 void ewise_strided(const std::string& op, const Array& a, const Array& b, Array& out,
                    const Shape& shape, const Shape& a_strides, int64_t a_offset,
@@ -77,6 +58,10 @@ void reduce_max(const Array& a, Array& out, int64_t size);
 void reduce_min(const Array& a, Array& out, int64_t size);
 void reduce_argmax(const Array& a, Array& out, int64_t size);
 void reduce_sum_axis(const Array& a, Array& out, int64_t outer, int64_t size, int64_t inner);
+void reduce_prod(const Array& a, Array& out, int64_t size);
+// Running sums along each contiguous row of `size` elements (compact a and
+// out of equal size), accumulated in the dtype, left to right.
+void cumsum_last(const Array& a, Array& out, int64_t size);
 void softmax_last(const Array& a, Array& out, int64_t size);
 void logsumexp_last(const Array& a, Array& out, int64_t size);
 // LayerNorm over rows of `size` (biased variance); also writes each row's
@@ -107,6 +92,16 @@ void im2col(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t
             int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw);
 void col2im(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t w, int64_t kh,
             int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw);
+
+// The dtypes of the kernels outside the ewise families (those take their
+// op's kDtypes): each kernel dispatches over its mask, and bindings.cc
+// publishes the masks as kernel_dtypes.
+constexpr DTypeMask kReduceSumDtypes = kNumbers;  // a bool sum is cast to int64 first
+constexpr DTypeMask kReduceExtremeDtypes = kAllDtypes;
+constexpr DTypeMask kReduceArgmaxDtypes = kNumbers;
+constexpr DTypeMask kReduceProdDtypes = kNumbers;
+constexpr DTypeMask kCumsumDtypes = kNumbers;
+constexpr DTypeMask kFusedDtypes = kFloats;  // softmax, logsumexp, layer norm, matmul, im2col, col2im
 
 // Converts a Python scalar to T like numpy's dtype.type(value): floats round,
 // float -> int64 truncates; raises ValueError for NaN/inf into int64.

@@ -1,5 +1,6 @@
 // reduce.cc: reductions of a compact (rows, size) operand over its last axis
-// (reduce_sum/max/min/argmax), the first-axis style reduce_sum_axis over a
+// (reduce_sum/max/min/argmax/prod), the running sums cumsum_last, the
+// first-axis style reduce_sum_axis over a
 // compact (outer, size, inner) operand, and the fused row-wise softmax_last,
 // logsumexp_last and layer_norm_last.
 //
@@ -26,25 +27,31 @@ constexpr int kLanes = 16;
 constexpr int64_t kChunk = 65536;
 
 // Sum of p[0:n] with 16 independent lanes (vectorised), lanes folded pairwise.
+// int64 sums wrap around (wrap_add), as numpy's.
 template <class T>
 T lane_sum(const T* __restrict__ p, int64_t n) {
   T acc[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) acc[j] += p[i + j];
+    for (int j = 0; j < kLanes; ++j) acc[j] = wrap_add(acc[j], p[i + j]);
   for (int w = kLanes / 2; w >= 1; w /= 2)
-    for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
+    for (int j = 0; j < w; ++j) acc[j] = wrap_add(acc[j], acc[j + w]);
   T tail = T(0);
-  for (; i < n; ++i) tail += p[i];
-  return acc[0] + tail;
+  for (; i < n; ++i) tail = wrap_add(tail, p[i]);
+  return wrap_add(acc[0], tail);
 }
+
+// The accumulator of a float sum (double); an int64 sum stays in int64.
+template <class T>
+using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+
 
 // Sum of a row: blocks of 1024 lane-summed, blocks accumulated in a wider type.
 template <class T>
 T row_sum(const T* p, int64_t n) {
-  using Acc = std::conditional_t<std::is_same_v<T, float>, double, T>;
-  Acc total = 0;
-  for (int64_t b = 0; b < n; b += 1024) total += lane_sum(p + b, std::min<int64_t>(1024, n - b));
+  Acc<T> total = 0;
+  for (int64_t b = 0; b < n; b += 1024)
+    total = wrap_add<Acc<T>>(total, lane_sum(p + b, std::min<int64_t>(1024, n - b)));
   return static_cast<T>(total);
 }
 
@@ -121,17 +128,17 @@ void sum_rows(const T* a, T* out, int64_t rows, int64_t size) {
   if (rows < num_threads() && size >= 2 * kChunk) {
     // Few long rows: parallel over fixed chunks, then chunk sums in order.
     const int64_t chunks = (size + kChunk - 1) / kChunk;
-    std::vector<double> part(static_cast<std::size_t>(rows * chunks));
+    std::vector<Acc<T>> part(static_cast<std::size_t>(rows * chunks));
     parallel_for(rows * chunks, 1, [&](int64_t b, int64_t e) {
       for (int64_t t = b; t < e; ++t) {
         const int64_t r = t / chunks, c = t % chunks;
         const int64_t s = c * kChunk, n = std::min(kChunk, size - s);
-        part[t] = static_cast<double>(row_sum(a + r * size + s, n));
+        part[t] = static_cast<Acc<T>>(row_sum(a + r * size + s, n));
       }
     }, 1);
     for (int64_t r = 0; r < rows; ++r) {
-      double total = 0;
-      for (int64_t c = 0; c < chunks; ++c) total += part[r * chunks + c];
+      Acc<T> total = 0;
+      for (int64_t c = 0; c < chunks; ++c) total = wrap_add(total, part[r * chunks + c]);
       out[r] = static_cast<T>(total);
     }
     return;
@@ -141,7 +148,7 @@ void sum_rows(const T* a, T* out, int64_t rows, int64_t size) {
     // row_sum would cost more than the row. Same order as row_sum's tail.
     for_each_row(rows, size, [&](int64_t r) {
       T total = T(0);
-      for (int64_t i = 0; i < size; ++i) total += a[r * size + i];
+      for (int64_t i = 0; i < size; ++i) total = wrap_add(total, a[r * size + i]);
       out[r] = total;
     });
     return;
@@ -154,7 +161,7 @@ void sum_rows(const T* a, T* out, int64_t rows, int64_t size) {
 void reduce_sum(const Array& a, Array& out, int64_t size) {
   require_same_dtype("reduce_sum", {&out, &a});
   const int64_t rows = check_rows("reduce_sum", a, out, size, false);
-  dispatch(a.dtype(), [&](auto tag) {
+  dispatch_in<kReduceSumDtypes>("reduce_sum", a.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
     sum_rows<T>(a.data<T>(), out.data<T>(), rows, size);
   });
@@ -164,7 +171,7 @@ template <bool Max>
 static void reduce_extreme(const char* op, const Array& a, Array& out, int64_t size) {
   require_same_dtype(op, {&out, &a});
   const int64_t rows = check_rows(op, a, out, size, true);
-  dispatch(a.dtype(), [&](auto tag) {
+  dispatch_in<kReduceExtremeDtypes>(op, a.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
     const T* pa = a.data<T>();
     T* po = out.data<T>();
@@ -179,7 +186,7 @@ void reduce_argmax(const Array& a, Array& out, int64_t size) {
   if (out.dtype() != DType::Int64)
     throw TypeError(cat("reduce_argmax: out must be int64, got ", out.dtype_str()));
   const int64_t rows = check_rows("reduce_argmax", a, out, size, true);
-  dispatch(a.dtype(), [&](auto tag) {
+  dispatch_in<kReduceArgmaxDtypes>("reduce_argmax", a.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
     const T* pa = a.data<T>();
     int64_t* po = out.data<int64_t>();
@@ -197,7 +204,7 @@ void reduce_sum_axis(const Array& a, Array& out, int64_t outer, int64_t size, in
   if (a.size() < need || out.size() != checked_mul(outer, inner, op))
     value_error(op, ": buffers of ", a.size(), " and ", out.size(), " do not fit (", outer, ", ",
                 size, ", ", inner, ")");
-  dispatch(a.dtype(), [&](auto tag) {
+  dispatch_in<kReduceSumDtypes>(op, a.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
     const T* pa = a.data<T>();
     T* po = out.data<T>();
@@ -220,6 +227,51 @@ void reduce_sum_axis(const Array& a, Array& out, int64_t outer, int64_t size, in
         sum_columns(pa + o * size * inner + c0, po + o * inner + c0, size, inner, c1 - c0);
       }
     }, 1);
+  });
+}
+
+void reduce_prod(const Array& a, Array& out, int64_t size) {
+  const char* op = "reduce_prod";
+  require_same_dtype(op, {&out, &a});
+  const int64_t rows = check_rows(op, a, out, size, false);
+  dispatch_in<kReduceProdDtypes>(op, a.dtype(), [&](auto tag) {
+    using T = elem_t<decltype(tag)>;
+    const T* pa = a.data<T>();
+    T* po = out.data<T>();
+    // 8 lanes (vectorised for floats; int64 wraps as numpy's), float32 in
+    // double: an empty row gives 1.
+    for_each_row(rows, size, [&](int64_t r) {
+      const T* x = pa + r * size;
+      Acc<T> acc[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+      int64_t i = 0;
+      for (; i + 8 <= size; i += 8)
+        for (int j = 0; j < 8; ++j) acc[j] = wrap_mul<Acc<T>>(acc[j], x[i + j]);
+      for (; i < size; ++i) acc[0] = wrap_mul<Acc<T>>(acc[0], x[i]);
+      for (int j = 1; j < 8; ++j) acc[0] = wrap_mul(acc[0], acc[j]);
+      po[r] = static_cast<T>(acc[0]);
+    });
+  });
+}
+
+void cumsum_last(const Array& a, Array& out, int64_t size) {
+  const char* op = "cumsum_last";
+  require_same_dtype(op, {&out, &a});
+  require_nonneg(op, "size", size);
+  if ((size && out.size() % size) || (!size && out.size()))
+    value_error(op, ": out has ", out.size(), " elements, not a multiple of size ", size);
+  if (a.size() < out.size()) value_error(op, ": input has ", a.size(), " elements, out has ", out.size());
+  const int64_t rows = size ? out.size() / size : 0;
+  dispatch_in<kCumsumDtypes>(op, a.dtype(), [&](auto tag) {
+    using T = elem_t<decltype(tag)>;
+    const T* pa = a.data<T>();
+    T* po = out.data<T>();
+    // In the dtype, left to right (a carried dependence: one row per thread).
+    for_each_row(rows, size, [&](int64_t r) {
+      const T* x = pa + r * size;
+      T* y = po + r * size;
+      T total = T(0);
+      for (int64_t i = 0; i < size; ++i) y[i] = total = wrap_add(total, x[i]);
+    });
   });
 }
 
@@ -278,8 +330,7 @@ void logsumexp_last(const Array& a, Array& out, int64_t size) {
       const T* x = pa + r * size;
       T peak = row_extreme<T, true>(x, size);
       if (!std::isfinite(peak)) peak = T(0);
-      using Acc = std::conditional_t<std::is_same_v<T, float>, double, T>;
-      Acc total = 0;
+      Acc<T> total = 0;
       T buf[256];
       for (int64_t s = 0; s < size; s += 256) {
         const int64_t n = std::min<int64_t>(256, size - s);
@@ -307,7 +358,7 @@ void layer_norm_last(const Array& a, const Array& weight, const Array& bias, Arr
                 " elements, expected ", size);
   dispatch_float(op, out.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
-    using Acc = std::conditional_t<std::is_same_v<T, float>, double, T>;
+    using Wide = Acc<T>;
     const T* pa = a.data<T>();
     const T* pw = weight.data<T>();
     const T* pb = bias.data<T>();
@@ -316,16 +367,16 @@ void layer_norm_last(const Array& a, const Array& weight, const Array& bias, Arr
     T* pr = rstd.data<T>();
     // Two passes over the row (mean, then the centred sum of squares): the
     // one-pass E[x^2] - E[x]^2 cancels badly when |mean| >> std. Statistics
-    // and centring stay in Acc, so a float32 mean is not rounded before use.
+    // and centring stay in Wide, so a float32 mean is not rounded before use.
     for_each_row(rows, size * 4, [&](int64_t r) {
       const T* x = pa + r * size;
       T* y = po + r * size;
-      Acc total = 0;
+      Wide total = 0;
       for (int64_t i = 0; i < size; ++i) total += x[i];
-      const Acc mu = total / size;
-      Acc sq = 0;
+      const Wide mu = total / size;
+      Wide sq = 0;
       for (int64_t i = 0; i < size; ++i) sq += (x[i] - mu) * (x[i] - mu);
-      const Acc inv = 1 / std::sqrt(sq / size + eps);
+      const Wide inv = 1 / std::sqrt(sq / size + eps);
       for (int64_t i = 0; i < size; ++i) y[i] = static_cast<T>((x[i] - mu) * inv * pw[i] + pb[i]);
       pm[r] = static_cast<T>(mu);
       pr[r] = static_cast<T>(inv);

@@ -4,6 +4,7 @@
 // identical results.
 #include <cstdint>
 
+#include "common.h"
 #include "gemm.h"
 
 namespace lamina_cpu {

@@ -5,7 +5,7 @@
 // dst[i] = sum over k of src[k * ld + i], i < w, rows added in order k = 0, 1, ...
 // Four rows per pass: the output is loaded and stored once per four rows.
 // Only additions, in the same order at any vector width: both copies give
-// identical results.
+// identical results. int64 sums wrap around (wrap_add, common.h).
 template <class T>
 void sum_columns(const T* src, T* __restrict__ dst, int64_t rows, int64_t ld, int64_t w) {
   for (int64_t i = 0; i < w; ++i) dst[i] = T(0);
@@ -15,10 +15,11 @@ void sum_columns(const T* src, T* __restrict__ dst, int64_t rows, int64_t ld, in
     const T* __restrict__ r1 = r0 + ld;
     const T* __restrict__ r2 = r1 + ld;
     const T* __restrict__ r3 = r2 + ld;
-    for (int64_t i = 0; i < w; ++i) dst[i] = (((dst[i] + r0[i]) + r1[i]) + r2[i]) + r3[i];
+    for (int64_t i = 0; i < w; ++i)
+      dst[i] = wrap_add(wrap_add(wrap_add(wrap_add(dst[i], r0[i]), r1[i]), r2[i]), r3[i]);
   }
   for (; k < rows; ++k) {
     const T* __restrict__ r = src + k * ld;
-    for (int64_t i = 0; i < w; ++i) dst[i] += r[i];
+    for (int64_t i = 0; i < w; ++i) dst[i] = wrap_add(dst[i], r[i]);
   }
 }

@@ -16,7 +16,7 @@ cpu = lamina_backend_cpu.backend
 FLOATS = ("float32", "float64")
 ALL = ("float32", "float64", "int64")
 TOL = {"float32": dict(rtol=2e-5, atol=1e-5), "float64": dict(rtol=1e-12, atol=1e-12),
-       "int64": dict(rtol=0, atol=0)}
+       "int64": dict(rtol=0, atol=0), "bool": dict(rtol=0, atol=0)}
 # Sizes around the SIMD widths (8/16 lanes), the GEMM tiles (6x16) and primes.
 ODD_SIZES = (0, 1, 2, 3, 7, 8, 15, 16, 17, 31, 97, 1031, 65537)
 

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import ALL, FLOATS, ODD_SIZES, TOL, buffer, compare, cpu, host, rand
+from conftest import ALL, FLOATS, ODD_SIZES, TOL, buffer, compare, cpu, host, rand, ref
 from lamina.ndarray._interface import (
     BINARY_OPS,
     COMPARISON_OPS,
@@ -16,6 +16,7 @@ from lamina.ndarray._interface import (
     REVERSED_SCALAR_OPS,
     UNARY_OPS,
     V11_KERNELS,
+    kernel_dtypes,
 )
 
 ARITH = [op for op in BINARY_OPS if op not in COMPARISON_OPS]
@@ -26,18 +27,32 @@ def test_every_name_is_exported() -> None:
     missing = [n for n in REQUIRED if not hasattr(cpu, n)]
     assert missing == []
     # a single device: no device_count, so the registry names it "cpu", not "cpu:0"
-    assert [n for n in OPTIONAL if not hasattr(cpu, n)] == [*V11_KERNELS, "device_count"]
+    assert [n for n in OPTIONAL if not hasattr(cpu, n)] == ["device_count"]
+    assert set(V11_KERNELS) <= set(dir(cpu))
+    assert hasattr(cpu, "reduce_prod") and hasattr(cpu, "cumsum_last")
     assert memoryview(cpu.Array(3, "float32")).shape == (3,)  # zero-copy host memory
 
 
 def test_metadata() -> None:
     assert cpu.name == "cpu" and cpu.api_version == 1
-    assert cpu.dtypes == ("float32", "float64", "int64")
-    # interface v1.1: int64 arithmetic where a kernel has an integer loop
+    assert cpu.dtypes == ("float32", "float64", "int64", "bool")
+    # interface v1.1: kernel_dtypes names the kernels that take fewer dtypes
     assert cpu.api_minor_version == 1
     assert cpu.kernel_dtypes["ewise_div"] == ("float32", "float64")
-    assert "ewise_add" not in cpu.kernel_dtypes and "reduce_sum" not in cpu.kernel_dtypes
+    assert cpu.kernel_dtypes["ewise_bitwise_and"] == ("int64", "bool")
+    assert cpu.kernel_dtypes["reduce_sum"] == ("float32", "float64", "int64")
+    assert "ewise_add" not in cpu.kernel_dtypes and "ewise_eq" not in cpu.kernel_dtypes
     assert cpu.is_available() is True and cpu.unavailable_reason() == ""
+
+
+def test_kernel_dtypes_are_the_reference_backends() -> None:
+    # cpu takes exactly the dtypes the numpy reference takes, kernel by kernel
+    theirs = kernel_dtypes(ref)
+    mine = kernel_dtypes(cpu)
+    shared = [k for k in theirs if theirs[k] and mine[k]]
+    assert {k: sorted(mine[k]) for k in shared} == {k: sorted(theirs[k]) for k in shared}
+    for name, dtypes in cpu.kernel_dtypes.items():
+        assert hasattr(cpu, name) and set(dtypes) < set(cpu.dtypes), name
 
 
 @pytest.mark.parametrize("dtype", ALL)
@@ -133,14 +148,12 @@ def test_cast(src: str, dst: str) -> None:
 def test_reduce(dtype: str, op: str, rows: int, size: int) -> None:
     if size == 0 and op != "sum":
         return
-    if dtype == "int64" and op == "sum":
-        return
     out = "int64" if op == "argmax" else dtype
     tol = dict(rtol=1e-4, atol=1e-4) if dtype == "float32" and op == "sum" else None
     compare(f"reduce_{op}", [rand(rows * size, dtype, 9)], [(rows, out)], size, tol=tol)
 
 
-@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("dtype", ALL)
 @pytest.mark.parametrize("outer,size,inner", [(1, 1, 1), (3, 5, 7), (1, 1000, 33),
                                               (2, 17, 1), (4, 0, 3), (0, 4, 3),
                                               (1, 300, 2049), (2, 64, 4096)])

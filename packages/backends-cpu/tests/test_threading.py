@@ -139,8 +139,9 @@ def test_lower_isa_paths_match_numpy(isa: str) -> None:
     env = dict(os.environ, LAMINA_CPU_ISA=isa)
     check = f"import lamina_backend_cpu as m; assert m.isa() == {isa!r}, m.isa()"
     subprocess.run([sys.executable, "-c", check], check=True, env=env)
-    tests = os.path.join(os.path.dirname(__file__), "test_kernels.py")
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", tests,
+    tests = [os.path.join(os.path.dirname(__file__), name)
+             for name in ("test_kernels.py", "test_dtypes.py")]
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests,
                     "-k", "matmul or binary or unary or exp or softmax or comparisons"],
                    check=True, env=env)
 

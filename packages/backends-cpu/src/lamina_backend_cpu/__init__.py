@@ -1,8 +1,9 @@
-"""Lamina's ``cpu`` backend: interface v1 as compiled C++ kernels.
+"""Lamina's ``cpu`` backend: interface v1.1 as compiled C++ kernels.
 
 The entry point ``cpu = "lamina_backend_cpu:backend"`` names the extension
 module itself: it carries the metadata (``name``, ``api_version``,
-``dtypes``), ``Array`` and every kernel, plus ``num_threads()``,
+``api_minor_version``, ``dtypes`` -- float32, float64, int64 and bool --
+and ``kernel_dtypes``), ``Array`` and every kernel, plus ``num_threads()``,
 ``set_num_threads(n)``, ``memory_stats()`` and ``empty_cache()``, and the
 instruction-set path: ``isa()`` (the one running: ``"generic"``, ``"avx2"`` or
 ``"avx512"``), ``cpu_isa()`` (the best this CPU and build allow) and
@@ -34,7 +35,9 @@ finally:
 backend = _core
 name: str = _core.name
 api_version: int = _core.api_version
+api_minor_version: int = _core.api_minor_version
 dtypes: tuple[str, ...] = _core.dtypes
+kernel_dtypes: dict[str, tuple[str, ...]] = _core.kernel_dtypes
 Array = _core.Array
 num_threads = _core.num_threads
 set_num_threads = _core.set_num_threads
@@ -47,5 +50,6 @@ set_isa = _core.set_isa
 for _line in _core.env_warnings().splitlines():
     warnings.warn(f"lamina_backend_cpu: {_line}", RuntimeWarning, stacklevel=2)
 
-__all__ = ["Array", "api_version", "backend", "cpu_isa", "dtypes", "empty_cache", "isa",
-           "memory_stats", "name", "num_threads", "set_isa", "set_num_threads"]
+__all__ = ["Array", "api_minor_version", "api_version", "backend", "cpu_isa", "dtypes",
+           "empty_cache", "isa", "kernel_dtypes", "memory_stats", "name", "num_threads",
+           "set_isa", "set_num_threads"]
