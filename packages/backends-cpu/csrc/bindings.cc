@@ -205,6 +205,7 @@ PYBIND11_MODULE(_core, m) {
   // indexing
   m.def("index_gather", &index_gather, nogil());
   m.def("index_scatter_add", &index_scatter_add, nogil());
+  m.def("index_copy", &index_copy, nogil());
 
   // matrix multiplication and convolution
   m.def("matmul", &matmul, nogil());

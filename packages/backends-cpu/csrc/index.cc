@@ -1,4 +1,5 @@
-// index.cc: gather along an axis and its adjoint scatter-add, with int64
+// index.cc: gather along an axis, its adjoint scatter-add and the copy into
+// selected rows (item assignment), with int64
 // index buffers. `a` is viewed as compact (outer, axis_size, inner); indices
 // are range-checked (IndexError naming the index and the axis size) before
 // any element moves.
@@ -90,6 +91,34 @@ void index_scatter_add(const Array& a, const Array& idx, Array& out, int64_t out
           T* __restrict__ d = dst + (o * axis_size + ix[j]) * inner;
           for (int64_t i = c0; i < c1; ++i) d[i] = wrap_add(d[i], s[i]);  // bool: or
         }
+      }
+    }, 1);
+  });
+}
+
+void index_copy(const Array& a, const Array& idx, Array& out, int64_t outer, int64_t axis_size,
+                int64_t inner) {
+  const char* op = "index_copy";
+  require_same_dtype(op, {&out, &a});
+  check_indices(op, out, idx, outer, axis_size, inner);
+  const int64_t n = idx.size();
+  const int64_t need = checked_mul(checked_mul(outer, n, op), inner, op);
+  if (a.size() < need) value_error(op, ": source has ", a.size(), " elements, expected ", need);
+  dispatch(a.dtype(), [&](auto tag) {
+    using T = elem_t<decltype(tag)>;
+    const T* src = a.data<T>();
+    const int64_t* ix = idx.data<int64_t>();
+    T* dst = out.data<T>();
+    // The gather's loop with source and destination swapped; with repeated
+    // indices the value that lands is unspecified (the interface allows it).
+    parallel_for(outer * n, std::max<int64_t>(1, kCopyGrain / std::max<int64_t>(inner, 1)),
+                 [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) {
+        const int64_t o = t / n, j = t % n;
+        const T* s = src + t * inner;
+        T* d = dst + (o * axis_size + ix[j]) * inner;
+        if (inner == 1) *d = *s;
+        else std::memcpy(d, s, sizeof(T) * inner);
       }
     }, 1);
   });

@@ -3,8 +3,9 @@
 Every op here reduces its key to *positions*: an int64 array of flat indices
 into the indexed array's logical (row-major) layout, shaped like the result.
 Reading is then one ``take`` of the flattened array, and writing one
-``put``, composed of the gather and where kernels every backend has (no new
-kernel). Positions are computed on the host, like the mask indices of
+``put``: the optional ``index_copy`` kernel at the written positions, or
+where a backend lacks it, required kernels (scatter-add and where) over the
+whole array. Positions are computed on the host, like the mask indices of
 ``_compute``: keys are small next to the data, and int64 arithmetic on the
 host costs nothing on a device that lacks it.
 
@@ -200,33 +201,44 @@ def put(a: NDArray, pos: np.ndarray, value: Any, accumulate: bool = False,
         op: str = "index_put") -> None:
     """Writes ``value`` (broadcast to ``pos``'s shape) into ``a`` at row-major
     positions, in place: the last of repeated positions wins, or with
-    ``accumulate`` every value is added. Composed of the gather (or
-    scatter-add) and where kernels, so every backend has it."""
+    ``accumulate`` every value is added. Uses the backend's optional
+    ``index_copy`` (or ``index_scatter_add``) over the written positions only;
+    without ``index_copy``, a composition of required kernels over the whole
+    array, so every backend has it."""
     vals = _values(a, value, pos.shape, op).compact().reshape(-1)
     flat = pos.reshape(-1)
     size = a.size
     if not flat.size:
         return
     device = a._device
-    base = a.compact().reshape(-1)
+    if vals._buf is a._buf:  # the value reads the array it is written into
+        vals = vals.copy()
+    # A compact array is written in place; any other view through a compact copy.
+    target = a if a.is_compact() else a.copy()
+    base = target.reshape(-1)
     if accumulate:
         check_kernel_dtype(device, "index_scatter_add", a._dtype, op)
-        out = base.copy()
-        device.kernels.index_scatter_add(vals._buf, _device_index(flat, a)._buf, out._buf,
+        device.kernels.index_scatter_add(vals._buf, _device_index(flat, a)._buf, base._buf,
                                          1, size, 1)
     else:
         # Each written position takes its last value (positions made unique on the
-        # host, O(written)); on the device, the values and a written-mask scattered
-        # into zeros (exact: each position is added once) select with where.
+        # host, O(written)).
         unique, first = np.unique(flat[::-1], return_index=True)
         order = flat.size - 1 - first  # the value each unique (sorted) position takes
         if unique.size != flat.size or (order[1:] < order[:-1]).any():
             vals = take(vals, _device_index(order, a), 0)
         index = _device_index(unique, a)
-        scattered = _scatter_into_zeros(vals, index, size, op)
-        written = _scatter_into_zeros(_ones_like(vals), index, size, op)
-        out = where(written, scattered, base)
-    a[...] = out.reshape(a.shape)
+        copy = device.kernels.index_copy
+        if copy is not None and a._dtype.name in device.kernel_dtypes["index_copy"]:
+            copy(vals._buf, index._buf, base._buf, 1, size, 1)  # O(written)
+        else:
+            # Without index_copy: the values and a written-mask scattered into zeros
+            # (exact: each position is added once) select with where, O(size).
+            scattered = _scatter_into_zeros(vals, index, size, op)
+            written = _scatter_into_zeros(_ones_like(vals), index, size, op)
+            base[...] = where(written, scattered, base)
+    if target is not a:
+        a[...] = target
 
 
 def _scatter_into_zeros(vals: NDArray, index: NDArray, size: int, op: str) -> NDArray:

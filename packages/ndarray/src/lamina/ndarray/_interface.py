@@ -42,7 +42,7 @@ REDUCE_OPS = ("sum", "max", "min", "argmax")
 OPTIONAL_REDUCE_OPS = ("prod",)
 
 V11_KERNELS = (tuple(f"ewise_{op}" for op in OPTIONAL_BINARY_OPS + ("bitwise_not",))
-               + tuple(f"reduce_{op}" for op in OPTIONAL_REDUCE_OPS) + ("cumsum_last",))
+               + tuple(f"reduce_{op}" for op in OPTIONAL_REDUCE_OPS) + ("cumsum_last", "index_copy"))
 """The optional kernels interface v1.1 added (a v1.0 backend has none of them)."""
 
 METADATA = ("is_available", "unavailable_reason")
@@ -90,6 +90,7 @@ class KernelTable:
     # v1.1, optional without a composite: an op needing it raises DTypeError where absent
     cumsum_last: Kernel | None = _optional()
     # optional fast paths (NDArray composes required kernels without them)
+    index_copy: Kernel | None = _optional()  # v1.1: item assignment in O(written)
     ewise_strided: Kernel | None = _optional()
     matmul_strided: Kernel | None = _optional()
     reduce_sum_axis: Kernel | None = _optional()

@@ -114,6 +114,8 @@ def _binary(op: str) -> tuple[Any, Any]:
     # Only int64 / int64 (a float64 result into an int64 out) needs casting="unsafe";
     # the keyword costs a tenth of a small op, so the other ops go without it.
     casting = "unsafe" if op == "div" else "same_kind"
+    # Integer // and % by zero raise, as PyTorch's (numpy would quietly give 0).
+    divides = op in ("floordiv", "remainder")
 
     # Operands may be longer than out (a compact prefix view): only then slice,
     # since a slice costs as much as the ufunc call on a few elements.
@@ -124,6 +126,9 @@ def _binary(op: str) -> tuple[Any, Any]:
         if x.size != n or y.size != n:
             _check_size(f"ewise_{op}", out, a, b)
             x, y = x[:n], y[:n]
+        if divides and o.dtype.kind == "i" and not y.all():
+            raise ZeroDivisionError(f"ewise_{op}: integer division by zero; PyTorch raises "
+                                    f"too, use float operands to get inf or nan")
         if quiet:
             with np.errstate(all="ignore"):
                 ufunc(x, y, out=o, casting=casting)
@@ -448,6 +453,18 @@ class NumpyBackend:
             raise ValueError(f"index_gather: out has {out.data.size} elements, expected "
                              f"{outer * n * inner}")
         np.take(src, idx.data, axis=1, out=out.data.reshape(outer, n, inner))
+
+    @staticmethod
+    def index_copy(a: NumpyArray, idx: NumpyArray, out: NumpyArray, outer: int,
+                   axis_size: int, inner: int) -> None:
+        dst = _index_operand(out, idx, outer, axis_size, inner, "index_copy")
+        n = idx.data.size
+        if a.data.dtype != out.data.dtype:
+            raise TypeError(f"index_copy: dtypes differ: {a.data.dtype} and {out.data.dtype}")
+        if a.data.size < outer * n * inner:
+            raise ValueError(f"index_copy: source has {a.data.size} elements, "
+                             f"expected {outer * n * inner}")
+        dst[:, idx.data] = a.data[:outer * n * inner].reshape(outer, n, inner)
 
     @staticmethod
     def index_scatter_add(a: NumpyArray, idx: NumpyArray, out: NumpyArray, outer: int,

@@ -297,3 +297,48 @@ def test_empty_rejects_bad_arguments(lamina_backend):
     for index in (-1, len(lamina_backend.dtypes)):
         with pytest.raises(IndexError, match="empty"):
             lamina_backend.empty(4, index)
+
+
+# (outer, axis_size, inner, n) with n distinct indices: rows, single elements,
+# nothing written, no rows, large.
+COPY_LAYOUTS = [(1, 10, 4, 6), (3, 5, 1, 5), (2, 7, 3, 0), (0, 4, 2, 3), (1, 50_000, 21, 1003)]
+
+
+@pytest.mark.parametrize("layout", COPY_LAYOUTS, ids=str)
+def test_index_copy(lamina_backend, lamina_reference, lamina_float, layout):
+    _need(lamina_backend, "index_copy")
+    outer, axis_size, inner, n = layout
+    a = sample(lamina_float, outer * n * inner, 2)
+    idx = np.random.default_rng(4).permutation(axis_size)[:n].astype(np.int64)
+    initial = sample(lamina_float, outer * axis_size * inner, 3)  # kept where not written
+    got = compare(lamina_backend, lamina_reference, "index_copy",
+                  [a, idx, OUT, outer, axis_size, inner], initial)
+    kept = np.ones(axis_size, bool)
+    kept[idx] = False
+    np.testing.assert_array_equal(got.reshape(outer, axis_size, inner)[:, kept],
+                                  initial.reshape(outer, axis_size, inner)[:, kept])
+
+
+@pytest.mark.parametrize("dtype", ["int64", "bool"])
+def test_index_copy_other_dtypes(lamina_backend, dtype):
+    _need(lamina_backend, "index_copy")
+    if dtype not in lamina_backend.dtypes:
+        pytest.skip(f"backend does not list {dtype}")
+    src = np.array([7, 0, 5], dtype)
+    got = call(lamina_backend, "index_copy", [src, np.array([4, 0, 2], np.int64), OUT, 1, 5, 1],
+               np.ones(5, dtype))
+    np.testing.assert_array_equal(got, np.array([0, 1, 5, 1, 7], dtype))
+
+
+def test_index_copy_rejects_bad_arguments(lamina_backend):
+    _need(lamina_backend, "index_copy")
+    ones = np.ones(3, np.float32)
+    with pytest.raises(IndexError, match="index_copy"):
+        call(lamina_backend, "index_copy", [ones, np.array([0, 5, 1], np.int64), OUT, 1, 5, 1],
+             (5, "float32"))
+    with pytest.raises(TypeError, match="index_copy"):
+        call(lamina_backend, "index_copy", [ones, np.array([0, 1, 2], np.int64), OUT, 1, 5, 1],
+             (5, "float64"))
+    with pytest.raises(ValueError, match="index_copy"):
+        call(lamina_backend, "index_copy", [ones, np.array([0, 1, 2], np.int64), OUT, 2, 5, 1],
+             (10, "float32"))
