@@ -42,7 +42,8 @@ REDUCE_OPS = ("sum", "max", "min", "argmax")
 OPTIONAL_REDUCE_OPS = ("prod",)
 
 V11_KERNELS = (tuple(f"ewise_{op}" for op in OPTIONAL_BINARY_OPS + ("bitwise_not",))
-               + tuple(f"reduce_{op}" for op in OPTIONAL_REDUCE_OPS) + ("cumsum_last", "index_copy"))
+               + tuple(f"reduce_{op}" for op in OPTIONAL_REDUCE_OPS)
+               + ("cumsum_last", "index_copy"))
 """The optional kernels interface v1.1 added (a v1.0 backend has none of them)."""
 
 METADATA = ("is_available", "unavailable_reason")
