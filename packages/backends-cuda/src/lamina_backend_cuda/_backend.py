@@ -13,7 +13,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from lamina.ndarray._interface import METADATA, OPTIONAL, REQUIRED, V11_KERNELS
+from lamina.ndarray._interface import METADATA, OPTIONAL, REQUIRED
 
 _core: Any
 try:
@@ -26,15 +26,18 @@ else:
     _IMPORT_ERROR = ""
 
 # Names of the interface this backend does not bind from _core: the metadata
-# and device_count are methods below, a GPU has no host thread setting, its
-# buffers live in device memory, so it cannot wrap numpy's (wrap_numpy), and
-# the backend implements interface v1.0 (no bool, int64 for indices only), so
-# it has none of v1.1's kernels; Lamina raises DTypeError for those dtypes.
-_NOT_BOUND = (METADATA + ("device_count", "set_num_threads", "num_threads", "wrap_numpy")
-              + V11_KERNELS)
+# and device_count are methods below, a GPU has no host thread setting, and its
+# buffers live in device memory, so it cannot wrap numpy's (wrap_numpy).
+_NOT_BOUND = METADATA + ("device_count", "set_num_threads", "num_threads", "wrap_numpy")
 
-KERNELS: tuple[str, ...] = tuple(name for name in REQUIRED + OPTIONAL if name not in _NOT_BOUND)
-"""Every kernel and device function the backend provides (interface v1 names)."""
+# Optional kernels of interface v1.1 that a lamina-ndarray older than them does
+# not list yet; the backend provides them either way.
+_LATER_V11 = ("reduce_prod", "cumsum_last")
+
+_INTERFACE = REQUIRED + OPTIONAL
+KERNELS: tuple[str, ...] = (tuple(name for name in _INTERFACE if name not in _NOT_BOUND)
+                            + tuple(name for name in _LATER_V11 if name not in _INTERFACE))
+"""Every kernel and device function the backend provides (interface v1.1 names)."""
 
 
 def _unavailable(name: str, reason: str) -> Callable[..., Any]:
@@ -46,7 +49,7 @@ def _unavailable(name: str, reason: str) -> Callable[..., Any]:
 
 
 class CudaBackend:
-    """Interface v1 on NVIDIA GPUs (see docs/backend-interface.md).
+    """Interface v1.1 on NVIDIA GPUs (see docs/backend-interface.md).
 
     Buffers are ``Array(size, dtype, device=0)`` on ``cuda:device``. All work
     of a device is queued on one stream; the host waits only in ``to_numpy``,
@@ -57,7 +60,12 @@ class CudaBackend:
 
     name = "cuda"
     api_version = 1
-    dtypes = ("float32", "float64", "int64")
+    api_minor_version = 1
+    dtypes = ("float32", "float64", "int64", "bool")
+    kernel_dtypes: dict[str, tuple[str, ...]] = (
+        {} if _core is None else dict(_core.kernel_dtypes()))
+    """The kernels that take fewer dtypes than ``dtypes`` (interface v1.1), read
+    from the list the kernels are compiled from (``csrc/kernel_dtypes.h``)."""
 
     @property
     def emulated(self) -> bool:
