@@ -38,65 +38,65 @@ void require_natural_exponents(const char* op, const Array& x, int64_t n, const 
 }  // namespace
 
 // Defines ewise_NAME_kernel and its launcher.
-#define LAMINA_EWISE_BINARY(NAME, OP)                                                        \
-  template <class T, class TOut>                                                             \
-  __global__ void ewise_##NAME##_kernel(const T* a, const T* b, TOut* out, int64_t n) {      \
-    binary_loop<T, TOut, OP, kEwise>(a, b, T(0), out, n);                                    \
-  }                                                                                          \
-  void ewise_##NAME(const Array& a, const Array& b, Array& out) {                            \
-    constexpr const char* name = "ewise_" #NAME;                                             \
-    require_same_dtype(name, {&a, &b});                                                      \
-    require_binary_out(name, kComparison<OP>, a, out);                                     \
-    require_dtype(name, a.dtype(), kernel_dtypes::ewise_##NAME);                             \
-    const int64_t n = ewise_size(name, out, {&a, &b});                                       \
-    const Launch ctx = launch_on(name, {&a, &b, &out});                                      \
-    if (n == 0) return;                                                                      \
-    if (std::is_same_v<OP, Power> && a.dtype() == DType::Int64)                              \
-      require_natural_exponents(name, b, n, ctx);                                            \
-    dispatch_binary<kernel_dtypes::ewise_##NAME, kComparison<OP>>(                         \
-        name, a.dtype(), out.dtype(), [&](auto t, auto to) {                                 \
-          using T = decltype(t);                                                             \
-          using TOut = decltype(to);                                                         \
-          launch_kernel(&ewise_##NAME##_kernel<T, TOut>,                                     \
-                        ewise_grid(n, pack_width<T, T, TOut>(), ctx.device), kThreads, 0,    \
-                        ctx.stream, a.data<T>(), b.data<T>(), out.data<TOut>(), n);          \
-          check_launch("ewise_" #NAME "_kernel", ctx.stream);                                \
-        });                                                                                  \
+#define LAMINA_EWISE_BINARY(NAME, OP)                                                         \
+  template <class T, class TOut>                                                              \
+  __global__ void ewise_##NAME##_kernel(const T* a, const T* b, TOut* out, int64_t n) {       \
+    binary_loop<T, TOut, OP, kEwise>(a, b, T(0), out, n);                                     \
+  }                                                                                           \
+  void ewise_##NAME(const Array& a, const Array& b, Array& out) {                             \
+    constexpr const char* name = "ewise_" #NAME;                                              \
+    require_same_dtype(name, {&a, &b});                                                       \
+    require_binary_out(name, kComparison<OP>, a, out);                                        \
+    require_dtype(name, a.dtype(), kernel_dtypes::ewise_##NAME);                              \
+    const int64_t n = ewise_size(name, out, {&a, &b});                                        \
+    const Launch ctx = launch_on(name, {&a, &b, &out});                                       \
+    if (n == 0) return;                                                                       \
+    if (std::is_same_v<OP, Power> && a.dtype() == DType::Int64)                               \
+      require_natural_exponents(name, b, n, ctx);                                             \
+    dispatch_binary<kernel_dtypes::ewise_##NAME, kComparison<OP>>(                            \
+        name, a.dtype(), out.dtype(), [&](auto t, auto to) {                                  \
+          using T = decltype(t);                                                              \
+          using TOut = decltype(to);                                                          \
+          launch_kernel(&ewise_##NAME##_kernel<T, TOut>,                                      \
+                        ewise_grid(n, pack_width<T, T, TOut>(), ctx.device), kThreads, 0,     \
+                        ctx.stream, a.data<T>(), b.data<T>(), out.data<TOut>(), n);           \
+          check_launch("ewise_" #NAME "_kernel", ctx.stream);                                 \
+        });                                                                                   \
   }
 
 // Defines scalar_NAME_kernel and its launcher; MODE kScalar (a OP value) or
 // kReversed (value OP a, the scalar_rNAME kernels).
-#define LAMINA_SCALAR_BINARY(NAME, OP, MODE)                                                 \
-  template <class T, class TOut>                                                             \
-  __global__ void scalar_##NAME##_kernel(const T* a, T value, TOut* out, int64_t n) {        \
-    binary_loop<T, TOut, OP, MODE>(a, nullptr, value, out, n);                               \
-  }                                                                                          \
-  void scalar_##NAME(const Array& a, const Scalar& value, Array& out) {                      \
-    constexpr const char* name = "scalar_" #NAME;                                            \
-    require_binary_out(name, kComparison<OP>, a, out);                                     \
-    require_dtype(name, a.dtype(), kernel_dtypes::scalar_##NAME);                            \
-    const int64_t n = ewise_size(name, out, {&a});                                           \
-    const Launch ctx = launch_on(name, {&a, &out});                                          \
-    if (n == 0) return;                                                                      \
-    if (std::is_same_v<OP, Power> && a.dtype() == DType::Int64) {                            \
-      if (MODE == kReversed) require_natural_exponents(name, a, n, ctx);                     \
-      else if (value.as<int64_t>() < 0)                                                      \
-        value_error(name, ": integers to negative integer powers are not allowed ",         \
-                    "(exponent ", value.as<int64_t>(), "); convert to a float dtype first"); \
-    }                                                                                        \
-    dispatch_binary<kernel_dtypes::scalar_##NAME, kComparison<OP>>(                        \
-        name, a.dtype(), out.dtype(), [&](auto t, auto to) {                                 \
-          using T = decltype(t);                                                             \
-          using TOut = decltype(to);                                                         \
-          launch_kernel(&scalar_##NAME##_kernel<T, TOut>,                                    \
-                        ewise_grid(n, pack_width<T, T, TOut>(), ctx.device), kThreads, 0,    \
-                        ctx.stream, a.data<T>(), value.as<T>(), out.data<TOut>(), n);        \
-          check_launch("scalar_" #NAME "_kernel", ctx.stream);                               \
-        });                                                                                  \
+#define LAMINA_SCALAR_BINARY(NAME, OP, MODE)                                                  \
+  template <class T, class TOut>                                                              \
+  __global__ void scalar_##NAME##_kernel(const T* a, T value, TOut* out, int64_t n) {         \
+    binary_loop<T, TOut, OP, MODE>(a, nullptr, value, out, n);                                \
+  }                                                                                           \
+  void scalar_##NAME(const Array& a, const Scalar& value, Array& out) {                       \
+    constexpr const char* name = "scalar_" #NAME;                                             \
+    require_binary_out(name, kComparison<OP>, a, out);                                        \
+    require_dtype(name, a.dtype(), kernel_dtypes::scalar_##NAME);                             \
+    const int64_t n = ewise_size(name, out, {&a});                                            \
+    const Launch ctx = launch_on(name, {&a, &out});                                           \
+    if (n == 0) return;                                                                       \
+    if (std::is_same_v<OP, Power> && a.dtype() == DType::Int64) {                             \
+      if (MODE == kReversed) require_natural_exponents(name, a, n, ctx);                      \
+      else if (value.as<int64_t>() < 0)                                                       \
+        value_error(name, ": integers to negative integer powers are not allowed ",           \
+                    "(exponent ", value.as<int64_t>(), "); convert to a float dtype first");  \
+    }                                                                                         \
+    dispatch_binary<kernel_dtypes::scalar_##NAME, kComparison<OP>>(                           \
+        name, a.dtype(), out.dtype(), [&](auto t, auto to) {                                  \
+          using T = decltype(t);                                                              \
+          using TOut = decltype(to);                                                          \
+          launch_kernel(&scalar_##NAME##_kernel<T, TOut>,                                     \
+                        ewise_grid(n, pack_width<T, T, TOut>(), ctx.device), kThreads, 0,     \
+                        ctx.stream, a.data<T>(), value.as<T>(), out.data<TOut>(), n);         \
+          check_launch("scalar_" #NAME "_kernel", ctx.stream);                                \
+        });                                                                                   \
   }
 
-#define LAMINA_BINARY(NAME, OP) \
-  LAMINA_EWISE_BINARY(NAME, OP) \
+#define LAMINA_BINARY(NAME, OP)                                                               \
+  LAMINA_EWISE_BINARY(NAME, OP)                                                               \
   LAMINA_SCALAR_BINARY(NAME, OP, kScalar)
 
 LAMINA_BINARY(add, Add)
