@@ -61,7 +61,7 @@ struct type_caster<lamina_cuda::Scalar> {
 #define LAMINA_DEF_UNARY(NAME) LAMINA_DEF(ewise_##NAME, "a"_a, "out"_a, "out[i] = " #NAME "(a[i])")
 
 PYBIND11_MODULE(_core, m) {
-  m.doc() = "Lamina's cuda backend (interface v1): device buffers and CUDA kernels";
+  m.doc() = "Lamina's cuda backend (interface v1.1): device buffers and CUDA kernels";
 
   py::register_exception_translator([](std::exception_ptr p) {
     try {
@@ -94,6 +94,25 @@ PYBIND11_MODULE(_core, m) {
   LAMINA_DEF(synchronize, "Wait until all queued work of every device is done.");
   LAMINA_DEF(empty_cache, "Return cached device blocks to the driver.");
   LAMINA_DEF(memory_stats, "device"_a = 0, "Allocator statistics of one device (bytes, counts).");
+  m.def(
+      "kernel_dtypes",
+      [] {
+        // The kernels that take fewer dtypes than the backend lists (kernel_dtypes.h).
+        py::dict table;
+        auto add = [&](const char* name, lamina_cuda::DTypes set) {
+          if (set == lamina_cuda::kAllDTypes) return;
+          py::list names;
+          for (auto dt : {lamina_cuda::DType::Float32, lamina_cuda::DType::Float64,
+                          lamina_cuda::DType::Int64, lamina_cuda::DType::Bool})
+            if (set & lamina_cuda::dtype_bit(dt)) names.append(lamina_cuda::dtype_name(dt));
+          table[name] = py::tuple(names);
+        };
+#define LAMINA_KERNEL_DTYPE_ENTRY(NAME, SET) add(#NAME, lamina_cuda::SET);
+        LAMINA_KERNEL_DTYPES(LAMINA_KERNEL_DTYPE_ENTRY)
+#undef LAMINA_KERNEL_DTYPE_ENTRY
+        return table;
+      },
+      "Interface v1.1: the dtypes of each kernel that takes fewer than every listed dtype.");
 
   // buffers
   LAMINA_DEF(from_numpy, "src"_a, "out"_a, "Copy a numpy array of out.size elements into out.");
@@ -123,6 +142,11 @@ PYBIND11_MODULE(_core, m) {
   LAMINA_DEF_BINARY(le);
   LAMINA_DEF_BINARY(gt);
   LAMINA_DEF_BINARY(ge);
+  LAMINA_DEF(ewise_floordiv, "a"_a, "b"_a, "out"_a, "out[i] = a[i] // b[i] (toward -inf)");
+  LAMINA_DEF(ewise_remainder, "a"_a, "b"_a, "out"_a, "out[i] = a[i] % b[i] (sign of b)");
+  LAMINA_DEF(ewise_bitwise_and, "a"_a, "b"_a, "out"_a, "out[i] = a[i] & b[i]");
+  LAMINA_DEF(ewise_bitwise_or, "a"_a, "b"_a, "out"_a, "out[i] = a[i] | b[i]");
+  LAMINA_DEF(ewise_bitwise_xor, "a"_a, "b"_a, "out"_a, "out[i] = a[i] ^ b[i]");
   LAMINA_DEF(scalar_rsub, "a"_a, "value"_a, "out"_a, "out[i] = value - a[i]");
   LAMINA_DEF(scalar_rdiv, "a"_a, "value"_a, "out"_a, "out[i] = value / a[i]");
   LAMINA_DEF(scalar_rpower, "a"_a, "value"_a, "out"_a, "out[i] = value ** a[i]");
@@ -136,6 +160,7 @@ PYBIND11_MODULE(_core, m) {
   LAMINA_DEF_UNARY(cos);
   LAMINA_DEF_UNARY(erf);
   LAMINA_DEF_UNARY(sign);
+  LAMINA_DEF_UNARY(bitwise_not);
   LAMINA_DEF(ewise_where, "cond"_a, "a"_a, "b"_a, "out"_a, "out[i] = a[i] if cond[i] != 0 else b[i]");
   LAMINA_DEF(ewise_cast, "a"_a, "out"_a, "out[i] = a[i] converted to out.dtype");
   LAMINA_DEF(ewise_strided, "op"_a, "a"_a, "b"_a, "out"_a, "shape"_a, "a_strides"_a, "a_offset"_a,
@@ -148,6 +173,9 @@ PYBIND11_MODULE(_core, m) {
   LAMINA_DEF(reduce_max, "a"_a, "out"_a, "size"_a, "out[j] = max(a[j*size:(j+1)*size])");
   LAMINA_DEF(reduce_min, "a"_a, "out"_a, "size"_a, "out[j] = min(a[j*size:(j+1)*size])");
   LAMINA_DEF(reduce_argmax, "a"_a, "out"_a, "size"_a, "out[j] = first argmax of row j (int64)");
+  LAMINA_DEF(reduce_prod, "a"_a, "out"_a, "size"_a, "out[j] = prod(a[j*size:(j+1)*size])");
+  LAMINA_DEF(cumsum_last, "a"_a, "out"_a, "size"_a,
+             "out[j*size + k] = sum(a[j*size : j*size + k + 1]), running sums along rows");
   LAMINA_DEF(reduce_sum_axis, "a"_a, "out"_a, "outer"_a, "size"_a, "inner"_a,
              "out[o, i] = sum_k a[o, k, i]");
   LAMINA_DEF(softmax_last, "a"_a, "out"_a, "size"_a, "row-wise softmax of (rows, size)");

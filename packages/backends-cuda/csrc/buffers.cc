@@ -18,7 +18,7 @@ void from_numpy(const py::array& src, Array& out) {
   if (src.size() != out.size())
     value_error("from_numpy: source has ", src.size(), " elements, out has ", out.size());
   const Launch ctx = launch_on("from_numpy", {&out});
-  dispatch_all(out.dtype(), [&](auto t) {
+  dispatch<kernel_dtypes::from_numpy>("from_numpy", out.dtype(), [&](auto t) {
     using T = decltype(t);
     auto host = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(src);
     if (!host) {

@@ -1,7 +1,8 @@
 // common.cuh: shared vocabulary of the cuda backend, for host and device code:
-// dtypes, the Array buffer type, the error types bindings.cc maps onto Python
-// exceptions, the CUDA checking macro, launch helpers, the dtype dispatchers,
-// and the StridedLayout every strided kernel receives by value.
+// dtypes and the dtype sets of every kernel (kernel_dtypes.h), the Array buffer
+// type, the error types bindings.cc maps onto Python exceptions, the CUDA
+// checking macro, launch helpers, the one dtype dispatcher, wrapping integer
+// arithmetic, and the StridedLayout every strided kernel receives by value.
 //
 // Built by CMakeLists.txt into the extension lamina_backend_cuda._core; tested
 // by tests/ (import and availability everywhere, kernels with -m cuda on a GPU).
@@ -17,15 +18,19 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernel_dtypes.h"
 #include "runtime.cuh"
 
 namespace lamina_cuda {
 
-enum class DType : int { Float32 = 0, Float64 = 1, Int64 = 2 };
+enum class DType : int { Float32 = 0, Float64 = 1, Int64 = 2, Bool = 3 };
 
 const char* dtype_name(DType dt);
 DType parse_dtype(const std::string& name, const char* op);  // throws TypeError
 std::size_t dtype_itemsize(DType dt);
+constexpr DTypes dtype_bit(DType dt) { return 1u << static_cast<int>(dt); }
+// "float32, float64" for a dtype set, for error messages.
+std::string dtype_list(DTypes set);
 
 // Exceptions that bindings.cc maps onto Python types; distinct classes so a
 // kernel file need not include pybind11. std::invalid_argument -> ValueError,
@@ -155,7 +160,8 @@ struct Launch {
 Launch launch_on(const char* op, std::initializer_list<const Array*> arrays);
 
 void require_same_dtype(const char* op, std::initializer_list<const Array*> arrays);
-void require_float(const char* op, DType dt);  // TypeError for int64
+// TypeError naming the op, dt and the dtypes it takes unless dt is in set.
+void require_dtype(const char* op, DType dt, DTypes set);
 void require_nonneg(const char* op, const char* what, int64_t x);
 int64_t checked_mul(int64_t a, int64_t b, const char* op);
 std::string shape_str(const Shape& s);
@@ -171,21 +177,49 @@ inline unsigned grid_for(int64_t n, int device, int threads = kThreads) {
   return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
 }
 
-// dtype dispatch: calls fn(T{}) with T the C++ type of dt.
-template <class Fn>
-void dispatch_all(DType dt, Fn&& fn) {
+// The one dtype dispatch: calls fn(T{}) with T the C++ type of dt (bool for
+// Bool), instantiating fn only for the dtypes of Set; TypeError for the others.
+// Set is the kernel's entry of kernel_dtypes.h, so what a kernel compiles for
+// and what Python's kernel_dtypes says are the same list.
+template <DTypes Set, class Fn>
+void dispatch(const char* op, DType dt, Fn&& fn) {
+  require_dtype(op, dt, Set);
   switch (dt) {
-    case DType::Float32: fn(float{}); return;
-    case DType::Float64: fn(double{}); return;
-    case DType::Int64: fn(int64_t{}); return;
+    case DType::Float32: if constexpr ((Set & dtype_bit(DType::Float32)) != 0) fn(float{}); return;
+    case DType::Float64: if constexpr ((Set & dtype_bit(DType::Float64)) != 0) fn(double{}); return;
+    case DType::Int64: if constexpr ((Set & dtype_bit(DType::Int64)) != 0) fn(int64_t{}); return;
+    case DType::Bool: if constexpr ((Set & dtype_bit(DType::Bool)) != 0) fn(bool{}); return;
   }
 }
 
-template <class Fn>
-void dispatch_float(const char* op, DType dt, Fn&& fn) {
-  require_float(op, dt);
-  if (dt == DType::Float32) fn(float{});
-  else fn(double{});
+// ---------------------------------------------------------------- integer arithmetic
+// int64 arithmetic wraps around on overflow, as numpy's and PyTorch's do; in
+// C++ signed overflow is undefined (and UBSan, nox -s sanitize, reports it), so
+// it is done on the unsigned type. Floats and bool use the plain operators
+// (bool: the int result converts back, so + is or and * is and).
+template <class T>
+__host__ __device__ __forceinline__ T add_wrap(T a, T b) {
+  if constexpr (std::is_same_v<T, int64_t>)
+    return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+  else return static_cast<T>(a + b);
+}
+template <class T>
+__host__ __device__ __forceinline__ T sub_wrap(T a, T b) {
+  if constexpr (std::is_same_v<T, int64_t>)
+    return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+  else return static_cast<T>(a - b);
+}
+template <class T>
+__host__ __device__ __forceinline__ T mul_wrap(T a, T b) {
+  if constexpr (std::is_same_v<T, int64_t>)
+    return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+  else return static_cast<T>(a * b);
+}
+template <class T>
+__host__ __device__ __forceinline__ T neg_wrap(T a) {
+  if constexpr (std::is_same_v<T, int64_t>)
+    return static_cast<int64_t>(uint64_t{0} - static_cast<uint64_t>(a));
+  else return -a;
 }
 
 // ---------------------------------------------------------------- strided layouts
@@ -238,5 +272,12 @@ __device__ __forceinline__ int64_t view_position(const StridedLayout& l, I i) {
   }
   return pos;
 }
+
+// The position of the first of the n int64 values at x (device memory) outside
+// [lo, hi], or -1 when all are inside; *value gets that value. Runs a check
+// kernel and waits for it (index.cu): the index kernels and integer powers
+// raise from the call that got a bad value, before anything is written.
+int64_t find_outside(const char* op, const int64_t* x, int64_t n, int64_t lo, int64_t hi,
+                     const Launch& ctx, int64_t* value);
 
 }  // namespace lamina_cuda

@@ -110,7 +110,7 @@ void im2col(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t
                 " elements are smaller than the layout needs (", image_size(s, "im2col"), " and ",
                 total, ")");
   const Launch ctx = launch_on("im2col", {&a, &out});
-  dispatch_float("im2col", a.dtype(), [&](auto t) {
+  dispatch<kernel_dtypes::im2col>("im2col", a.dtype(), [&](auto t) {
     using T = decltype(t);
     if (total == 0) return;
     launch_kernel(&im2col_kernel<T>, grid_for(total, ctx.device), kThreads, 0, ctx.stream,
@@ -129,7 +129,7 @@ void col2im(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t
                 " elements are smaller than the layout needs (", cols_size(s, "col2im"), " and ",
                 total, ")");
   const Launch ctx = launch_on("col2im", {&a, &out});
-  dispatch_float("col2im", a.dtype(), [&](auto t) {
+  dispatch<kernel_dtypes::col2im>("col2im", a.dtype(), [&](auto t) {
     using T = decltype(t);
     if (total == 0) return;
     launch_kernel(&col2im_kernel<T>, grid_for(total, ctx.device), kThreads, 0, ctx.stream,

@@ -152,19 +152,32 @@ const char* dtype_name(DType dt) {
     case DType::Float32: return "float32";
     case DType::Float64: return "float64";
     case DType::Int64: return "int64";
+    case DType::Bool: return "bool";
   }
   return "?";
 }
 
 DType parse_dtype(const std::string& name, const char* op) {
-  if (name == "float32") return DType::Float32;
-  if (name == "float64") return DType::Float64;
-  if (name == "int64") return DType::Int64;
-  throw TypeError(cat(op, ": unsupported dtype '", name,
-                      "'; cuda lists ('float32', 'float64', 'int64')"));
+  for (DType dt : {DType::Float32, DType::Float64, DType::Int64, DType::Bool})
+    if (name == dtype_name(dt)) return dt;
+  throw TypeError(cat(op, ": unsupported dtype '", name, "'; cuda lists ",
+                      dtype_list(kAllDTypes)));
 }
 
-std::size_t dtype_itemsize(DType dt) { return dt == DType::Float32 ? 4 : 8; }
+std::size_t dtype_itemsize(DType dt) {
+  switch (dt) {
+    case DType::Float32: return 4;
+    case DType::Bool: return 1;
+    default: return 8;
+  }
+}
+
+std::string dtype_list(DTypes set) {
+  std::string names;
+  for (DType dt : {DType::Float32, DType::Float64, DType::Int64, DType::Bool})
+    if (set & dtype_bit(dt)) names += (names.empty() ? "" : ", ") + std::string(dtype_name(dt));
+  return names;
+}
 
 void require_same_dtype(const char* op, std::initializer_list<const Array*> arrays) {
   const Array* first = *arrays.begin();
@@ -177,10 +190,10 @@ void require_same_dtype(const char* op, std::initializer_list<const Array*> arra
   }
 }
 
-void require_float(const char* op, DType dt) {
-  if (dt == DType::Int64)
-    throw TypeError(cat(op, ": int64 buffers hold indices and labels; this kernel takes "
-                            "float32 or float64"));
+void require_dtype(const char* op, DType dt, DTypes set) {
+  if (!(set & dtype_bit(dt)))
+    throw TypeError(cat(op, ": dtype ", dtype_name(dt), " is not supported; this kernel takes ",
+                        dtype_list(set)));
 }
 
 void require_nonneg(const char* op, const char* what, int64_t x) {

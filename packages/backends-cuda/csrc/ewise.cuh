@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cmath>
+#include <type_traits>
 
 #include "common.cuh"
 
@@ -36,10 +37,11 @@ __device__ __forceinline__ Pack<T, N> load_pack(const T* p, int64_t pack) {
 // Mode of a binary kernel: both operands buffers, or one a scalar value.
 enum BinaryMode : int { kEwise = 0, kScalar = 1, kReversed = 2 };
 
-// out[i] = op(a[i], b[i]) / op(a[i], v) / op(v, a[i]) for i < n.
-template <class T, class Op, int Mode>
-__device__ __forceinline__ void binary_loop(const T* a, const T* b, T v, T* out, int64_t n) {
-  constexpr int N = pack_width<T>();
+// out[i] = op(a[i], b[i]) / op(a[i], v) / op(v, a[i]) for i < n. TOut is T, or
+// bool for a comparison writing a mask (op returns bool; it converts to 1/0 in T).
+template <class T, class TOut, class Op, int Mode>
+__device__ __forceinline__ void binary_loop(const T* a, const T* b, T v, TOut* out, int64_t n) {
+  constexpr int N = pack_width<T, T, TOut>();
   const Op op{};
   const int64_t start = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
@@ -48,19 +50,19 @@ __device__ __forceinline__ void binary_loop(const T* a, const T* b, T v, T* out,
     const Pack<T, N> x = load_pack<N>(a, p);
     Pack<T, N> y;
     if constexpr (Mode == kEwise) y = load_pack<N>(b, p);
-    Pack<T, N> r;
+    Pack<TOut, N> r;
 #pragma unroll
     for (int k = 0; k < N; ++k) {
-      if constexpr (Mode == kEwise) r.v[k] = op(x.v[k], y.v[k]);
-      else if constexpr (Mode == kScalar) r.v[k] = op(x.v[k], v);
-      else r.v[k] = op(v, x.v[k]);
+      if constexpr (Mode == kEwise) r.v[k] = static_cast<TOut>(op(x.v[k], y.v[k]));
+      else if constexpr (Mode == kScalar) r.v[k] = static_cast<TOut>(op(x.v[k], v));
+      else r.v[k] = static_cast<TOut>(op(v, x.v[k]));
     }
-    reinterpret_cast<Pack<T, N>*>(out)[p] = r;
+    reinterpret_cast<Pack<TOut, N>*>(out)[p] = r;
   }
   for (int64_t i = packs * N + start; i < n; i += step) {
-    if constexpr (Mode == kEwise) out[i] = op(a[i], b[i]);
-    else if constexpr (Mode == kScalar) out[i] = op(a[i], v);
-    else out[i] = op(v, a[i]);
+    if constexpr (Mode == kEwise) out[i] = static_cast<TOut>(op(a[i], b[i]));
+    else if constexpr (Mode == kScalar) out[i] = static_cast<TOut>(op(a[i], v));
+    else out[i] = static_cast<TOut>(op(v, a[i]));
   }
 }
 
@@ -100,22 +102,31 @@ inline int64_t ewise_size(const char* op, const Array& out,
 }
 
 // The binary ops of ewise_binary.cu and ewise_strided.cu: one functor each, so
-// both kernel families compute exactly the same values.
+// both kernel families compute exactly the same values. Each is instantiated
+// only for the dtypes its kernel's entry in kernel_dtypes.h lists.
 struct Add {
-  template <class T> __device__ T operator()(T a, T b) const { return a + b; }
+  template <class T> __device__ T operator()(T a, T b) const { return add_wrap(a, b); }
 };
 struct Sub {
-  template <class T> __device__ T operator()(T a, T b) const { return a - b; }
+  template <class T> __device__ T operator()(T a, T b) const { return sub_wrap(a, b); }
 };
 struct Mul {
-  template <class T> __device__ T operator()(T a, T b) const { return a * b; }
+  template <class T> __device__ T operator()(T a, T b) const { return mul_wrap(a, b); }
 };
 struct Div {
   template <class T> __device__ T operator()(T a, T b) const { return a / b; }
 };
-struct Power {
+struct Power {  // an integer exponent is >= 0 here: the launchers reject negative ones
   __device__ float operator()(float a, float b) const { return powf(a, b); }
   __device__ double operator()(double a, double b) const { return pow(a, b); }
+  __device__ int64_t operator()(int64_t a, int64_t b) const {
+    int64_t r = 1;  // square and multiply, wrapping like numpy's integer power
+    for (; b > 0; b >>= 1) {
+      if (b & 1) r = mul_wrap(r, a);
+      a = mul_wrap(a, a);
+    }
+    return r;
+  }
 };
 struct Maximum {  // the first NaN wins, as in numpy.maximum
   template <class T> __device__ T operator()(T a, T b) const {
@@ -127,30 +138,92 @@ struct Minimum {
     return (a != a || a < b) ? a : b;
   }
 };
+// Rounding toward -inf and the divisor's sign, as Python's // and %. Floats
+// follow numpy's npy_divmod step by step (so x // 0 is x / 0 and x % 0 NaN);
+// integers give 0 for x // 0 and x % 0 as numpy does (no trap, no error), and
+// INT64_MIN // -1 wraps to INT64_MIN.
+struct FloorDiv {
+  template <class T> __device__ T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, int64_t>) {
+      if (b == 0) return 0;
+      if (b == -1) return neg_wrap(a);  // INT64_MIN / -1 traps on x86
+      const int64_t q = a / b;
+      return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+    } else {
+      if (b == T(0)) return a / b;
+      const T mod = fmod(a, b);
+      T div = (a - mod) / b;
+      if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) div -= T(1);
+      if (div == T(0)) return copysign(T(0), a / b);
+      T floor_div = floor(div);
+      if (div - floor_div > T(0.5)) floor_div += T(1);
+      return floor_div;
+    }
+  }
+};
+struct Remainder {
+  template <class T> __device__ T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, int64_t>) {
+      if (b == 0 || b == -1) return 0;  // INT64_MIN % -1 traps on x86
+      const int64_t r = a % b;
+      return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+    } else {
+      const T mod = fmod(a, b);
+      if (b == T(0)) return mod;
+      if (mod == T(0)) return copysign(T(0), b);
+      return ((b < T(0)) != (mod < T(0))) ? mod + b : mod;
+    }
+  }
+};
+struct BitwiseAnd {
+  template <class T> __device__ T operator()(T a, T b) const { return static_cast<T>(a & b); }
+};
+struct BitwiseOr {
+  template <class T> __device__ T operator()(T a, T b) const { return static_cast<T>(a | b); }
+};
+struct BitwiseXor {
+  template <class T> __device__ T operator()(T a, T b) const { return static_cast<T>(a ^ b); }
+};
+// Comparisons return bool; binary_loop writes it as bool or as 1/0 in T.
 struct Eq {
-  template <class T> __device__ T operator()(T a, T b) const { return a == b ? T(1) : T(0); }
+  template <class T> __device__ bool operator()(T a, T b) const { return a == b; }
 };
 struct Ne {
-  template <class T> __device__ T operator()(T a, T b) const { return a != b ? T(1) : T(0); }
+  template <class T> __device__ bool operator()(T a, T b) const { return a != b; }
 };
 struct Lt {
-  template <class T> __device__ T operator()(T a, T b) const { return a < b ? T(1) : T(0); }
+  template <class T> __device__ bool operator()(T a, T b) const { return a < b; }
 };
 struct Le {
-  template <class T> __device__ T operator()(T a, T b) const { return a <= b ? T(1) : T(0); }
+  template <class T> __device__ bool operator()(T a, T b) const { return a <= b; }
 };
 struct Gt {
-  template <class T> __device__ T operator()(T a, T b) const { return a > b ? T(1) : T(0); }
+  template <class T> __device__ bool operator()(T a, T b) const { return a > b; }
 };
 struct Ge {
-  template <class T> __device__ T operator()(T a, T b) const { return a >= b ? T(1) : T(0); }
+  template <class T> __device__ bool operator()(T a, T b) const { return a >= b; }
 };
 
-// Comparisons run on every dtype, arithmetic on the float ones only.
-template <bool Comparison, class Fn>
-void dispatch_kind(const char* op, DType dt, Fn&& fn) {
-  if constexpr (Comparison) dispatch_all(dt, fn);
-  else dispatch_float(op, dt, fn);
+template <class Op>
+constexpr bool kComparison = std::is_same_v<Op, Eq> || std::is_same_v<Op, Ne> ||
+                             std::is_same_v<Op, Lt> || std::is_same_v<Op, Le> ||
+                             std::is_same_v<Op, Gt> || std::is_same_v<Op, Ge>;
+
+// The out dtype of a binary op: the operands' (a, b and out one dtype), or bool
+// for a comparison (interface v1.1). TypeError otherwise.
+void require_binary_out(const char* op, bool comparison, const Array& a, const Array& out);
+
+// Calls fn(T{}, TOut{}) for operands of dtype dt writing out_dt: TOut is T, or
+// bool when a comparison writes a mask. T ranges over Set (kernel_dtypes.h).
+template <DTypes Set, bool Comparison, class Fn>
+void dispatch_binary(const char* op, DType dt, DType out_dt, Fn&& fn) {
+  dispatch<Set>(op, dt, [&](auto t) {
+    using T = decltype(t);
+    if constexpr (Comparison && !std::is_same_v<T, bool>) {
+      if (out_dt == DType::Bool) return fn(T{}, bool{});
+    }
+    fn(T{}, T{});
+  });
 }
 
 }  // namespace lamina_cuda

@@ -1,88 +1,126 @@
 // ewise_binary.cu: binary elementwise kernels over compact operands:
 // ewise_OP(a, b, out), scalar_OP(a, value, out) for OP in add, sub, mul, div,
-// power, maximum, minimum, eq, ne, lt, le, gt, ge, and the reversed scalar_rsub,
-// scalar_rdiv, scalar_rpower (value OP a).
+// power, maximum, minimum, eq, ne, lt, le, gt, ge, the reversed scalar_rsub,
+// scalar_rdiv, scalar_rpower (value OP a), and the ewise-only floordiv,
+// remainder, bitwise_and, bitwise_or, bitwise_xor of interface v1.1.
 //
-// Arithmetic takes float32/float64; the comparisons also take int64 and write
-// 1 or 0 in their operands' dtype. maximum/minimum propagate NaN like numpy.
+// The dtypes of each kernel are its entry in kernel_dtypes.h. Comparisons write
+// a bool mask, or (as interface v1.0 did) 1 or 0 in their operands' dtype.
+// maximum/minimum propagate NaN like numpy; int64 arithmetic wraps; an integer
+// power with a negative exponent raises ValueError (as numpy), found by a check
+// kernel before the op runs (one synchronisation, for int64 powers only).
 // Each op gets its own __global__ (ewise_add_kernel, scalar_add_kernel, ...)
 // so the name in an error or a profile is the op's; all share binary_loop.
 #include <cmath>
+#include <type_traits>
 
 #include "ewise.cuh"
 
 namespace lamina_cuda {
 
-// Defines ewise_NAME_kernel, scalar_NAME_kernel and their launchers.
-#define LAMINA_BINARY(NAME, OP, CMP)                                                        \
-  template <class T>                                                                        \
-  __global__ void ewise_##NAME##_kernel(const T* a, const T* b, T* out, int64_t n) {        \
-    binary_loop<T, OP, kEwise>(a, b, T(0), out, n);                                         \
-  }                                                                                         \
-  template <class T>                                                                        \
-  __global__ void scalar_##NAME##_kernel(const T* a, T value, T* out, int64_t n) {          \
-    binary_loop<T, OP, kScalar>(a, nullptr, value, out, n);                                 \
-  }                                                                                         \
-  void ewise_##NAME(const Array& a, const Array& b, Array& out) {                           \
-    require_same_dtype("ewise_" #NAME, {&a, &b, &out});                                     \
-    const int64_t n = ewise_size("ewise_" #NAME, out, {&a, &b});                            \
-    const Launch ctx = launch_on("ewise_" #NAME, {&a, &b, &out});                           \
-    if (n == 0) return;                                                                     \
-    dispatch_kind<CMP>("ewise_" #NAME, out.dtype(), [&](auto t) {                           \
-      using T = decltype(t);                                                                \
-      launch_kernel(&ewise_##NAME##_kernel<T>, ewise_grid(n, pack_width<T>(), ctx.device),  \
-                    kThreads, 0, ctx.stream, a.data<T>(), b.data<T>(), out.data<T>(), n);   \
-      check_launch("ewise_" #NAME "_kernel", ctx.stream);                                   \
-    });                                                                                     \
-  }                                                                                         \
-  void scalar_##NAME(const Array& a, const Scalar& value, Array& out) {                     \
-    require_same_dtype("scalar_" #NAME, {&a, &out});                                        \
-    const int64_t n = ewise_size("scalar_" #NAME, out, {&a});                               \
-    const Launch ctx = launch_on("scalar_" #NAME, {&a, &out});                              \
-    if (n == 0) return;                                                                     \
-    dispatch_kind<CMP>("scalar_" #NAME, out.dtype(), [&](auto t) {                          \
-      using T = decltype(t);                                                                \
-      launch_kernel(&scalar_##NAME##_kernel<T>, ewise_grid(n, pack_width<T>(), ctx.device), \
-                    kThreads, 0, ctx.stream, a.data<T>(), value.as<T>(), out.data<T>(), n); \
-      check_launch("scalar_" #NAME "_kernel", ctx.stream);                                  \
-    });                                                                                     \
+void require_binary_out(const char* op, bool comparison, const Array& a, const Array& out) {
+  if (out.dtype() != a.dtype() && !(comparison && out.dtype() == DType::Bool))
+    throw TypeError(cat(op, ": out is ", out.dtype_str(), "; it must be ", a.dtype_str(),
+                        comparison ? " (the operands' dtype) or bool" : " (the operands' dtype)"));
+}
+
+namespace {
+
+// ValueError unless the n int64 exponents at x are >= 0 (waits for a check kernel).
+void require_natural_exponents(const char* op, const Array& x, int64_t n, const Launch& ctx) {
+  int64_t value = 0;
+  const int64_t bad = find_outside(op, x.data<int64_t>(), n, 0, INT64_MAX, ctx, &value);
+  if (bad >= 0)
+    value_error(op, ": integers to negative integer powers are not allowed (exponent ", value,
+                " at entry ", bad, "); convert to a float dtype first");
+}
+
+}  // namespace
+
+// Defines ewise_NAME_kernel and its launcher.
+#define LAMINA_EWISE_BINARY(NAME, OP)                                                         \
+  template <class T, class TOut>                                                              \
+  __global__ void ewise_##NAME##_kernel(const T* a, const T* b, TOut* out, int64_t n) {       \
+    binary_loop<T, TOut, OP, kEwise>(a, b, T(0), out, n);                                     \
+  }                                                                                           \
+  void ewise_##NAME(const Array& a, const Array& b, Array& out) {                             \
+    constexpr const char* name = "ewise_" #NAME;                                              \
+    require_same_dtype(name, {&a, &b});                                                       \
+    require_binary_out(name, kComparison<OP>, a, out);                                        \
+    require_dtype(name, a.dtype(), kernel_dtypes::ewise_##NAME);                              \
+    const int64_t n = ewise_size(name, out, {&a, &b});                                        \
+    const Launch ctx = launch_on(name, {&a, &b, &out});                                       \
+    if (n == 0) return;                                                                       \
+    if (std::is_same_v<OP, Power> && a.dtype() == DType::Int64)                               \
+      require_natural_exponents(name, b, n, ctx);                                             \
+    dispatch_binary<kernel_dtypes::ewise_##NAME, kComparison<OP>>(                            \
+        name, a.dtype(), out.dtype(), [&](auto t, auto to) {                                  \
+          using T = decltype(t);                                                              \
+          using TOut = decltype(to);                                                          \
+          launch_kernel(&ewise_##NAME##_kernel<T, TOut>,                                      \
+                        ewise_grid(n, pack_width<T, T, TOut>(), ctx.device), kThreads, 0,     \
+                        ctx.stream, a.data<T>(), b.data<T>(), out.data<TOut>(), n);           \
+          check_launch("ewise_" #NAME "_kernel", ctx.stream);                                 \
+        });                                                                                   \
   }
 
-// Defines scalar_rNAME_kernel (value OP a) and its launcher.
-#define LAMINA_REVERSED(NAME, OP)                                                           \
-  template <class T>                                                                        \
-  __global__ void scalar_##NAME##_kernel(const T* a, T value, T* out, int64_t n) {          \
-    binary_loop<T, OP, kReversed>(a, nullptr, value, out, n);                               \
-  }                                                                                         \
-  void scalar_##NAME(const Array& a, const Scalar& value, Array& out) {                     \
-    require_same_dtype("scalar_" #NAME, {&a, &out});                                        \
-    const int64_t n = ewise_size("scalar_" #NAME, out, {&a});                               \
-    const Launch ctx = launch_on("scalar_" #NAME, {&a, &out});                              \
-    if (n == 0) return;                                                                     \
-    dispatch_float("scalar_" #NAME, out.dtype(), [&](auto t) {                              \
-      using T = decltype(t);                                                                \
-      launch_kernel(&scalar_##NAME##_kernel<T>, ewise_grid(n, pack_width<T>(), ctx.device), \
-                    kThreads, 0, ctx.stream, a.data<T>(), value.as<T>(), out.data<T>(), n); \
-      check_launch("scalar_" #NAME "_kernel", ctx.stream);                                  \
-    });                                                                                     \
+// Defines scalar_NAME_kernel and its launcher; MODE kScalar (a OP value) or
+// kReversed (value OP a, the scalar_rNAME kernels).
+#define LAMINA_SCALAR_BINARY(NAME, OP, MODE)                                                  \
+  template <class T, class TOut>                                                              \
+  __global__ void scalar_##NAME##_kernel(const T* a, T value, TOut* out, int64_t n) {         \
+    binary_loop<T, TOut, OP, MODE>(a, nullptr, value, out, n);                                \
+  }                                                                                           \
+  void scalar_##NAME(const Array& a, const Scalar& value, Array& out) {                       \
+    constexpr const char* name = "scalar_" #NAME;                                             \
+    require_binary_out(name, kComparison<OP>, a, out);                                        \
+    require_dtype(name, a.dtype(), kernel_dtypes::scalar_##NAME);                             \
+    const int64_t n = ewise_size(name, out, {&a});                                            \
+    const Launch ctx = launch_on(name, {&a, &out});                                           \
+    if (n == 0) return;                                                                       \
+    if (std::is_same_v<OP, Power> && a.dtype() == DType::Int64) {                             \
+      if (MODE == kReversed) require_natural_exponents(name, a, n, ctx);                      \
+      else if (value.as<int64_t>() < 0)                                                       \
+        value_error(name, ": integers to negative integer powers are not allowed ",           \
+                    "(exponent ", value.as<int64_t>(), "); convert to a float dtype first");  \
+    }                                                                                         \
+    dispatch_binary<kernel_dtypes::scalar_##NAME, kComparison<OP>>(                           \
+        name, a.dtype(), out.dtype(), [&](auto t, auto to) {                                  \
+          using T = decltype(t);                                                              \
+          using TOut = decltype(to);                                                          \
+          launch_kernel(&scalar_##NAME##_kernel<T, TOut>,                                     \
+                        ewise_grid(n, pack_width<T, T, TOut>(), ctx.device), kThreads, 0,     \
+                        ctx.stream, a.data<T>(), value.as<T>(), out.data<TOut>(), n);         \
+          check_launch("scalar_" #NAME "_kernel", ctx.stream);                                \
+        });                                                                                   \
   }
 
-LAMINA_BINARY(add, Add, false)
-LAMINA_BINARY(sub, Sub, false)
-LAMINA_BINARY(mul, Mul, false)
-LAMINA_BINARY(div, Div, false)
-LAMINA_BINARY(power, Power, false)
-LAMINA_BINARY(maximum, Maximum, false)
-LAMINA_BINARY(minimum, Minimum, false)
-LAMINA_BINARY(eq, Eq, true)
-LAMINA_BINARY(ne, Ne, true)
-LAMINA_BINARY(lt, Lt, true)
-LAMINA_BINARY(le, Le, true)
-LAMINA_BINARY(gt, Gt, true)
-LAMINA_BINARY(ge, Ge, true)
+#define LAMINA_BINARY(NAME, OP)                                                               \
+  LAMINA_EWISE_BINARY(NAME, OP)                                                               \
+  LAMINA_SCALAR_BINARY(NAME, OP, kScalar)
 
-LAMINA_REVERSED(rsub, Sub)
-LAMINA_REVERSED(rdiv, Div)
-LAMINA_REVERSED(rpower, Power)
+LAMINA_BINARY(add, Add)
+LAMINA_BINARY(sub, Sub)
+LAMINA_BINARY(mul, Mul)
+LAMINA_BINARY(div, Div)
+LAMINA_BINARY(power, Power)
+LAMINA_BINARY(maximum, Maximum)
+LAMINA_BINARY(minimum, Minimum)
+LAMINA_BINARY(eq, Eq)
+LAMINA_BINARY(ne, Ne)
+LAMINA_BINARY(lt, Lt)
+LAMINA_BINARY(le, Le)
+LAMINA_BINARY(gt, Gt)
+LAMINA_BINARY(ge, Ge)
+
+LAMINA_SCALAR_BINARY(rsub, Sub, kReversed)
+LAMINA_SCALAR_BINARY(rdiv, Div, kReversed)
+LAMINA_SCALAR_BINARY(rpower, Power, kReversed)
+
+LAMINA_EWISE_BINARY(floordiv, FloorDiv)
+LAMINA_EWISE_BINARY(remainder, Remainder)
+LAMINA_EWISE_BINARY(bitwise_and, BitwiseAnd)
+LAMINA_EWISE_BINARY(bitwise_or, BitwiseOr)
+LAMINA_EWISE_BINARY(bitwise_xor, BitwiseXor)
 
 }  // namespace lamina_cuda

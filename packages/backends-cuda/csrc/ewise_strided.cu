@@ -12,7 +12,10 @@
 // ewise_binary.cu runs instead. Views with more than kMaxDims dims left are
 // compacted into scratch buffers (compact_into, split into several calls when
 // one view alone keeps more than kMaxDims dims) and run through binary_loop.
-// Ops, dtypes and values are those of ewise_OP: the functors of ewise.cuh.
+// Ops, dtypes and values are those of ewise_OP: the functors of ewise.cuh, the
+// dtype sets of kernel_dtypes.h, comparisons writing bool or 1/0 in their
+// operands' dtype. An int64 power compacts its exponents first to check them.
+#include <cstdint>
 #include <limits>
 #include <string>
 
@@ -39,8 +42,8 @@ bool is_compact_pair(const PairLayout& l) {
 }
 
 // The loop runs in 64 bits; I is the type of the divisions (int32_t when n fits).
-template <class T, class Op, class I>
-__global__ void ewise_strided_kernel(const T* a, const T* b, T* out, int64_t n, PairLayout l) {
+template <class T, class TOut, class Op, class I>
+__global__ void ewise_strided_kernel(const T* a, const T* b, TOut* out, int64_t n, PairLayout l) {
   const Op op{};
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
@@ -54,59 +57,65 @@ __global__ void ewise_strided_kernel(const T* a, const T* b, T* out, int64_t n, 
       pb += idx * l.b_strides[k];
       rest = q;
     }
-    out[i] = op(a[pa], b[pb]);
+    out[i] = static_cast<TOut>(op(a[pa], b[pb]));
   }
 }
 
-template <class T, class Op>
-__global__ void ewise_strided_compact_kernel(const T* a, const T* b, T* out, int64_t n) {
-  binary_loop<T, Op, kEwise>(a, b, T(0), out, n);
+template <class T, class TOut, class Op>
+__global__ void ewise_strided_compact_kernel(const T* a, const T* b, TOut* out, int64_t n) {
+  binary_loop<T, TOut, Op, kEwise>(a, b, T(0), out, n);
 }
 
-// Queues out[i] = Op(a at i, b at i) for i < n on ctx's stream.
-template <class Op, bool Comparison>
-void launch_op(DType dt, const void* a, const void* b, void* out, int64_t n, const PairLayout& l,
-               const Launch& ctx) {
-  dispatch_kind<Comparison>(kName, dt, [&](auto t) {
+// Queues out[i] = Op(a at i, b at i) for i < n on ctx's stream; a and b hold
+// dt, out out_dt (dt, or bool for a comparison); Set is ewise_OP's dtype set.
+template <class Op, DTypes Set>
+void launch_op(DType dt, DType out_dt, const void* a, const void* b, void* out, int64_t n,
+               const PairLayout& l, const Launch& ctx) {
+  dispatch_binary<Set, kComparison<Op>>(kName, dt, out_dt, [&](auto t, auto to) {
     using T = decltype(t);
+    using TOut = decltype(to);
     const T* pa = static_cast<const T*>(a);
     const T* pb = static_cast<const T*>(b);
-    T* po = static_cast<T*>(out);
+    TOut* po = static_cast<TOut*>(out);
     if (is_compact_pair(l)) {
-      launch_kernel(&ewise_strided_compact_kernel<T, Op>,
-                    ewise_grid(n, pack_width<T>(), ctx.device), kThreads, 0, ctx.stream, pa, pb, po,
-                    n);
+      launch_kernel(&ewise_strided_compact_kernel<T, TOut, Op>,
+                    ewise_grid(n, pack_width<T, T, TOut>(), ctx.device), kThreads, 0, ctx.stream,
+                    pa, pb, po, n);
       check_launch("ewise_strided_compact_kernel", ctx.stream);
       return;
     }
     const unsigned grid = grid_for(n, ctx.device);
     if (n <= std::numeric_limits<int32_t>::max())
-      launch_kernel(&ewise_strided_kernel<T, Op, int32_t>, grid, kThreads, 0, ctx.stream, pa, pb,
-                    po, n, l);
+      launch_kernel(&ewise_strided_kernel<T, TOut, Op, int32_t>, grid, kThreads, 0, ctx.stream, pa,
+                    pb, po, n, l);
     else
-      launch_kernel(&ewise_strided_kernel<T, Op, int64_t>, grid, kThreads, 0, ctx.stream, pa, pb,
-                    po, n, l);
+      launch_kernel(&ewise_strided_kernel<T, TOut, Op, int64_t>, grid, kThreads, 0, ctx.stream, pa,
+                    pb, po, n, l);
     check_launch("ewise_strided_kernel", ctx.stream);
   });
 }
 
-using Launcher = void (*)(DType, const void*, const void*, void*, int64_t, const PairLayout&,
-                          const Launch&);
+using Launcher = void (*)(DType, DType, const void*, const void*, void*, int64_t,
+                          const PairLayout&, const Launch&);
 struct OpEntry {
   const char* name;
-  bool comparison;  // comparisons also take int64, as in ewise_binary.cu
+  bool comparison;  // may write a bool out
+  DTypes dtypes;    // those of ewise_OP
   Launcher launch;
 };
 
-#define LAMINA_OP(NAME, OP, CMP) {#NAME, CMP, launch_op<OP, CMP>}
+#define LAMINA_OP(NAME, OP) \
+  {#NAME, kComparison<OP>, kernel_dtypes::ewise_##NAME, launch_op<OP, kernel_dtypes::ewise_##NAME>}
 const OpEntry kOps[] = {
-    LAMINA_OP(add, Add, false),         LAMINA_OP(sub, Sub, false),
-    LAMINA_OP(mul, Mul, false),         LAMINA_OP(div, Div, false),
-    LAMINA_OP(power, Power, false),     LAMINA_OP(maximum, Maximum, false),
-    LAMINA_OP(minimum, Minimum, false), LAMINA_OP(eq, Eq, true),
-    LAMINA_OP(ne, Ne, true),            LAMINA_OP(lt, Lt, true),
-    LAMINA_OP(le, Le, true),            LAMINA_OP(gt, Gt, true),
-    LAMINA_OP(ge, Ge, true),
+    LAMINA_OP(add, Add),           LAMINA_OP(sub, Sub),
+    LAMINA_OP(mul, Mul),           LAMINA_OP(div, Div),
+    LAMINA_OP(power, Power),       LAMINA_OP(maximum, Maximum),
+    LAMINA_OP(minimum, Minimum),   LAMINA_OP(eq, Eq),
+    LAMINA_OP(ne, Ne),             LAMINA_OP(lt, Lt),
+    LAMINA_OP(le, Le),             LAMINA_OP(gt, Gt),
+    LAMINA_OP(ge, Ge),             LAMINA_OP(floordiv, FloorDiv),
+    LAMINA_OP(remainder, Remainder), LAMINA_OP(bitwise_and, BitwiseAnd),
+    LAMINA_OP(bitwise_or, BitwiseOr), LAMINA_OP(bitwise_xor, BitwiseXor),
 };
 #undef LAMINA_OP
 
@@ -114,7 +123,8 @@ const OpEntry& find_op(const std::string& op) {
   for (const OpEntry& e : kOps)
     if (op == e.name) return e;
   value_error(kName, ": unknown op '", op, "'; expected one of add, sub, mul, div, power, ",
-              "maximum, minimum, eq, ne, lt, le, gt, ge");
+              "maximum, minimum, eq, ne, lt, le, gt, ge, floordiv, remainder, bitwise_and, ",
+              "bitwise_or, bitwise_xor");
 }
 
 // Drops size-1 dims and merges dim k into the one before it when every view
@@ -165,8 +175,9 @@ void ewise_strided(const std::string& op, const Array& a, const Array& b, Array&
                    const Shape& b_strides, int64_t b_offset) {
   // Everything is validated before any memory is allocated or work queued.
   const OpEntry& e = find_op(op);
-  require_same_dtype(kName, {&a, &b, &out});
-  if (!e.comparison) require_float(kName, out.dtype());
+  require_same_dtype(kName, {&a, &b});
+  require_binary_out(kName, e.comparison, a, out);
+  require_dtype(cat(kName, " ", op).c_str(), a.dtype(), e.dtypes);
   if (a_strides.size() != shape.size() || b_strides.size() != shape.size())
     value_error(kName, ": shape ", shape_str(shape), ", a_strides ", shape_str(a_strides),
                 " and b_strides ", shape_str(b_strides), " differ in length");
@@ -185,9 +196,11 @@ void ewise_strided(const std::string& op, const Array& a, const Array& b, Array&
   const Launch ctx = launch_on(kName, {&a, &b, &out});
   if (n == 0) return;
 
+  // An integer power checks its exponents, which it reads compacted (below).
+  const bool check_exponents = a.dtype() == DType::Int64 && op == "power";
   Shape dims = shape, sa = a_strides, sb = b_strides;
   coalesce(dims, {&sa, &sb});
-  if (dims.size() <= static_cast<std::size_t>(kMaxDims)) {
+  if (dims.size() <= static_cast<std::size_t>(kMaxDims) && !check_exponents) {
     PairLayout l{};
     l.ndim = static_cast<int>(dims.size());
     l.a_offset = a_offset;
@@ -197,21 +210,29 @@ void ewise_strided(const std::string& op, const Array& a, const Array& b, Array&
       l.a_strides[k] = sa[k];
       l.b_strides[k] = sb[k];
     }
-    e.launch(out.dtype(), a.raw(), b.raw(), out.raw(), n, l, ctx);
+    e.launch(a.dtype(), out.dtype(), a.raw(), b.raw(), out.raw(), n, l, ctx);
     return;
   }
-  // Too many dims for PairLayout: compact both views, then the compact path.
+  // Too many dims for PairLayout (or exponents to check): compact both views,
+  // then the compact path.
   // The scratch blocks go back to the cache on return, which is safe: later
   // work that reuses them is queued on the same stream, after this kernel.
-  const std::size_t bytes = static_cast<std::size_t>(n) * dtype_itemsize(out.dtype());
+  const std::size_t bytes = static_cast<std::size_t>(n) * dtype_itemsize(a.dtype());
   Scratch ca(ctx.device, bytes), cb(ctx.device, bytes);
   compact_in_steps(a, ca.as<char>(), shape, a_strides, a_offset, ctx);
   compact_in_steps(b, cb.as<char>(), shape, b_strides, b_offset, ctx);
+  if (check_exponents) {
+    int64_t value = 0;
+    const int64_t bad = find_outside(kName, cb.as<int64_t>(), n, 0, INT64_MAX, ctx, &value);
+    if (bad >= 0)
+      value_error(kName, ": integers to negative integer powers are not allowed (exponent ",
+                  value, " at element ", bad, " of the b view); convert to a float dtype first");
+  }
   PairLayout flat{};
   flat.ndim = 1;
   flat.shape[0] = n;
   flat.a_strides[0] = flat.b_strides[0] = 1;
-  e.launch(out.dtype(), ca.as<void>(), cb.as<void>(), out.raw(), n, flat, ctx);
+  e.launch(a.dtype(), out.dtype(), ca.as<void>(), cb.as<void>(), out.raw(), n, flat, ctx);
 }
 
 }  // namespace lamina_cuda

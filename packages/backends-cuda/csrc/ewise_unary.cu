@@ -1,12 +1,16 @@
 // ewise_unary.cu: unary elementwise kernels over compact operands:
-// ewise_OP(a, out) for OP in neg, abs, exp, log, sqrt, tanh, sin, cos, erf, sign
-// (float32/float64), ewise_where(cond, a, b, out) and ewise_cast(a, out).
+// ewise_OP(a, out) for OP in neg, abs, sign (float32, float64, int64), exp, log,
+// sqrt, tanh, sin, cos, erf (float32, float64) and bitwise_not (int64, bool),
+// ewise_where(cond, a, b, out) and ewise_cast(a, out) (every dtype).
 //
 // The math is CUDA's full-precision libm (no fast-math): results differ from
-// numpy's by a few ulp at most. ewise_cast from float to int64 truncates toward
-// zero and, like numpy on x86-64, maps NaN and out-of-range values to INT64_MIN.
+// numpy's by a few ulp at most. int64 neg and abs wrap (abs(INT64_MIN) is
+// INT64_MIN, as numpy's). ewise_cast from float to int64 truncates toward zero
+// and, like numpy on x86-64, maps NaN and out-of-range values to INT64_MIN; to
+// bool it is x != 0 (NaN is true).
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "ewise.cuh"
 
@@ -15,11 +19,12 @@ namespace lamina_cuda {
 namespace {
 
 struct Neg {
-  template <class T> __device__ T operator()(T x) const { return -x; }
+  template <class T> __device__ T operator()(T x) const { return neg_wrap(x); }
 };
 struct Abs {
   __device__ float operator()(float x) const { return fabsf(x); }
   __device__ double operator()(double x) const { return fabs(x); }
+  __device__ int64_t operator()(int64_t x) const { return x < 0 ? neg_wrap(x) : x; }
 };
 struct Exp {
   __device__ float operator()(float x) const { return expf(x); }
@@ -55,10 +60,17 @@ struct Sign {  // 0 stays 0 and NaN stays NaN, as in numpy.sign
   }
 };
 
+struct BitwiseNot {  // logical not on bool (~ of a bool's int value is never 0)
+  template <class T> __device__ T operator()(T x) const {
+    if constexpr (std::is_same_v<T, bool>) return !x;
+    else return ~x;
+  }
+};
+
 template <class TOut>
 struct CastTo {
   template <class TIn> __device__ TOut operator()(TIn x) const {
-    if constexpr (std::is_same_v<TOut, int64_t> && !std::is_same_v<TIn, int64_t>) {
+    if constexpr (std::is_same_v<TOut, int64_t> && std::is_floating_point_v<TIn>) {
       // 2^63 is exact in float and double; CUDA's cvt saturates and maps NaN to
       // 0, numpy (x86-64) gives INT64_MIN for both.
       const TIn limit = static_cast<TIn>(9223372036854775808.0);
@@ -78,10 +90,11 @@ struct CastTo {
   }                                                                                        \
   void ewise_##NAME(const Array& a, Array& out) {                                          \
     require_same_dtype("ewise_" #NAME, {&a, &out});                                        \
+    require_dtype("ewise_" #NAME, a.dtype(), kernel_dtypes::ewise_##NAME);                 \
     const int64_t n = ewise_size("ewise_" #NAME, out, {&a});                               \
     const Launch ctx = launch_on("ewise_" #NAME, {&a, &out});                              \
     if (n == 0) return;                                                                    \
-    dispatch_float("ewise_" #NAME, out.dtype(), [&](auto t) {                              \
+    dispatch<kernel_dtypes::ewise_##NAME>("ewise_" #NAME, out.dtype(), [&](auto t) {       \
       using T = decltype(t);                                                               \
       launch_kernel(&ewise_##NAME##_kernel<T>, ewise_grid(n, pack_width<T>(), ctx.device), \
                     kThreads, 0, ctx.stream, a.data<T>(), out.data<T>(), n);               \
@@ -99,8 +112,9 @@ LAMINA_UNARY(sin, Sin)
 LAMINA_UNARY(cos, Cos)
 LAMINA_UNARY(erf, Erf)
 LAMINA_UNARY(sign, Sign)
+LAMINA_UNARY(bitwise_not, BitwiseNot)
 
-// out[i] = cond[i] != 0 ? a[i] : b[i]; cond is T or int64. No __restrict__: out may alias.
+// out[i] = cond[i] != 0 ? a[i] : b[i]; cond is T, int64 or bool. No __restrict__: out may alias.
 template <class C, class T>
 __global__ void ewise_where_kernel(const C* cond, const T* a, const T* b, T* out, int64_t n) {
   constexpr int N = pack_width<C, T>();
@@ -120,13 +134,14 @@ __global__ void ewise_where_kernel(const C* cond, const T* a, const T* b, T* out
 
 void ewise_where(const Array& cond, const Array& a, const Array& b, Array& out) {
   require_same_dtype("ewise_where", {&a, &b, &out});
-  if (cond.dtype() != a.dtype() && cond.dtype() != DType::Int64)
+  const DType c = cond.dtype();
+  if (c != a.dtype() && c != DType::Int64 && c != DType::Bool)
     throw TypeError(cat("ewise_where: cond is ", cond.dtype_str(), "; it must be ",
-                        a.dtype_str(), " (the dtype of a) or int64"));
+                        a.dtype_str(), " (the dtype of a), int64 or bool"));
   const int64_t n = ewise_size("ewise_where", out, {&cond, &a, &b});
   const Launch ctx = launch_on("ewise_where", {&cond, &a, &b, &out});
   if (n == 0) return;
-  dispatch_all(out.dtype(), [&](auto t) {
+  dispatch<kernel_dtypes::ewise_where>("ewise_where", out.dtype(), [&](auto t) {
     using T = decltype(t);
     auto launch = [&](auto c) {
       using C = decltype(c);
@@ -135,7 +150,8 @@ void ewise_where(const Array& cond, const Array& a, const Array& b, Array& out) 
                     out.data<T>(), n);
       check_launch("ewise_where_kernel", ctx.stream);
     };
-    if (cond.dtype() == DType::Int64) launch(int64_t{});
+    if (c == DType::Int64) launch(int64_t{});
+    else if (c == DType::Bool) launch(bool{});
     else launch(T{});
   });
 }
@@ -155,8 +171,8 @@ void ewise_cast(const Array& a, Array& out) {
                       "ewise_cast");
     return;
   }
-  dispatch_all(a.dtype(), [&](auto ti) {
-    dispatch_all(out.dtype(), [&](auto to) {
+  dispatch<kernel_dtypes::ewise_cast>("ewise_cast", a.dtype(), [&](auto ti) {
+    dispatch<kernel_dtypes::ewise_cast>("ewise_cast", out.dtype(), [&](auto to) {
       using TIn = decltype(ti);
       using TOut = decltype(to);
       if constexpr (!std::is_same_v<TIn, TOut>) {

@@ -1,5 +1,7 @@
-// index.cu: indexing with int64 index buffers: index_gather (any dtype) and
-// its adjoint index_scatter_add (float32/float64, atomicAdd).
+// index.cu: indexing with int64 index buffers: index_gather and its adjoint
+// index_scatter_add (every dtype: atomicAdd for numbers, a plain store of true
+// for bool, whose sum is a logical or), and find_outside, the value check that
+// the index kernels and integer powers run before they write.
 //
 // a is viewed as compact (outer, axis_size, inner), idx holds n entries.
 // Indices are validated on the device before anything is written: a check
@@ -9,20 +11,61 @@
 // corrupting out or faulting later. Repeated indices accumulate through
 // atomicAdd, so scatter_add's float rounding order is not deterministic.
 #include <cstdint>
+#include <type_traits>
 
 #include "common.cuh"
 
 namespace lamina_cuda {
 
-// first_bad = min j with idx[j] outside [0, axis_size) (stays ~0 when all are fine).
-__global__ void index_check_kernel(const int64_t* __restrict__ idx, int64_t n, int64_t axis_size,
-                                   unsigned long long* first_bad) {
+// first_bad = min j with x[j] outside [lo, hi] (stays ~0 when all are inside).
+__global__ void find_outside_kernel(const int64_t* __restrict__ x, int64_t n, int64_t lo,
+                                    int64_t hi, unsigned long long* first_bad) {
   for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < n;
        j += static_cast<int64_t>(blockDim.x) * gridDim.x) {
-    const int64_t v = idx[j];
-    if (v < 0 || v >= axis_size) atomicMin(first_bad, static_cast<unsigned long long>(j));
+    const int64_t v = x[j];
+    if (v < lo || v > hi) atomicMin(first_bad, static_cast<unsigned long long>(j));
   }
 }
+
+int64_t find_outside(const char* op, const int64_t* x, int64_t n, int64_t lo, int64_t hi,
+                     const Launch& ctx, int64_t* value) {
+  if (n == 0) return -1;
+  Scratch flag(ctx.device, sizeof(unsigned long long));
+  LAMINA_CUDA_CHECK(cudaMemsetAsync(flag.as<void>(), 0xff, sizeof(unsigned long long), ctx.stream),
+                    op);
+  launch_kernel(&find_outside_kernel, grid_for(n, ctx.device), kThreads, 0, ctx.stream, x, n, lo,
+                hi, flag.as<unsigned long long>());
+  check_launch("find_outside_kernel", ctx.stream);
+  unsigned long long bad = 0;
+  LAMINA_CUDA_CHECK(cudaMemcpyAsync(&bad, flag.as<void>(), sizeof bad, cudaMemcpyDeviceToHost,
+                                    ctx.stream),
+                    op);
+  LAMINA_CUDA_CHECK(cudaStreamSynchronize(ctx.stream), op);
+  if (bad == ~0ull) return -1;
+  LAMINA_CUDA_CHECK(cudaMemcpyAsync(value, x + bad, sizeof *value, cudaMemcpyDeviceToHost,
+                                    ctx.stream),
+                    op);
+  LAMINA_CUDA_CHECK(cudaStreamSynchronize(ctx.stream), op);
+  return static_cast<int64_t>(bad);
+}
+
+namespace {
+
+// *p += v for concurrent writers: atomicAdd for floats, on the unsigned type for
+// int64 (wrapping, as numpy's add.at); bool's sum is or, and every writer of a
+// true stores the same byte, so a plain store is enough (there is no 1-byte atomic).
+template <class T>
+__device__ __forceinline__ void scatter_add_at(T* p, T v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    if (v) *p = true;
+  } else if constexpr (std::is_same_v<T, int64_t>) {
+    atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
+  } else {
+    atomicAdd(p, v);
+  }
+}
+
+}  // namespace
 
 // out[o, j, i] = a[o, idx[j], i]; thread e handles out element e (coalesced writes).
 template <class T>
@@ -46,7 +89,7 @@ __global__ void index_scatter_add_kernel(const T* __restrict__ a, const int64_t*
        e += static_cast<int64_t>(blockDim.x) * gridDim.x) {
     const int64_t i = e % inner, oj = e / inner;
     const int64_t j = oj % n, o = oj / n;
-    atomicAdd(&out[(o * axis_size + idx[j]) * inner + i], a[e]);
+    scatter_add_at(&out[(o * axis_size + idx[j]) * inner + i], a[e]);
   }
 }
 
@@ -68,27 +111,12 @@ int64_t check_index_layout(const char* op, const Array& buf, const Array& idx, i
 
 // Raises IndexError naming the first out-of-range entry of idx (synchronises).
 void check_indices(const char* op, const Array& idx, int64_t axis_size, const Launch& ctx) {
-  const int64_t n = idx.size();
-  if (n == 0) return;
-  Scratch flag(ctx.device, sizeof(unsigned long long));
-  LAMINA_CUDA_CHECK(cudaMemsetAsync(flag.as<void>(), 0xff, sizeof(unsigned long long), ctx.stream),
-                    op);
-  launch_kernel(&index_check_kernel, grid_for(n, ctx.device), kThreads, 0, ctx.stream,
-                idx.data<int64_t>(), n, axis_size, flag.as<unsigned long long>());
-  check_launch("index_check_kernel", ctx.stream);
-  unsigned long long bad = 0;
-  LAMINA_CUDA_CHECK(cudaMemcpyAsync(&bad, flag.as<void>(), sizeof bad, cudaMemcpyDeviceToHost,
-                                    ctx.stream),
-                    op);
-  LAMINA_CUDA_CHECK(cudaStreamSynchronize(ctx.stream), op);
-  if (bad == ~0ull) return;
   int64_t value = 0;
-  LAMINA_CUDA_CHECK(cudaMemcpyAsync(&value, idx.data<int64_t>() + bad, sizeof value,
-                                    cudaMemcpyDeviceToHost, ctx.stream),
-                    op);
-  LAMINA_CUDA_CHECK(cudaStreamSynchronize(ctx.stream), op);
-  throw IndexError(cat(op, ": index ", value, " (entry ", bad, " of idx) is out of range for an "
-                       "axis of size ", axis_size));
+  const int64_t bad = find_outside(op, idx.data<int64_t>(), idx.size(), 0, axis_size - 1, ctx,
+                                   &value);
+  if (bad >= 0)
+    throw IndexError(cat(op, ": index ", value, " (entry ", bad, " of idx) is out of range for "
+                         "an axis of size ", axis_size));
 }
 
 }  // namespace
@@ -104,7 +132,7 @@ void index_gather(const Array& a, const Array& idx, Array& out, int64_t outer, i
   const Launch ctx = launch_on("index_gather", {&a, &idx, &out});
   check_indices("index_gather", idx, axis_size, ctx);
   if (total == 0) return;
-  dispatch_all(a.dtype(), [&](auto t) {
+  dispatch<kernel_dtypes::index_gather>("index_gather", a.dtype(), [&](auto t) {
     using T = decltype(t);
     launch_kernel(&index_gather_kernel<T>, grid_for(total, ctx.device), kThreads, 0, ctx.stream,
                   a.data<T>(), idx.data<int64_t>(), out.data<T>(), total, n, axis_size, inner);
@@ -122,7 +150,7 @@ void index_scatter_add(const Array& a, const Array& idx, Array& out, int64_t out
   if (a.size() < total)
     value_error("index_scatter_add: source has ", a.size(), " elements, expected ", total);
   const Launch ctx = launch_on("index_scatter_add", {&a, &idx, &out});
-  dispatch_float("index_scatter_add", a.dtype(), [&](auto t) {
+  dispatch<kernel_dtypes::index_scatter_add>("index_scatter_add", a.dtype(), [&](auto t) {
     using T = decltype(t);
     check_indices("index_scatter_add", idx, axis_size, ctx);
     if (total == 0) return;

@@ -40,6 +40,12 @@ LAMINA_DECLARE_BINARY(le)
 LAMINA_DECLARE_BINARY(gt)
 LAMINA_DECLARE_BINARY(ge)
 #undef LAMINA_DECLARE_BINARY
+// interface v1.1, ewise only: Python's // and % (rounding toward -inf), bitwise ops
+void ewise_floordiv(const Array& a, const Array& b, Array& out);
+void ewise_remainder(const Array& a, const Array& b, Array& out);
+void ewise_bitwise_and(const Array& a, const Array& b, Array& out);
+void ewise_bitwise_or(const Array& a, const Array& b, Array& out);
+void ewise_bitwise_xor(const Array& a, const Array& b, Array& out);
 void scalar_rsub(const Array& a, const Scalar& value, Array& out);
 void scalar_rdiv(const Array& a, const Scalar& value, Array& out);
 void scalar_rpower(const Array& a, const Scalar& value, Array& out);
@@ -54,6 +60,7 @@ void ewise_sin(const Array& a, Array& out);
 void ewise_cos(const Array& a, Array& out);
 void ewise_erf(const Array& a, Array& out);
 void ewise_sign(const Array& a, Array& out);
+void ewise_bitwise_not(const Array& a, Array& out);
 void ewise_where(const Array& cond, const Array& a, const Array& b, Array& out);
 void ewise_cast(const Array& a, Array& out);
 // out[i] = OP(a at view position i, b at view position i) for the binary ewise_OP
@@ -67,12 +74,16 @@ void reduce_sum(const Array& a, Array& out, int64_t size);
 void reduce_max(const Array& a, Array& out, int64_t size);
 void reduce_min(const Array& a, Array& out, int64_t size);
 void reduce_argmax(const Array& a, Array& out, int64_t size);
+void reduce_prod(const Array& a, Array& out, int64_t size);
 void reduce_sum_axis(const Array& a, Array& out, int64_t outer, int64_t size, int64_t inner);
 void softmax_last(const Array& a, Array& out, int64_t size);
 void logsumexp_last(const Array& a, Array& out, int64_t size);
 // LayerNorm of rows (biased variance); also writes each row's mean and 1/sqrt(var + eps).
 void layer_norm_last(const Array& a, const Array& weight, const Array& bias, Array& out,
                      Array& mean, Array& rstd, int64_t size, double eps);
+
+// running sums along the last axis (scan.cu)
+void cumsum_last(const Array& a, Array& out, int64_t size);
 
 // indexing (index.cu)
 void index_gather(const Array& a, const Array& idx, Array& out, int64_t outer, int64_t axis_size,

@@ -335,7 +335,8 @@ void gemm(const char* op, const Array& a, const Array& b, Array& out, int64_t ba
                 " elements do not fit batch=", batch, ", m=", m, ", n=", n, ", p=", p);
   const Launch ctx = launch_on(op, {&a, &b, &out});
   if (no == 0) return;
-  dispatch_float(op, a.dtype(), [&](auto t) {
+  static_assert(kernel_dtypes::matmul == kernel_dtypes::matmul_batched);
+  dispatch<kernel_dtypes::matmul>(op, a.dtype(), [&](auto t) {
     using T = decltype(t);
     run_gemm<T>({op, a.data<T>(), b.data<T>(), out.data<T>(), batch, m, n, p,
                  operand(m, n, 0, n, 1), operand(n, p, 0, p, 1)},
@@ -372,7 +373,7 @@ void matmul_strided(const Array& a, const Array& b, Array& out, int64_t m, int64
                     int64_t b_cs) {
   const char* op = "matmul_strided";
   require_same_dtype(op, {&a, &b, &out});
-  require_float(op, a.dtype());
+  require_dtype(op, a.dtype(), kernel_dtypes::matmul_strided);
   require_nonneg(op, "m", m);
   require_nonneg(op, "n", n);
   require_nonneg(op, "p", p);
@@ -388,7 +389,7 @@ void matmul_strided(const Array& a, const Array& b, Array& out, int64_t m, int64
   if (a_read) require_view_fits(op, "a", a, a_offset, m, n, a_rs, a_cs);
   if (b_read) require_view_fits(op, "b", b, b_offset, n, p, b_rs, b_cs);
   const Launch ctx = launch_on(op, {&a, &b, &out});
-  dispatch_float(op, a.dtype(), [&](auto t) {
+  dispatch<kernel_dtypes::matmul_strided>(op, a.dtype(), [&](auto t) {
     using T = decltype(t);
     run_gemm<T>({op, a.data<T>() + (a_read ? a_offset : 0), b.data<T>() + (b_read ? b_offset : 0),
                  out.data<T>(), 1, m, n, p, operand(m, n, a_offset, a_rs, a_cs),

@@ -1,7 +1,9 @@
 // reduce.cu: reductions over the contiguous last axis (reduce_sum, reduce_max,
-// reduce_min, reduce_argmax), over a middle axis (reduce_sum_axis), and the
-// fused row kernels softmax_last, logsumexp_last and layer_norm_last.
-// Float32/float64.
+// reduce_min, reduce_argmax, reduce_prod), over a middle axis (reduce_sum_axis),
+// and the fused row kernels softmax_last, logsumexp_last and layer_norm_last.
+// Dtypes as kernel_dtypes.h lists: the fused kernels take floats; sums,
+// products and argmax also int64 (wrapping); max and min every dtype (bool's
+// max is any, its min all).
 //
 // a is compact (rows, size). Rows of up to kWarpRowMax elements are reduced by
 // one warp each (8 rows per 256-thread block); longer rows by a whole block,
@@ -26,13 +28,23 @@ namespace {
 constexpr int64_t kWarpRowMax = 512;   // rows this long or shorter get one warp
 constexpr int64_t kMinChunk = 8192;    // a split row gives each block at least this much
 
+// Sums and products of float32 accumulate in double; other dtypes in themselves.
 template <class T> struct AccOf { using type = T; };
 template <> struct AccOf<float> { using type = double; };
 
+// The identities of max and min: -inf/inf, the int64 limits, and false/true.
 template <class T>
-__device__ __forceinline__ T lowest() { return -INFINITY; }
+__device__ __forceinline__ T lowest() {
+  if constexpr (std::is_floating_point_v<T>) return -INFINITY;
+  else if constexpr (std::is_same_v<T, int64_t>) return INT64_MIN;
+  else return false;
+}
 template <class T>
-__device__ __forceinline__ T highest() { return INFINITY; }
+__device__ __forceinline__ T highest() {
+  if constexpr (std::is_floating_point_v<T>) return INFINITY;
+  else if constexpr (std::is_same_v<T, int64_t>) return INT64_MAX;
+  else return true;
+}
 
 template <class T>
 struct SumOp {
@@ -40,28 +52,42 @@ struct SumOp {
   using Out = T;
   __device__ static Acc identity() { return Acc(0); }
   __device__ static Acc load(T x, int64_t) { return Acc(x); }
-  __device__ static Acc combine(Acc a, Acc b) { return a + b; }
+  __device__ static Acc combine(Acc a, Acc b) { return add_wrap(a, b); }
   __device__ static Out finish(Acc a) { return static_cast<T>(a); }
 };
 
 template <class T>
+struct ProdOp {
+  using Acc = typename AccOf<T>::type;
+  using Out = T;
+  __device__ static Acc identity() { return Acc(1); }
+  __device__ static Acc load(T x, int64_t) { return Acc(x); }
+  __device__ static Acc combine(Acc a, Acc b) { return mul_wrap(a, b); }
+  __device__ static Out finish(Acc a) { return static_cast<T>(a); }
+};
+
+// Warp shuffles take no bool: max and min of bool run on int.
+template <class T> struct ShuffleAs { using type = T; };
+template <> struct ShuffleAs<bool> { using type = int; };
+
+template <class T>
 struct MaxOp {  // NaN propagates
-  using Acc = T;
+  using Acc = typename ShuffleAs<T>::type;
   using Out = T;
   __device__ static Acc identity() { return lowest<T>(); }
   __device__ static Acc load(T x, int64_t) { return x; }
   __device__ static Acc combine(Acc a, Acc b) { return (a != a || a > b) ? a : b; }
-  __device__ static Out finish(Acc a) { return a; }
+  __device__ static Out finish(Acc a) { return static_cast<T>(a); }
 };
 
 template <class T>
 struct MinOp {
-  using Acc = T;
+  using Acc = typename ShuffleAs<T>::type;
   using Out = T;
   __device__ static Acc identity() { return highest<T>(); }
   __device__ static Acc load(T x, int64_t) { return x; }
   __device__ static Acc combine(Acc a, Acc b) { return (a != a || a < b) ? a : b; }
-  __device__ static Out finish(Acc a) { return a; }
+  __device__ static Out finish(Acc a) { return static_cast<T>(a); }
 };
 
 template <class T>
@@ -85,14 +111,16 @@ struct ArgmaxOp {  // the first maximum; a NaN counts as the maximum, like numpy
   __device__ static Out finish(Acc a) { return a.i; }
 };
 
+// int64_t is long on Linux; CUDA's shuffles are overloaded on long long.
 template <class T>
 __device__ __forceinline__ T shfl_xor(T v, int mask) {
-  return __shfl_xor_sync(0xffffffffu, v, mask);
+  if constexpr (std::is_same_v<T, int64_t>)
+    return static_cast<int64_t>(__shfl_xor_sync(0xffffffffu, static_cast<long long>(v), mask));
+  else return __shfl_xor_sync(0xffffffffu, v, mask);
 }
 template <class T>
 __device__ __forceinline__ ValIdx<T> shfl_xor(ValIdx<T> v, int mask) {
-  return {__shfl_xor_sync(0xffffffffu, v.v, mask),
-          static_cast<int64_t>(__shfl_xor_sync(0xffffffffu, static_cast<long long>(v.i), mask))};
+  return {shfl_xor(v.v, mask), shfl_xor(v.i, mask)};
 }
 
 // Reduces v over a group of GROUP threads (32: a warp, or the whole block);
@@ -202,55 +230,52 @@ void launch_reduce(const char* kernel, const T* a, void* out, int64_t rows, int6
   check_launch(kernel, ctx.stream);
 }
 
+// A last-axis reduction `op` with the row op OP<T> for T in Set; with nonempty,
+// rows of size 0 are an error (else each is OP's identity). out has OP::Out.
+template <template <class> class OP, DTypes Set>
+void reduce_last(const char* op, const char* kernel, const Array& a, Array& out, int64_t size,
+                 bool nonempty) {
+  require_dtype(op, a.dtype(), Set);
+  const int64_t rows = reduce_rows(op, a, out, size, nonempty);
+  const Launch ctx = launch_on(op, {&a, &out});
+  if (rows == 0) return;
+  dispatch<Set>(op, a.dtype(), [&](auto t) {
+    using T = decltype(t);
+    launch_reduce<OP<T>>(kernel, a.data<T>(), out.raw(), rows, size, ctx);
+  });
+}
+
 }  // namespace
 
 void reduce_sum(const Array& a, Array& out, int64_t size) {
   require_same_dtype("reduce_sum", {&a, &out});
-  const int64_t rows = reduce_rows("reduce_sum", a, out, size, false);
-  const Launch ctx = launch_on("reduce_sum", {&a, &out});
-  if (rows == 0) return;
-  dispatch_float("reduce_sum", a.dtype(), [&](auto t) {
-    using T = decltype(t);
-    if (size == 0) {
-      LAMINA_CUDA_CHECK(cudaMemsetAsync(out.raw(), 0, out.nbytes(), ctx.stream), "reduce_sum");
-      return;
-    }
-    launch_reduce<SumOp<T>>("reduce_sum_kernel", a.data<T>(), out.raw(), rows, size, ctx);
-  });
+  reduce_last<SumOp, kernel_dtypes::reduce_sum>("reduce_sum", "reduce_sum_kernel", a, out, size,
+                                                false);
+}
+
+void reduce_prod(const Array& a, Array& out, int64_t size) {
+  require_same_dtype("reduce_prod", {&a, &out});
+  reduce_last<ProdOp, kernel_dtypes::reduce_prod>("reduce_prod", "reduce_prod_kernel", a, out,
+                                                  size, false);
 }
 
 void reduce_max(const Array& a, Array& out, int64_t size) {
   require_same_dtype("reduce_max", {&a, &out});
-  const int64_t rows = reduce_rows("reduce_max", a, out, size, true);
-  const Launch ctx = launch_on("reduce_max", {&a, &out});
-  if (rows == 0) return;
-  dispatch_float("reduce_max", a.dtype(), [&](auto t) {
-    using T = decltype(t);
-    launch_reduce<MaxOp<T>>("reduce_max_kernel", a.data<T>(), out.raw(), rows, size, ctx);
-  });
+  reduce_last<MaxOp, kernel_dtypes::reduce_max>("reduce_max", "reduce_max_kernel", a, out, size,
+                                                true);
 }
 
 void reduce_min(const Array& a, Array& out, int64_t size) {
   require_same_dtype("reduce_min", {&a, &out});
-  const int64_t rows = reduce_rows("reduce_min", a, out, size, true);
-  const Launch ctx = launch_on("reduce_min", {&a, &out});
-  if (rows == 0) return;
-  dispatch_float("reduce_min", a.dtype(), [&](auto t) {
-    using T = decltype(t);
-    launch_reduce<MinOp<T>>("reduce_min_kernel", a.data<T>(), out.raw(), rows, size, ctx);
-  });
+  reduce_last<MinOp, kernel_dtypes::reduce_min>("reduce_min", "reduce_min_kernel", a, out, size,
+                                                true);
 }
 
 void reduce_argmax(const Array& a, Array& out, int64_t size) {
   if (out.dtype() != DType::Int64)
     throw TypeError(cat("reduce_argmax: out must be int64, got ", out.dtype_str()));
-  const int64_t rows = reduce_rows("reduce_argmax", a, out, size, true);
-  const Launch ctx = launch_on("reduce_argmax", {&a, &out});
-  if (rows == 0) return;
-  dispatch_float("reduce_argmax", a.dtype(), [&](auto t) {
-    using T = decltype(t);
-    launch_reduce<ArgmaxOp<T>>("reduce_argmax_kernel", a.data<T>(), out.raw(), rows, size, ctx);
-  });
+  reduce_last<ArgmaxOp, kernel_dtypes::reduce_argmax>("reduce_argmax", "reduce_argmax_kernel", a,
+                                                      out, size, true);
 }
 
 // out[o, i] = sum_k a[o, k, i]: a 32-wide column strip per block, 8 rows of
@@ -267,11 +292,12 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t o = s / strips, i = (s % strips) * 32 + tx;
     Acc acc = 0;
     if (i < inner)
-      for (int64_t k = ty; k < size; k += 8) acc += a[(o * size + k) * inner + i];
+      for (int64_t k = ty; k < size; k += 8)
+        acc = add_wrap<Acc>(acc, a[(o * size + k) * inner + i]);
     part[ty][tx] = acc;
     __syncthreads();
     if (ty == 0 && i < inner) {
-      for (int r = 1; r < 8; ++r) acc += part[r][tx];
+      for (int r = 1; r < 8; ++r) acc = add_wrap(acc, part[r][tx]);
       out[o * inner + i] = static_cast<T>(acc);
     }
     __syncthreads();
@@ -280,6 +306,7 @@ __global__ void __launch_bounds__(kThreads)
 
 void reduce_sum_axis(const Array& a, Array& out, int64_t outer, int64_t size, int64_t inner) {
   require_same_dtype("reduce_sum_axis", {&a, &out});
+  require_dtype("reduce_sum_axis", a.dtype(), kernel_dtypes::reduce_sum_axis);
   require_nonneg("reduce_sum_axis", "outer", outer);
   require_nonneg("reduce_sum_axis", "size", size);
   require_nonneg("reduce_sum_axis", "inner", inner);
@@ -291,7 +318,7 @@ void reduce_sum_axis(const Array& a, Array& out, int64_t outer, int64_t size, in
   if (inner == 1) return reduce_sum(a, out, size);
   const Launch ctx = launch_on("reduce_sum_axis", {&a, &out});
   if (out.size() == 0) return;
-  dispatch_float("reduce_sum_axis", a.dtype(), [&](auto t) {
+  dispatch<kernel_dtypes::reduce_sum_axis>("reduce_sum_axis", a.dtype(), [&](auto t) {
     using T = decltype(t);
     const int64_t strips = (inner + 31) / 32;
     launch_kernel(&reduce_sum_axis_kernel<T>, grid_for(outer * strips, ctx.device, 1), kThreads, 0,
@@ -406,7 +433,7 @@ void softmax_last(const Array& a, Array& out, int64_t size) {
     value_error("softmax_last: input has ", a.size(), " elements, expected ", rows, "x", size);
   const Launch ctx = launch_on("softmax_last", {&a, &out});
   if (rows == 0) return;
-  dispatch_float("softmax_last", a.dtype(), [&](auto t) {
+  dispatch<kernel_dtypes::softmax_last>("softmax_last", a.dtype(), [&](auto t) {
     using T = decltype(t);
     if (size <= kWarpRowMax)
       launch_kernel(&softmax_last_kernel<T, 32>, grid_for((rows + 7) / 8, ctx.device, 1), kThreads,
@@ -423,7 +450,7 @@ void logsumexp_last(const Array& a, Array& out, int64_t size) {
   const int64_t rows = reduce_rows("logsumexp_last", a, out, size, true);
   const Launch ctx = launch_on("logsumexp_last", {&a, &out});
   if (rows == 0) return;
-  dispatch_float("logsumexp_last", a.dtype(), [&](auto t) {
+  dispatch<kernel_dtypes::logsumexp_last>("logsumexp_last", a.dtype(), [&](auto t) {
     using T = decltype(t);
     if (size <= kWarpRowMax)
       launch_kernel(&logsumexp_last_kernel<T, 32>, grid_for((rows + 7) / 8, ctx.device, 1),
@@ -439,7 +466,7 @@ void layer_norm_last(const Array& a, const Array& weight, const Array& bias, Arr
                      Array& mean, Array& rstd, int64_t size, double eps) {
   const char* op = "layer_norm_last";
   require_same_dtype(op, {&a, &weight, &bias, &out, &mean, &rstd});
-  require_float(op, a.dtype());
+  require_dtype(op, a.dtype(), kernel_dtypes::layer_norm_last);
   const int64_t rows = reduce_rows(op, a, mean, size, true);
   if (rstd.size() != rows)
     value_error(op, ": rstd has ", rstd.size(), " elements, mean has ", rows);
@@ -450,7 +477,7 @@ void layer_norm_last(const Array& a, const Array& weight, const Array& bias, Arr
                 " elements, expected ", size);
   const Launch ctx = launch_on(op, {&a, &weight, &bias, &out, &mean, &rstd});
   if (rows == 0) return;
-  dispatch_float(op, a.dtype(), [&](auto t) {
+  dispatch<kernel_dtypes::layer_norm_last>(op, a.dtype(), [&](auto t) {
     using T = decltype(t);
     const bool warp = size <= kWarpRowMax;
     const auto kernel = warp ? &layer_norm_last_kernel<T, 32> : &layer_norm_last_kernel<T, kThreads>;

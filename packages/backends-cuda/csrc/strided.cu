@@ -123,7 +123,7 @@ void compact_into(const Array& a, void* out, const StridedLayout& l, const Launc
                       "compact");
     return;
   }
-  dispatch_all(a.dtype(), [&](auto t) {
+  dispatch<kernel_dtypes::compact>("compact", a.dtype(), [&](auto t) {
     using T = decltype(t);
     const unsigned grid = grid_for(l.size, ctx.device);
     T* dst = static_cast<T*>(out);
@@ -162,7 +162,7 @@ void ewise_setitem(const Array& a, Array& out, const Shape& shape, const Shape& 
                       "ewise_setitem");
     return;
   }
-  dispatch_all(a.dtype(), [&](auto t) {
+  dispatch<kernel_dtypes::ewise_setitem>("ewise_setitem", a.dtype(), [&](auto t) {
     using T = decltype(t);
     const unsigned grid = grid_for(l.size, ctx.device);
     if (fits_int32(l))
@@ -182,7 +182,7 @@ void scalar_setitem(int64_t size, const Scalar& value, Array& out, const Shape& 
     value_error("scalar_setitem: size ", size, " != prod(shape ", shape_str(shape), ") = ", l.size);
   const Launch ctx = launch_on("scalar_setitem", {&out});
   if (l.size == 0) return;
-  dispatch_all(out.dtype(), [&](auto t) {
+  dispatch<kernel_dtypes::scalar_setitem>("scalar_setitem", out.dtype(), [&](auto t) {
     using T = decltype(t);
     const unsigned grid = grid_for(l.size, ctx.device);
     if (fits_int32(l))
@@ -198,7 +198,7 @@ void scalar_setitem(int64_t size, const Scalar& value, Array& out, const Shape& 
 void fill(Array& out, const Scalar& value) {
   const Launch ctx = launch_on("fill", {&out});
   if (out.size() == 0) return;
-  dispatch_all(out.dtype(), [&](auto t) {
+  dispatch<kernel_dtypes::fill>("fill", out.dtype(), [&](auto t) {
     using T = decltype(t);
     launch_kernel(&fill_kernel<T>, grid_for(out.size(), ctx.device), kThreads, 0, ctx.stream,
                   value.as<T>(), out.data<T>(), out.size());

@@ -182,8 +182,8 @@ def test_reduce_special_values() -> None:
     check("reduce_sum", [a, "OUT", 0], (4, "float32"))
     with pytest.raises(ValueError, match="empty axis"):
         cuda.reduce_max(cuda.Array(0, "float32"), cuda.Array(2, "float32"), 0)
-    with pytest.raises(TypeError, match="int64"):
-        cuda.reduce_sum(cuda.Array(4, "int64"), cuda.Array(2, "int64"), 2)
+    with pytest.raises(TypeError, match="reduce_sum: dtype bool is not supported"):
+        cuda.reduce_sum(cuda.Array(4, "bool"), cuda.Array(2, "bool"), 2)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)

@@ -1,6 +1,7 @@
 """Checks that run everywhere, GPU or not: the package imports, registers
-through the entry point, lists every kernel of interface v1, and without a
-GPU reports itself unavailable with the CUDA error text."""
+through the entry point, lists every kernel of interface v1.1 with the dtypes
+each takes, and without a GPU reports itself unavailable with the CUDA error
+text."""
 
 from __future__ import annotations
 
@@ -31,15 +32,27 @@ def test_metadata() -> None:
 def test_provides_every_kernel() -> None:
     assert interface.missing_kernels(cuda) == []
     # every optional kernel and device function but the host thread setting, the
-    # wrapping of host memory, the cheaper allocation, and the kernels of interface
-    # v1.1 (the backend implements v1.0)
-    not_provided = {*interface.V11_KERNELS, "wrap_numpy", "set_num_threads", "num_threads",
-                    "empty"}
+    # wrapping of host memory, the cheaper allocation and index_copy
+    not_provided = {"wrap_numpy", "set_num_threads", "num_threads", "empty", "index_copy"}
     assert [n for n in interface.OPTIONAL if not hasattr(cuda, n)] == [
         n for n in interface.OPTIONAL if n in not_provided]
     assert set(lamina_backend_cuda.KERNELS) == set(interface.REQUIRED + interface.OPTIONAL) - {
         "is_available", "unavailable_reason", "device_count", *not_provided}
-    assert not hasattr(cuda, "api_minor_version")  # v1.0: lamina reads int64 as indices only
+    assert cuda.api_minor_version == interface.API_MINOR_VERSION == 1
+    assert set(interface.V11_KERNELS) <= set(lamina_backend_cuda.KERNELS)
+
+
+def test_kernel_dtypes_follow_the_numpy_reference() -> None:
+    # The same dtypes per kernel as the numpy backend (the specification), for every
+    # kernel both have; ewise_erf, which numpy lacks, takes floats.
+    numpy_backend = pytest.importorskip("lamina.ndarray._numpy_backend").backend
+    assert cuda.dtypes == numpy_backend.dtypes == ("float32", "float64", "int64", "bool")
+    ours, theirs = interface.kernel_dtypes(cuda), interface.kernel_dtypes(numpy_backend)
+    both = [n for n in lamina_backend_cuda.KERNELS
+            if n in ours and n not in interface.DEVICE_FUNCTIONS and theirs.get(n)]
+    assert {n: ours[n] for n in both} == {n: theirs[n] for n in both}
+    assert ours["ewise_erf"] == {"float32", "float64"}
+    assert all(set(d) < set(cuda.dtypes) for d in cuda.kernel_dtypes.values())
 
 
 def test_extension_is_built_and_linked_statically() -> None:

@@ -1,4 +1,4 @@
-"""Lamina's ``cuda`` backend: device buffers and CUDA kernels (interface v1).
+"""Lamina's ``cuda`` backend: device buffers and CUDA kernels (interface v1.1).
 
 Registered through the ``lamina.backends`` entry point as ``cuda``. Importing
 this package never fails on a machine without a GPU or driver: the backend

@@ -13,7 +13,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from lamina.ndarray._interface import METADATA, OPTIONAL, REQUIRED, V11_KERNELS
+from lamina.ndarray._interface import METADATA, OPTIONAL, REQUIRED
 
 _core: Any
 try:
@@ -27,15 +27,14 @@ else:
 
 # Names of the interface this backend does not bind from _core: the metadata
 # and device_count are methods below, a GPU has no host thread setting, its
-# buffers live in device memory, so it cannot wrap numpy's (wrap_numpy), and
-# the backend implements interface v1.0 (no bool, int64 for indices only), so
-# it has none of v1.1's kernels; Lamina raises DTypeError for those dtypes. Its
-# Array constructor serves for allocation (no optional `empty`).
-_NOT_BOUND = (METADATA + ("device_count", "set_num_threads", "num_threads", "wrap_numpy",
-                          "empty") + V11_KERNELS)
+# buffers live in device memory, so it cannot wrap numpy's (wrap_numpy), its
+# Array constructor serves for allocation (no optional `empty`), and item
+# assignment composes required kernels (no optional `index_copy`).
+_NOT_BOUND = METADATA + ("device_count", "set_num_threads", "num_threads", "wrap_numpy",
+                         "empty", "index_copy")
 
 KERNELS: tuple[str, ...] = tuple(name for name in REQUIRED + OPTIONAL if name not in _NOT_BOUND)
-"""Every kernel and device function the backend provides (interface v1 names)."""
+"""Every kernel and device function the backend provides (interface v1.1 names)."""
 
 
 def _unavailable(name: str, reason: str) -> Callable[..., Any]:
@@ -47,7 +46,7 @@ def _unavailable(name: str, reason: str) -> Callable[..., Any]:
 
 
 class CudaBackend:
-    """Interface v1 on NVIDIA GPUs (see docs/backend-interface.md).
+    """Interface v1.1 on NVIDIA GPUs (see docs/backend-interface.md).
 
     Buffers are ``Array(size, dtype, device=0)`` on ``cuda:device``. All work
     of a device is queued on one stream; the host waits only in ``to_numpy``,
@@ -58,7 +57,12 @@ class CudaBackend:
 
     name = "cuda"
     api_version = 1
-    dtypes = ("float32", "float64", "int64")
+    api_minor_version = 1
+    dtypes = ("float32", "float64", "int64", "bool")
+    kernel_dtypes: dict[str, tuple[str, ...]] = (
+        {} if _core is None else dict(_core.kernel_dtypes()))
+    """The kernels that take fewer dtypes than ``dtypes`` (interface v1.1), read
+    from the list the kernels are compiled from (``csrc/kernel_dtypes.h``)."""
 
     @property
     def emulated(self) -> bool:
