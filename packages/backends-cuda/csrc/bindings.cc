@@ -188,6 +188,8 @@ PYBIND11_MODULE(_core, m) {
              "out[o, j, i] = a[o, idx[j], i] (validates idx: waits)");
   LAMINA_DEF(index_scatter_add, "a"_a, "idx"_a, "out"_a, "outer"_a, "axis_size"_a, "inner"_a,
              "out[o, idx[j], i] += a[o, j, i] (validates idx: waits)");
+  LAMINA_DEF(index_copy, "a"_a, "idx"_a, "out"_a, "outer"_a, "axis_size"_a, "inner"_a,
+             "out[o, idx[j], i] = a[o, j, i] (validates idx: waits)");
 
   // matrix multiplication
   LAMINA_DEF(matmul, "a"_a, "b"_a, "out"_a, "m"_a, "n"_a, "p"_a, "out (m, p) = a (m, n) @ b (n, p)");

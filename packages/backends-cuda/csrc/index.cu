@@ -1,5 +1,5 @@
-// index.cu: indexing with int64 index buffers: index_gather and its adjoint
-// index_scatter_add (every dtype: atomicAdd for numbers, a plain store of true
+// index.cu: indexing with int64 index buffers: index_gather, its adjoint
+// index_scatter_add, index_copy (item assignment) (every dtype: atomicAdd for numbers, a plain store of true
 // for bool, whose sum is a logical or), and find_outside, the value check that
 // the index kernels and integer powers run before they write.
 //
@@ -93,6 +93,20 @@ __global__ void index_scatter_add_kernel(const T* __restrict__ a, const int64_t*
   }
 }
 
+// out[o, idx[j], i] = a[o, j, i]; thread e handles a element e. With repeated
+// indices the value that lands is unspecified (the interface allows it).
+template <class T>
+__global__ void index_copy_kernel(const T* __restrict__ a, const int64_t* __restrict__ idx,
+                                  T* __restrict__ out, int64_t total, int64_t n,
+                                  int64_t axis_size, int64_t inner) {
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    const int64_t i = e % inner, oj = e / inner;
+    const int64_t j = oj % n, o = oj / n;
+    out[(o * axis_size + idx[j]) * inner + i] = a[e];
+  }
+}
+
 namespace {
 
 // Common checks; returns outer * axis_size * inner.
@@ -158,6 +172,25 @@ void index_scatter_add(const Array& a, const Array& idx, Array& out, int64_t out
                   ctx.stream, a.data<T>(), idx.data<int64_t>(), out.data<T>(), total, n, axis_size,
                   inner);
     check_launch("index_scatter_add_kernel", ctx.stream);
+  });
+}
+
+void index_copy(const Array& a, const Array& idx, Array& out, int64_t outer, int64_t axis_size,
+                int64_t inner) {
+  require_same_dtype("index_copy", {&a, &out});
+  check_index_layout("index_copy", out, idx, outer, axis_size, inner);
+  const int64_t n = idx.size();
+  const int64_t total = checked_mul(checked_mul(outer, n, "index_copy"), inner, "index_copy");
+  if (a.size() < total)
+    value_error("index_copy: source has ", a.size(), " elements, expected ", total);
+  const Launch ctx = launch_on("index_copy", {&a, &idx, &out});
+  dispatch<kernel_dtypes::index_copy>("index_copy", a.dtype(), [&](auto t) {
+    using T = decltype(t);
+    check_indices("index_copy", idx, axis_size, ctx);
+    if (total == 0) return;
+    launch_kernel(&index_copy_kernel<T>, grid_for(total, ctx.device), kThreads, 0, ctx.stream,
+                  a.data<T>(), idx.data<int64_t>(), out.data<T>(), total, n, axis_size, inner);
+    check_launch("index_copy_kernel", ctx.stream);
   });
 }
 

@@ -46,6 +46,7 @@ constexpr DTypes kAllDTypes = 0b1111;
   X(reduce_argmax, kNumbers) X(reduce_prod, kNumbers) X(reduce_sum_axis, kNumbers)           \
   X(cumsum_last, kNumbers) X(softmax_last, kFloats) X(logsumexp_last, kFloats)               \
   X(layer_norm_last, kFloats) X(index_gather, kAllDTypes) X(index_scatter_add, kAllDTypes)   \
+  X(index_copy, kAllDTypes)                                                                  \
   X(matmul, kFloats) X(matmul_batched, kFloats) X(matmul_strided, kFloats)                   \
   X(im2col, kFloats) X(col2im, kFloats)
 

@@ -90,6 +90,8 @@ void index_gather(const Array& a, const Array& idx, Array& out, int64_t outer, i
                   int64_t inner);
 void index_scatter_add(const Array& a, const Array& idx, Array& out, int64_t outer,
                        int64_t axis_size, int64_t inner);
+void index_copy(const Array& a, const Array& idx, Array& out, int64_t outer, int64_t axis_size,
+                int64_t inner);
 
 // matrix multiplication (matmul.cu)
 void matmul(const Array& a, const Array& b, Array& out, int64_t m, int64_t n, int64_t p);
