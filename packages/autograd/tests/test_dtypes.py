@@ -18,7 +18,17 @@ TORCH = {"bool": torch.bool, "int64": torch.int64, "float32": torch.float32,
 DTYPES = tuple(TORCH)
 OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
        "div": operator.truediv, "pow": operator.pow, "maximum": "maximum",
-       "minimum": "minimum", "eq": operator.eq, "lt": operator.lt, "ge": operator.ge}
+       "minimum": "minimum", "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le,
+       "gt": operator.gt, "ge": operator.ge, "floordiv": operator.floordiv,
+       "remainder": operator.mod, "bitwise_and": operator.and_, "bitwise_or": operator.or_,
+       "bitwise_xor": operator.xor}
+# Binary ops of PyTorch's Tensor that Lamina's Tensor lacks: marked, so the sweep
+# turns red (strict) once they exist and the mark must go.
+_MISSING = ("floordiv", "remainder")
+_NOT_YET = pytest.mark.xfail(raises=TypeError, strict=True,
+                             reason="Tensor has no __floordiv__/__mod__ yet")
+SWEPT_OPS = [pytest.param(op, marks=_NOT_YET) if op in _MISSING else op for op in sorted(OPS)]
+_DIVIDES = ("div", "floordiv", "remainder")  # a False divisor would divide ints by zero
 
 
 def _int_devices() -> list[str]:
@@ -39,12 +49,14 @@ def _values(dtype: str, shape) -> np.ndarray:
 
 
 @pytest.mark.parametrize("device", _int_devices())
-@pytest.mark.parametrize("op", sorted(OPS))
+@pytest.mark.parametrize("op", SWEPT_OPS)
 @pytest.mark.parametrize("da,db", list(itertools.product(DTYPES, repeat=2)))
 def test_binary_ops_promote_and_grads_keep_each_inputs_dtype(device, op, da, db):
     if not {da, db} <= set(nd.get_device(device).dtypes):
         pytest.skip(f"device {device} lists no {da} or {db}")
     x, y = _values(da, (2, 3)), _values(db, (3,))
+    if op in _DIVIDES and db == "bool":
+        y = np.ones_like(y)
     tx, ty = torch.from_numpy(x.copy()), torch.from_numpy(y.copy())
     for t in (tx, ty):
         t.requires_grad_(t.dtype.is_floating_point)
