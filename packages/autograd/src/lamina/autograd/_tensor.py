@@ -449,6 +449,9 @@ class Tensor:
 
     __rxor__ = __xor__
 
+    def __abs__(self) -> Tensor:
+        return F.abs(self)
+
     def __invert__(self) -> Tensor:
         return F.bitwise_not(self)
 

@@ -425,6 +425,9 @@ def add(a: Any, b: Any) -> Tensor:
 def sub(a: Any, b: Any) -> Tensor:
     """``a - b``, broadcast."""
     if isinstance(a, Tensor) and isinstance(b, _NUMBER):
+        if isinstance(b, bool) or a.dtype.name == "bool":  # as ndarray's sub; -b would pass
+            raise nd.DTypeError("sub: subtraction with a bool operand is not supported; use ^ "
+                                "(bitwise_xor) or logical_xor instead")
         return AddScalar.apply(a, value=-b)
     if isinstance(b, Tensor) and isinstance(a, _NUMBER):
         return RSubScalar.apply(b, value=a)
@@ -460,8 +463,11 @@ def pow(a: Any, exponent: Any) -> Tensor:  # noqa: A001 (PyTorch's name)
     if isinstance(a, Tensor) and isinstance(exponent, (int, float)):
         return PowScalar.apply(a, exponent=exponent)
     if isinstance(exponent, Tensor) and isinstance(a, (int, float)):
-        # c ** x = exp(x * log c), differentiable in x.
-        return exp(exponent * math.log(a)) if a > 0 else Pow.apply(*operands(a, exponent, "pow"))
+        # c ** x = exp(x * log c), differentiable in x; an int c with an int or bool x
+        # stays integral (as PyTorch), so it takes the power kernel.
+        if a > 0 and (isinstance(a, float) or exponent.dtype.is_floating):
+            return exp(exponent * math.log(a))
+        return Pow.apply(*operands(a, exponent, "pow"))
     return Pow.apply(*operands(a, exponent, "pow"))
 
 
