@@ -375,6 +375,21 @@ class Where(Function):
         return None, where(cond, g, 0.0), where(cond, 0.0, g)
 
 
+class Remainder(Function):
+    """``a % b`` with the sign of ``b`` (as Python and PyTorch); d/da = 1 and
+    d/db = -floor(a / b), as PyTorch's."""
+
+    name = "remainder"
+    save_inputs = True
+
+    def forward(self, a: NDArray, b: NDArray) -> NDArray:
+        return a % b
+
+    def backward(self, g: Tensor) -> tuple[Tensor, Tensor]:
+        a, b = self.inputs
+        return g, -(g * floor_divide(a, b))
+
+
 def _non_differentiable(op_name: str, kernel: Any) -> type[Function]:
     """A Function whose output never requires grad (comparisons, sign)."""
 
@@ -390,6 +405,7 @@ def _non_differentiable(op_name: str, kernel: Any) -> type[Function]:
 
 
 Sign = _non_differentiable("sign", NDArray.sign)  # derivative 0 almost everywhere
+FloorDivide = _non_differentiable("floor_divide", NDArray.__floordiv__)  # as sign
 Eq = _non_differentiable("eq", NDArray.__eq__)
 Ne = _non_differentiable("ne", NDArray.__ne__)
 Lt = _non_differentiable("lt", NDArray.__lt__)
@@ -550,6 +566,17 @@ def minimum(a: Any, b: Any) -> Tensor:
     return Minimum.apply(*operands(a, b, "minimum"))
 
 
+def floor_divide(a: Any, b: Any) -> Tensor:
+    """``a // b``, rounded toward minus infinity (as PyTorch), broadcast; not
+    differentiable (its derivative is 0 almost everywhere, as ``sign``'s)."""
+    return FloorDivide.apply(*operands(a, b, "floor_divide"))
+
+
+def remainder(a: Any, b: Any) -> Tensor:
+    """``a % b`` with the sign of ``b`` (as PyTorch), broadcast."""
+    return Remainder.apply(*operands(a, b, "remainder"))
+
+
 def where(cond: Tensor, a: Any, b: Any) -> Tensor:
     """``a`` where ``cond`` is nonzero, else ``b``; all three broadcast.
 
@@ -664,5 +691,6 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
 PRIMITIVES = (Add, Sub, Mul, Div, AddScalar, MulScalar, DivScalar, RSubScalar, RDivScalar,
               Pow, PowScalar, Neg, Exp, Log, Sqrt, Tanh, Sin, Cos, Abs,
               Relu, Erf, Gelu, Maximum, Minimum, Where, Sign, Eq, Ne, Lt, Le, Gt, Ge,
+              FloorDivide, Remainder,
               BitwiseAnd, BitwiseOr, BitwiseXor, BitwiseNot)
 COMPOSITES = (sigmoid, gelu_reference, clamp, dropout)
