@@ -545,6 +545,12 @@ RECORDS: list[OpRecord] = [
     OpRecord("batch_norm_reference", _batch_norm_reference, _torch_batch_norm,
              [S(r(5, 2, 3), r(2), r(2)), S(r(3, 2), r(2), r(2), r(2), pos(2))],
              constant_args=(3, 4)),
+    # ----- integer division (last: their draws leave the samples above unchanged) ------
+    OpRecord("floor_divide", lambda a, b: a // b, torch.floor_divide,
+             [S(r(3, 4) * 3, pos(3, 4)), S(r(2, 3) * 3, pos(3)), S(r(5) * 3, 0.75)],
+             differentiable=False, kernel="ewise_floordiv"),
+    OpRecord("remainder", lambda a, b: a % b, torch.remainder,
+             [S(r(3, 4) * 3, pos(3, 4)), S(r(2, 3) * 3, pos(3))], kernel="ewise_remainder"),
 ]
 
 BY_NAME = {rec.name: rec for rec in RECORDS}

@@ -18,7 +18,11 @@ TORCH = {"bool": torch.bool, "int64": torch.int64, "float32": torch.float32,
 DTYPES = tuple(TORCH)
 OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
        "div": operator.truediv, "pow": operator.pow, "maximum": "maximum",
-       "minimum": "minimum", "eq": operator.eq, "lt": operator.lt, "ge": operator.ge}
+       "minimum": "minimum", "eq": operator.eq, "ne": operator.ne, "lt": operator.lt,
+       "le": operator.le, "gt": operator.gt, "ge": operator.ge, "floordiv": operator.floordiv,
+       "remainder": operator.mod, "bitwise_and": operator.and_, "bitwise_or": operator.or_,
+       "bitwise_xor": operator.xor}
+_DIVIDES = ("div", "floordiv", "remainder")  # a False divisor would divide ints by zero
 
 
 def _int_devices() -> list[str]:
@@ -45,6 +49,8 @@ def test_binary_ops_promote_and_grads_keep_each_inputs_dtype(device, op, da, db)
     if not {da, db} <= set(nd.get_device(device).dtypes):
         pytest.skip(f"device {device} lists no {da} or {db}")
     x, y = _values(da, (2, 3)), _values(db, (3,))
+    if op in _DIVIDES and db == "bool":
+        y = np.ones_like(y)
     tx, ty = torch.from_numpy(x.copy()), torch.from_numpy(y.copy())
     for t in (tx, ty):
         t.requires_grad_(t.dtype.is_floating_point)
@@ -67,8 +73,9 @@ def test_binary_ops_promote_and_grads_keep_each_inputs_dtype(device, op, da, db)
     assert got.dtype == expected, (op, da, db, got.dtype)
     np.testing.assert_allclose(got.detach().numpy().astype(float), want.detach().double().numpy(),
                                rtol=1e-6)
-    assert got.requires_grad == want.requires_grad
-    if want.requires_grad:
+    # floor division is not differentiable, as sign (PyTorch's backward of it raises)
+    assert got.requires_grad == (want.requires_grad and op != "floordiv")
+    if got.requires_grad:
         try:
             want.sum().backward()
         except RuntimeError:  # PyTorch's pow backward subtracts from a bool exponent
@@ -81,21 +88,121 @@ def test_binary_ops_promote_and_grads_keep_each_inputs_dtype(device, op, da, db)
                 np.testing.assert_allclose(leaf.grad.numpy(), tleaf.grad.numpy(), rtol=1e-5)
 
 
+def _same(got, want) -> None:
+    """``got`` (Lamina) has ``want``'s (PyTorch's) dtype and values."""
+    assert got.dtype == str(want.dtype).removeprefix("torch."), (got.dtype, want.dtype)
+    np.testing.assert_allclose(got.detach().numpy().astype(float),
+                               want.detach().double().numpy(), rtol=1e-6)
+
+
+def _skip_unlisted(device: str, *dtypes: str) -> None:
+    if not set(dtypes) <= set(nd.get_device(device).dtypes):
+        pytest.skip(f"device {device} lists no {dtypes}")
+
+
+# maximum/minimum take no Python number in PyTorch, so it has no answer to compare
+SCALAR_OPS = [op for op in sorted(OPS) if not isinstance(OPS[op], str)]
+
+
 @pytest.mark.parametrize("device", _int_devices())
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("value", [True, 2, 2.5], ids=repr)
-@pytest.mark.parametrize("op", ["add", "mul", "div", "lt"])
-def test_python_scalars_as_pytorch(device, dtype, value, op):
-    if dtype not in nd.get_device(device).dtypes:
-        pytest.skip(f"device {device} lists no {dtype}")
+@pytest.mark.parametrize("op", SCALAR_OPS)
+@pytest.mark.parametrize("reflected", [False, True], ids=["x_op_s", "s_op_x"])
+def test_python_scalars_as_pytorch(request, device, dtype, value, op, reflected):
+    _skip_unlisted(device, dtype)
+    if (op, dtype, value, reflected) == ("pow", "bool", True, False):
+        request.applymarker(pytest.mark.xfail(
+            raises=nd.DTypeError, strict=True,
+            reason="PyTorch keeps bool ** True bool; no backend has a bool power kernel"))
     x = _values(dtype, (4,))
-    want = _apply(op, torch, torch.from_numpy(x.copy()), value)
-    got = _apply(op, ag, ag.tensor(x, device=device), value)
-    expected = str(want.dtype).removeprefix("torch.")
-    if expected == "bool" and "bool" not in nd.get_device(device).dtypes:
-        return  # 1/0 in the compared dtype on a backend without bool
-    assert got.dtype == expected, (op, dtype, value, got.dtype)
-    np.testing.assert_allclose(got.numpy().astype(float), want.double().numpy(), rtol=1e-6)
+    if reflected and op in _DIVIDES:
+        x = np.ones_like(x) if dtype == "bool" else x  # no integer division by zero
+    fn = OPS[op]
+    args = (lambda t: (value, t)) if reflected else (lambda t: (t, value))
+    try:
+        want = fn(*args(torch.from_numpy(x.copy())))
+    except (RuntimeError, TypeError):
+        with pytest.raises(TypeError):  # DTypeError is a TypeError
+            fn(*args(ag.tensor(x, device=device)))
+        return
+    _same(fn(*args(ag.tensor(x, device=device))), want)
+
+
+@pytest.mark.parametrize("device", _int_devices())
+@pytest.mark.parametrize("da,db", list(itertools.product(DTYPES, repeat=2)))
+def test_where_promotes_its_branches_as_pytorch(device, da, db):
+    _skip_unlisted(device, "bool", da, db)
+    cond = np.array([[True, False, True], [False, False, True]])
+    x, y = _values(da, (2, 3)), _values(db, (3,))
+    tx, ty = torch.from_numpy(x.copy()), torch.from_numpy(y.copy())
+    want = torch.where(torch.from_numpy(cond), tx, ty)
+    got = ag.where(ag.tensor(cond, device=device), ag.tensor(x, device=device),
+                   ag.tensor(y, device=device))
+    _same(got, want)
+
+
+@pytest.mark.parametrize("device", _int_devices())
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("value", [True, 2, 2.5], ids=repr)
+def test_where_with_a_python_scalar_branch(device, dtype, value):
+    _skip_unlisted(device, "bool", dtype)
+    cond = np.array([True, False, True, False])
+    x = _values(dtype, (4,))
+    want = torch.where(torch.from_numpy(cond), torch.from_numpy(x.copy()), value)
+    _same(ag.where(ag.tensor(cond, device=device), ag.tensor(x, device=device), value), want)
+    want = torch.where(torch.from_numpy(cond), value, torch.from_numpy(x.copy()))
+    _same(ag.where(ag.tensor(cond, device=device), value, ag.tensor(x, device=device)), want)
+
+
+UNARY = {"neg": operator.neg, "abs": abs, "sign": "sign", "exp": "exp", "log": "log",
+         "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tanh": "tanh",
+         "bitwise_not": operator.invert}
+
+
+@pytest.mark.parametrize("device", _int_devices())
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", sorted(UNARY))
+def test_unary_ops_as_pytorch(device, dtype, op):
+    _skip_unlisted(device, dtype)
+    fn = UNARY[op]
+    x = _values(dtype, (2, 3))  # 1..3: inside log's and sqrt's domain
+
+    def call(lib, t):
+        return getattr(lib, fn)(t) if isinstance(fn, str) else fn(t)
+
+    try:
+        want = call(torch, torch.from_numpy(x.copy()))
+    except (RuntimeError, TypeError):
+        with pytest.raises(nd.DTypeError):
+            call(ag, ag.tensor(x, device=device))
+        return
+    _same(call(ag, ag.tensor(x, device=device)), want)
+
+
+# (method, dim): full reductions and along a dim
+REDUCTIONS = [(name, dim) for name in ("sum", "prod", "mean", "amax", "amin", "argmax")
+              for dim in (None, 1)] + [("cumsum", 1), ("cumsum", 0), ("max", None),
+                                       ("min", None)]
+
+
+@pytest.mark.parametrize("device", _int_devices())
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op,dim", REDUCTIONS, ids=str)
+def test_reductions_as_pytorch(device, dtype, op, dim):
+    _skip_unlisted(device, dtype)
+    x = _values(dtype, (2, 3))
+
+    def call(t):
+        return getattr(t, op)() if dim is None else getattr(t, op)(dim)
+
+    try:
+        want = call(torch.from_numpy(x.copy()))
+    except RuntimeError:
+        with pytest.raises(nd.DTypeError):
+            call(ag.tensor(x, device=device))
+        return
+    _same(call(ag.tensor(x, device=device)), want)
 
 
 @pytest.mark.parametrize("device", _int_devices())

@@ -401,6 +401,18 @@ class Tensor:
     def __rtruediv__(self, other: Any) -> Tensor:
         return F.div(other, self)
 
+    def __floordiv__(self, other: Any) -> Tensor:
+        return F.floor_divide(self, other)
+
+    def __rfloordiv__(self, other: Any) -> Tensor:
+        return F.floor_divide(other, self)
+
+    def __mod__(self, other: Any) -> Tensor:
+        return F.remainder(self, other)
+
+    def __rmod__(self, other: Any) -> Tensor:
+        return F.remainder(other, self)
+
     def __pow__(self, exponent: Any) -> Tensor:
         return F.pow(self, exponent)
 
@@ -448,6 +460,9 @@ class Tensor:
         return F.bitwise_xor(self, other)
 
     __rxor__ = __xor__
+
+    def __abs__(self) -> Tensor:
+        return F.abs(self)
 
     def __invert__(self) -> Tensor:
         return F.bitwise_not(self)

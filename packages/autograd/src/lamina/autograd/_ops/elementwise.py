@@ -375,6 +375,21 @@ class Where(Function):
         return None, where(cond, g, 0.0), where(cond, 0.0, g)
 
 
+class Remainder(Function):
+    """``a % b`` with the sign of ``b`` (as Python and PyTorch); d/da = 1 and
+    d/db = -floor(a / b), as PyTorch's."""
+
+    name = "remainder"
+    save_inputs = True
+
+    def forward(self, a: NDArray, b: NDArray) -> NDArray:
+        return a % b
+
+    def backward(self, g: Tensor) -> tuple[Tensor, Tensor]:
+        a, b = self.inputs
+        return g, -(g * floor_divide(a, b))
+
+
 def _non_differentiable(op_name: str, kernel: Any) -> type[Function]:
     """A Function whose output never requires grad (comparisons, sign)."""
 
@@ -390,6 +405,7 @@ def _non_differentiable(op_name: str, kernel: Any) -> type[Function]:
 
 
 Sign = _non_differentiable("sign", NDArray.sign)  # derivative 0 almost everywhere
+FloorDivide = _non_differentiable("floor_divide", NDArray.__floordiv__)  # as sign
 Eq = _non_differentiable("eq", NDArray.__eq__)
 Ne = _non_differentiable("ne", NDArray.__ne__)
 Lt = _non_differentiable("lt", NDArray.__lt__)
@@ -425,6 +441,9 @@ def add(a: Any, b: Any) -> Tensor:
 def sub(a: Any, b: Any) -> Tensor:
     """``a - b``, broadcast."""
     if isinstance(a, Tensor) and isinstance(b, _NUMBER):
+        if isinstance(b, bool) or a.dtype.name == "bool":  # as ndarray's sub; -b would pass
+            raise nd.DTypeError("sub: subtraction with a bool operand is not supported; use ^ "
+                                "(bitwise_xor) or logical_xor instead")
         return AddScalar.apply(a, value=-b)
     if isinstance(b, Tensor) and isinstance(a, _NUMBER):
         return RSubScalar.apply(b, value=a)
@@ -460,8 +479,11 @@ def pow(a: Any, exponent: Any) -> Tensor:  # noqa: A001 (PyTorch's name)
     if isinstance(a, Tensor) and isinstance(exponent, (int, float)):
         return PowScalar.apply(a, exponent=exponent)
     if isinstance(exponent, Tensor) and isinstance(a, (int, float)):
-        # c ** x = exp(x * log c), differentiable in x.
-        return exp(exponent * math.log(a)) if a > 0 else Pow.apply(*operands(a, exponent, "pow"))
+        # c ** x = exp(x * log c), differentiable in x; an int c with an int or bool x
+        # stays integral (as PyTorch), so it takes the power kernel.
+        if a > 0 and (isinstance(a, float) or exponent.dtype.is_floating):
+            return exp(exponent * math.log(a))
+        return Pow.apply(*operands(a, exponent, "pow"))
     return Pow.apply(*operands(a, exponent, "pow"))
 
 
@@ -542,6 +564,17 @@ def maximum(a: Any, b: Any) -> Tensor:
 def minimum(a: Any, b: Any) -> Tensor:
     """Elementwise minimum, broadcast."""
     return Minimum.apply(*operands(a, b, "minimum"))
+
+
+def floor_divide(a: Any, b: Any) -> Tensor:
+    """``a // b``, rounded toward minus infinity (as PyTorch), broadcast; not
+    differentiable (its derivative is 0 almost everywhere, as ``sign``'s)."""
+    return FloorDivide.apply(*operands(a, b, "floor_divide"))
+
+
+def remainder(a: Any, b: Any) -> Tensor:
+    """``a % b`` with the sign of ``b`` (as PyTorch), broadcast."""
+    return Remainder.apply(*operands(a, b, "remainder"))
 
 
 def where(cond: Tensor, a: Any, b: Any) -> Tensor:
@@ -658,5 +691,6 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
 PRIMITIVES = (Add, Sub, Mul, Div, AddScalar, MulScalar, DivScalar, RSubScalar, RDivScalar,
               Pow, PowScalar, Neg, Exp, Log, Sqrt, Tanh, Sin, Cos, Abs,
               Relu, Erf, Gelu, Maximum, Minimum, Where, Sign, Eq, Ne, Lt, Le, Gt, Ge,
+              FloorDivide, Remainder,
               BitwiseAnd, BitwiseOr, BitwiseXor, BitwiseNot)
 COMPOSITES = (sigmoid, gelu_reference, clamp, dropout)

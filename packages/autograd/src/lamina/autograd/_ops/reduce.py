@@ -255,6 +255,9 @@ def mean(x: Tensor, dim: Dim = None, keepdim: bool = False, *, axis: Dim = NOT_G
          keepdims: bool | None = None) -> Tensor:
     """Mean over ``dim``. Shapes as ``sum``."""
     dim, keepdim = reduction_args("mean", dim, keepdim, axis, keepdims)
+    if not x.dtype.is_floating:  # as PyTorch, which infers no output dtype for integers
+        raise nd.DTypeError(f"mean: input dtype must be a floating point dtype, got "
+                            f"{x.dtype}; convert with .float()")
     axes = reduction_axes(dim, x.ndim, "mean")
     count = 1
     for a in axes:
