@@ -282,8 +282,8 @@ class ArrayBase:
 
     def copy(self: A) -> A:
         """A compact copy in a new buffer."""
-        out = self._empty(self._shape, self._dtype, self._device)
-        if out.size:
+        out = self._like()
+        if out._buf.size:
             self._device.kernels.compact(self._buf, out._buf, self._shape, self._strides,
                                          self._offset)
         return out
