@@ -508,7 +508,7 @@ def softmax(a: NDArray, axis: int = -1) -> NDArray:
     _check_floating(a._dtype, "softmax")
     ax = normalize_axis(axis, len(a._shape), "softmax")
     kernels = a._device.kernels
-    if ax == len(a._shape) - 1 and kernels.softmax_last is not None and prod(a._shape):
+    if ax == len(a._shape) - 1 and kernels.softmax_last is not None and 0 not in a._shape:
         src = a if a._compact else a.compact()
         out = src._like()
         kernels.softmax_last(src._buf, out._buf, a._shape[-1])
