@@ -135,6 +135,38 @@ def test_repr_is_a_tree():
                     "  (1): Sequential(\n    (0): ReLU()\n  )\n)")
 
 
+def test_attribute_reads_follow_every_registry_write():
+    # registered entries are read as plain attributes; every write keeps them in step
+    block = Block()
+    fc, scale = block.fc, block.scale
+    assert block.fc is block._modules["fc"] and block.scale is block._parameters["scale"]
+    block.scale = None
+    assert block.scale is None and block._parameters["scale"] is None
+    block.register_parameter("scale", scale)
+    assert block.scale is scale
+    block.fc = None
+    assert block.fc is None
+    block.add_module("fc", fc)
+    assert block.fc is fc
+    block.counter = ag.ones(2)
+    assert block.counter is block._buffers["counter"]
+    del block.counter
+    with pytest.raises(AttributeError, match="counter"):
+        _ = block.counter
+    block.fc = nn.Parameter(ag.ones(1))  # a parameter replaces the submodule of that name
+    assert "fc" not in block._modules and block.fc is block._parameters["fc"]
+    block.counter = 5  # no longer a buffer: a plain attribute
+    assert block.counter == 5 and "counter" not in block._buffers
+    ml = nn.ModuleList([nn.ReLU()])
+    ml[0] = tanh = nn.Tanh()
+    assert getattr(ml, "0") is tanh
+    md = nn.ModuleDict({"x": nn.ReLU()})
+    del md["x"]
+    assert not hasattr(md, "x") and "x" not in md
+    with pytest.raises(KeyError):
+        del md["x"]
+
+
 def test_containers():
     seq = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
     assert len(seq) == 2 and isinstance(seq[-1], nn.ReLU) and len(seq[:1]) == 1

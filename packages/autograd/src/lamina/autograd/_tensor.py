@@ -207,21 +207,22 @@ class Tensor:
 
     # ----- metadata and conversion -------------------------------------------------
 
+    # The array's fields, not its properties: one frame per read instead of two.
     @property
     def shape(self) -> tuple[int, ...]:
-        return self.data.shape
+        return self.data._shape
 
     @property
     def ndim(self) -> int:
-        return self.data.ndim
+        return len(self.data._shape)
 
     @property
     def dtype(self) -> nd.DType:
-        return self.data.dtype
+        return self.data._dtype
 
     @property
     def device(self) -> nd.Device:
-        return self.data.device
+        return self.data._device
 
     def size(self, dim: int | None = None) -> Any:
         """The shape, or the size of one axis (PyTorch's ``Tensor.size``)."""

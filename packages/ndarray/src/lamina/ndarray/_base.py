@@ -92,11 +92,14 @@ class ArrayBase:
     def _empty(cls: type[A], shape: Shape, dtype: DType, device: Device, op: str = "empty") -> A:
         """A new compact array with an uninitialised buffer.
 
-        Every allocation goes through here: the shape is validated once
-        (:func:`_layout.checked_size`) and a backend that cannot allocate
-        raises MemoryError naming ``op``, the shape and the device.
+        Every allocation goes through here: the shape is validated once (a
+        fast test inline; :func:`_layout.checked_size` builds the error when it
+        fails) and a backend that cannot allocate raises MemoryError naming
+        ``op``, the shape and the device.
         """
-        size = L.checked_size(shape, dtype.itemsize, op)
+        size = prod(shape)
+        if size * dtype.itemsize > L.MAX_BYTES or (shape and min(shape) < 0):
+            size = L.checked_size(shape, dtype.itemsize, op)  # raises, with the message
         arg = device._alloc_arg.get(dtype.name)
         try:
             # a dtype the device does not list goes to Array, which raises naming it
@@ -282,8 +285,8 @@ class ArrayBase:
 
     def copy(self: A) -> A:
         """A compact copy in a new buffer."""
-        out = self._empty(self._shape, self._dtype, self._device)
-        if out.size:
+        out = self._like()
+        if out._buf.size:
             self._device.kernels.compact(self._buf, out._buf, self._shape, self._strides,
                                          self._offset)
         return out

@@ -123,7 +123,7 @@ def binary(a: NDArray, b: Any, op: str) -> NDArray:
     if a._dtype is not dtype:
         a = a.astype(dtype)
     if family == "scalar":
-        a = a.compact()
+        a = a if a._compact else a.compact()
         out = a._like() if out_dtype is dtype else a._empty(a._shape, out_dtype, device)
         device.kernels.scalar[op](a._buf, b, out._buf)
         return out
@@ -195,7 +195,10 @@ def _binary_views(a: NDArray, b: ArrayBase, op: str, out_dtype: DType) -> NDArra
         kernels.ewise_strided(op, a._buf, b._buf, out._buf, shape, a._strides, a._offset,
                               b._strides, b._offset)
     else:
-        kernels.ewise[op](a.compact()._buf, b.compact()._buf, out._buf)
+        # is_compact() above cached _compact: compact() is called only where it copies
+        a = a if a._compact else a.compact()
+        b = b if b._compact else b.compact()
+        kernels.ewise[op](a._buf, b._buf, out._buf)
     return out
 
 
@@ -376,8 +379,10 @@ def matmul(a: NDArray, b: NDArray) -> NDArray:
     """NumPy's matmul: 1-D, 2-D, and batched operands with broadcast batch dims."""
     if not isinstance(b, ArrayBase):
         return NotImplemented
-    check_same_device_dtype((a, b), "matmul")
-    _check_floating(a._dtype, "matmul")
+    if a._device is not b._device or a._dtype is not b._dtype:
+        check_same_device_dtype((a, b), "matmul")
+    if not a._dtype.is_floating:
+        _check_floating(a._dtype, "matmul")
     nda, ndb = len(a._shape), len(b._shape)
     if nda == 0 or ndb == 0:
         raise ShapeError(f"matmul: operands must have at least 1 dim, got shapes {a._shape} "
@@ -409,7 +414,7 @@ def matmul(a: NDArray, b: NDArray) -> NDArray:
         a3 = _broadcast_view(a2, batch + (m, n), "matmul").compact()
         b3 = _broadcast_view(b2, batch + (n, p), "matmul").compact()
         out = a._empty(batch + (m, p), a._dtype, a._device, op="matmul")
-        if out.size:
+        if out._buf.size:
             if n == 0:
                 kernels.fill(out._buf, 0)
             else:
@@ -436,7 +441,9 @@ def _gemm(kernels: KernelTable, a: NDArray, b: NDArray, out: NDArray, m: int, n:
     elif ((a._compact or a.is_compact()) and (b._compact or b.is_compact())) \
             or kernels.matmul_strided is None \
             or min(a._strides + b._strides) < 0:
-        kernels.matmul(a.compact()._buf, b.compact()._buf, out._buf, m, n, p)
+        a = a if a._compact else a.compact()  # compact() only where it may copy
+        b = b if b._compact else b.compact()
+        kernels.matmul(a._buf, b._buf, out._buf, m, n, p)
     else:
         kernels.matmul_strided(a._buf, b._buf, out._buf, m, n, p, a._offset, *a._strides,
                                b._offset, *b._strides)
@@ -447,12 +454,12 @@ def take(a: NDArray, indices: Any, axis: int = 0) -> NDArray:
     """Gather along ``axis``: shape ``a.shape[:axis] + indices.shape + a.shape[axis+1:]``."""
     index = _as_index_array(indices, a, "take")
     ax = normalize_axis(axis, a.ndim, "take")
-    src = a.compact()
-    idx = index.compact()
+    src = a if a._compact else a.compact()
+    idx = index if index._compact else index.compact()
     outer, axis_size, inner = prod(a._shape[:ax]), a._shape[ax], prod(a._shape[ax + 1:])
     shape = a._shape[:ax] + index._shape + a._shape[ax + 1:]
     out = a._empty(shape, a._dtype, a._device)
-    if out.size:
+    if out._buf.size:
         a._device.kernels.index_gather(src._buf, idx._buf, out._buf, outer, axis_size, inner)
     elif idx.size and axis_size == 0:
         raise IndexError(f"take: index out of range for an axis of size 0 (axis {ax})")
@@ -499,11 +506,11 @@ def _as_index_array(indices: Any, like: NDArray, op: str) -> ArrayBase:
 def softmax(a: NDArray, axis: int = -1) -> NDArray:
     """exp(a) / sum(exp(a)) along ``axis``, shifted by the max for stability."""
     _check_floating(a._dtype, "softmax")
-    ax = normalize_axis(axis, a.ndim, "softmax")
+    ax = normalize_axis(axis, len(a._shape), "softmax")
     kernels = a._device.kernels
-    if ax == a.ndim - 1 and kernels.softmax_last is not None and a.size:
-        src = a.compact()
-        out = a._empty(a._shape, a._dtype, a._device)
+    if ax == len(a._shape) - 1 and kernels.softmax_last is not None and 0 not in a._shape:
+        src = a if a._compact else a.compact()
+        out = src._like()
         kernels.softmax_last(src._buf, out._buf, a._shape[-1])
         return out
     e = unary(binary(a, reduce(a, ax, True, "max"), "sub"), "exp")
@@ -529,17 +536,23 @@ def layer_norm(a: NDArray, weight: NDArray, bias: NDArray, eps: float = 1e-5
         raise ShapeError(f"layer_norm: weight {weight._shape} and bias {bias._shape} must "
                          f"both have shape ({a._shape[-1]},) for input {a._shape} "
                          "(normalised over the last axis)")
-    check_same_device_dtype((a, weight, bias), "layer_norm")
-    _check_floating(a._dtype, "layer_norm")
+    if not (a._device is weight._device is bias._device
+            and a._dtype is weight._dtype is bias._dtype):
+        check_same_device_dtype((a, weight, bias), "layer_norm")
+    if not a._dtype.is_floating:
+        _check_floating(a._dtype, "layer_norm")
     size = a._shape[-1]
     stats = a._shape[:-1] + (1,)
     kernels = a._device.kernels
     if kernels.layer_norm_last is not None:
-        src, w, b = a.compact(), weight.compact(), bias.compact()
-        out = a._empty(a._shape, a._dtype, a._device)
+        # the frame of compact() only for an operand not known to be compact
+        src = a if a._compact else a.compact()
+        w = weight if weight._compact else weight.compact()
+        b = bias if bias._compact else bias.compact()
+        out = src._like()
         mu = a._empty(stats, a._dtype, a._device)
         rstd = a._empty(stats, a._dtype, a._device)
-        if a.size:
+        if out._buf.size:
             kernels.layer_norm_last(src._buf, w._buf, b._buf, out._buf, mu._buf, rstd._buf,
                                     size, float(eps))
         return out, mu, rstd

@@ -47,7 +47,8 @@ def _concatenate(arrays: Sequence[A], ax: int) -> A:
     start = 0
     for a in arrays:
         if a._shape[ax] and out._buf.size:
-            setitem(a.compact()._buf, out._buf, a._shape, strides, start * step)
+            setitem((a if a._compact else a.compact())._buf, out._buf, a._shape, strides,
+                    start * step)
         start += a._shape[ax]
     return out
 

@@ -80,7 +80,7 @@ class ModuleList(Module):
     def __setitem__(self, index: int, module: Module) -> None:
         if not isinstance(module, Module):
             raise TypeError(f"ModuleList: can only hold Modules, got {type(module).__name__}")
-        self._modules[str(_index(index, len(self), "ModuleList"))] = module
+        self._register(self._modules, str(_index(index, len(self), "ModuleList")), module)
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -120,6 +120,7 @@ class ModuleDict(Module):
 
     def __delitem__(self, name: str) -> None:
         del self._modules[name]
+        self.__dict__.pop(name, None)  # the mirror kept by Module._register
 
     def __contains__(self, name: object) -> bool:
         return name in self._modules

@@ -73,27 +73,34 @@ class Module:
         params, buffers, modules = self._registry()
         if isinstance(value, Parameter):
             self._forget(name)
-            params[name] = value
+            self._register(params, name, value)
         elif isinstance(value, Module):
             self._forget(name)
-            modules[name] = value
+            self._register(modules, name, value)
         elif name in params:
             if value is not None:
                 raise TypeError(f"{type(self).__name__}: cannot assign {type(value).__name__} "
                                 f"to parameter '{name}' (a Parameter or None is expected)")
-            params[name] = None
+            self._register(params, name, None)
         elif name in modules:
             if value is not None:
                 raise TypeError(f"{type(self).__name__}: cannot assign {type(value).__name__} "
                                 f"to submodule '{name}' (a Module or None is expected)")
-            modules[name] = None
+            self._register(modules, name, None)
         elif name in buffers:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"{type(self).__name__}: cannot assign {type(value).__name__} "
                                 f"to buffer '{name}' (a Tensor or None is expected)")
-            buffers[name] = value
+            self._register(buffers, name, value)
         else:
             object.__setattr__(self, name, value)
+
+    def _register(self, table: dict[str, Any], name: str, value: Any) -> None:
+        # The entry is mirrored in the instance dict, so that ``self.weight`` in a
+        # forward is an ordinary attribute read, not a __getattr__ call per access;
+        # every write to the three tables goes through here or _forget.
+        table[name] = value
+        self.__dict__[name] = value
 
     def _forget(self, name: str) -> None:
         for table in self._registry():
@@ -112,6 +119,7 @@ class Module:
         for table in self._registry():
             if name in table:
                 del table[name]
+                self.__dict__.pop(name, None)
                 self._non_persistent.discard(name)
                 return
         object.__delattr__(self, name)
@@ -127,7 +135,7 @@ class Module:
                             f"got {type(param).__name__}")
         self._check_name(name)
         self._forget(name)
-        self._parameters[name] = param
+        self._register(self._parameters, name, param)
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
         """Add a buffer: state that is not trained (e.g. BatchNorm's running mean).
@@ -142,7 +150,7 @@ class Module:
                             f"got {type(tensor).__name__}")
         self._check_name(name)
         self._forget(name)
-        self._buffers[name] = tensor
+        self._register(self._buffers, name, tensor)
         if not persistent:
             self._non_persistent.add(name)
 
@@ -153,7 +161,7 @@ class Module:
                             f"got {type(module).__name__}")
         self._check_name(name)
         self._forget(name)
-        self._modules[name] = module
+        self._register(self._modules, name, module)
 
     register_module = add_module
 
