@@ -77,9 +77,10 @@ def test_dlpack_both_ways(device):
 
 
 def test_torch_tensor_of_a_lamina_tensor(device):
-    x = ag.tensor(X, device=device)
+    # .cpu() as in test_dlpack_both_ways: a CPU-only PyTorch refuses cuda memory
+    x = ag.tensor(X, device=device).cpu()
     assert torch.tensor(x).tolist() == X.tolist()
-    assert torch.tensor(ag.tensor(3.0, device=device)).item() == 3.0
+    assert torch.tensor(ag.tensor(3.0, device=device).cpu()).item() == 3.0
 
 
 def test_pytorch_spellings(device):
