@@ -28,13 +28,16 @@ def _sdpa_case(mask_kind, rng):
         keep = rng.random((2, 1, 5, 7)) > 0.3
         keep[..., 0] = True  # every query attends to something
         return keep, torch.from_numpy(keep)
+    if mask_kind == "bool_tensor":  # a bool Tensor, as a PyTorch user passes one
+        keep, tkeep = _sdpa_case("bool", rng)
+        return ag.tensor(keep), tkeep
     if mask_kind == "float":
         m = rng.standard_normal((5, 7)).astype(np.float32)
         return ag.tensor(m), torch.from_numpy(m)
     return None, None
 
 
-@pytest.mark.parametrize("mask_kind", ["none", "bool", "float", "causal"])
+@pytest.mark.parametrize("mask_kind", ["none", "bool", "bool_tensor", "float", "causal"])
 def test_sdpa_matches_torch(mask_kind):
     rng = np.random.default_rng(0)
     (q, tq), (k, tk) = _pair(rng, 2, 3, 5, 8), _pair(rng, 2, 3, 7, 8)
@@ -75,7 +78,8 @@ def _mha_pair(batch_first=True, kdim=None, vdim=None, bias=True):
 
 
 @pytest.mark.parametrize("batch_first", [True, False])
-@pytest.mark.parametrize("masks", ["none", "causal_bool", "float_padding", "3d_bool"])
+@pytest.mark.parametrize("masks", ["none", "causal_bool", "float_padding", "3d_bool",
+                                   "3d_bool_tensor"])
 def test_mha_matches_torch(batch_first, masks):
     rng = np.random.default_rng(2)
     ours, t = _mha_pair(batch_first)
@@ -93,10 +97,12 @@ def test_mha_matches_torch(batch_first, masks):
         fm = rng.standard_normal((length, s)).astype(np.float32)
         kw.update(key_padding_mask=ag.tensor(pad), attn_mask=ag.tensor(fm))
         tkw.update(key_padding_mask=torch.from_numpy(pad), attn_mask=torch.from_numpy(fm))
-    elif masks == "3d_bool":
+    elif masks in ("3d_bool", "3d_bool_tensor"):
         m = rng.random((n * 4, length, s)) > 0.7
         m[..., 0] = False
         kw["attn_mask"], tkw["attn_mask"] = m, torch.from_numpy(m)
+        if masks == "3d_bool_tensor":  # a bool Tensor, as a PyTorch user passes one
+            kw["attn_mask"] = ag.tensor(m)
     out, w = ours(q, k, v, **kw)
     ref, tw = t(tq, tk, tv, **tkw)
     assert_close(out, ref, **TOL)

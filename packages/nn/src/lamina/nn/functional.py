@@ -253,9 +253,9 @@ def embedding(indices: Tensor, weight: Tensor) -> Tensor:
 
 # ----- attention -----------------------------------------------------------------------
 # Masks follow PyTorch: ``scaled_dot_product_attention``'s boolean mask marks the
-# pairs that take part (True = attend). Lamina has no bool dtype, so a boolean
-# mask is a numpy ``bool`` array (or a list of bools) or an int64 Tensor
-# (nonzero = True); a float mask is added to the scores (``-inf`` removes a pair).
+# pairs that take part (True = attend). A boolean mask is a bool Tensor, a numpy
+# ``bool`` array (or a list of bools), or an int64 Tensor (nonzero = True); a
+# float mask is added to the scores (``-inf`` removes a pair).
 
 _CAUSAL: dict[tuple[int, int, int, str, str], Tensor] = {}
 
@@ -282,7 +282,7 @@ def causal_mask(q_len: int, k_len: int, offset: int = 0, dtype: Any = None,
 
 def _is_boolean(mask: Any) -> bool:
     if isinstance(mask, Tensor):
-        return mask.dtype == nd.int64
+        return mask.dtype == nd.bool_ or mask.dtype == nd.int64
     return np.asarray(mask).dtype == np.bool_ or np.asarray(mask).dtype.kind in "iu"
 
 
@@ -290,7 +290,8 @@ def additive_mask(mask: Any, like: Tensor, true_means_keep: bool) -> Tensor:
     """A mask as a float Tensor to add to scores: boolean masks become 0 / -inf.
 
     Args:
-        mask: numpy bool/int array, int64 Tensor, or float Tensor/array (returned as is).
+        mask: bool or int64 Tensor, numpy bool/int array, or float Tensor/array (the
+            float Tensor returned as is).
         like: a tensor whose dtype and device the result takes.
         true_means_keep: True for SDPA's convention, False for MultiheadAttention's.
     """
