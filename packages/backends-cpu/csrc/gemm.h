@@ -78,6 +78,14 @@ void exp_f32_avx2(const float* a, float* out, int64_t n);
 // The AVX2 copy of reduce_columns.h's sum_columns (float, double, int64).
 template <class T>
 void sum_columns_avx2(const T* src, T* dst, int64_t rows, int64_t ld, int64_t w);
+// The avx2 copies of rows.h's loops (float, double; row_extreme also int64 and bool).
+template <class T, bool Max>
+T row_extreme_avx2(const T* p, int64_t n);
+template <class T>
+void softmax_row_avx2(const T* x, T* y, int64_t n);
+template <class T>
+void layer_norm_row_avx2(const T* x, const T* w, const T* b, T* y, int64_t n, double eps,
+                          T* mean, T* rstd);
 #endif
 #if defined(LAMINA_HAVE_AVX512_TU)
 template <class T, Tile K> IsaGemm<T> avx512_gemm();  // K: Avx512Tall or Avx512Wide
@@ -85,6 +93,14 @@ double fma_probe_avx512(double seconds);
 void exp_f32_avx512(const float* a, float* out, int64_t n);
 template <class T>
 void sum_columns_avx512(const T* src, T* dst, int64_t rows, int64_t ld, int64_t w);
+// The avx512 copies of rows.h's loops (float, double; row_extreme also int64 and bool).
+template <class T, bool Max>
+T row_extreme_avx512(const T* p, int64_t n);
+template <class T>
+void softmax_row_avx512(const T* x, T* y, int64_t n);
+template <class T>
+void layer_norm_row_avx512(const T* x, const T* w, const T* b, T* y, int64_t n, double eps,
+                          T* mean, T* rstd);
 #endif
 
 }  // namespace lamina_cpu

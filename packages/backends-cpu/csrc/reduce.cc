@@ -19,60 +19,28 @@ namespace lamina_cpu {
 
 namespace base {
 #include "reduce_columns.h"
+#include "rows.h"
 }  // namespace base
 
 namespace {
 
-constexpr int kLanes = 16;
+using base::Acc;
+using base::kLanes;
+using base::lane_sum;
+using base::row_sum;
 constexpr int64_t kChunk = 65536;
 
-// Sum of p[0:n] with 16 independent lanes (vectorised), lanes folded pairwise.
-// int64 sums wrap around (wrap_add), as numpy's.
-template <class T>
-T lane_sum(const T* __restrict__ p, int64_t n) {
-  T acc[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) acc[j] = wrap_add(acc[j], p[i + j]);
-  for (int w = kLanes / 2; w >= 1; w /= 2)
-    for (int j = 0; j < w; ++j) acc[j] = wrap_add(acc[j], acc[j + w]);
-  T tail = T(0);
-  for (; i < n; ++i) tail = wrap_add(tail, p[i]);
-  return wrap_add(acc[0], tail);
-}
-
-// The accumulator of a float sum (double); an int64 sum stays in int64.
-template <class T>
-using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
-
-
-// Sum of a row: blocks of 1024 lane-summed, blocks accumulated in a wider type.
-template <class T>
-T row_sum(const T* p, int64_t n) {
-  Acc<T> total = 0;
-  for (int64_t b = 0; b < n; b += 1024)
-    total = wrap_add<Acc<T>>(total, lane_sum(p + b, std::min<int64_t>(1024, n - b)));
-  return static_cast<T>(total);
-}
-
-// Max (or min) of p[0:n], n >= 1, with 16 lanes; a NaN sticks once seen
-// (x != x picks it, and nothing compares greater than NaN), like numpy.
+// The active ISA's copies of rows.h's loops (vectorised for its width; all
+// copies give identical results).
 template <class T, bool Max>
-inline T pick(T x, T acc) {
-  return ((Max ? x > acc : x < acc) || x != x) ? x : acc;
-}
-
-template <class T, bool Max>
-T row_extreme(const T* __restrict__ p, int64_t n) {
-  T acc[kLanes];
-  for (int j = 0; j < kLanes; ++j) acc[j] = p[0];
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) acc[j] = pick<T, Max>(p[i + j], acc[j]);
-  T r = acc[0];
-  for (int j = 1; j < kLanes; ++j) r = pick<T, Max>(acc[j], r);
-  for (; i < n; ++i) r = pick<T, Max>(p[i], r);
-  return r;
+T row_extreme(const T* p, int64_t n) {
+#if defined(LAMINA_HAVE_AVX512_TU)
+  if (use_avx512()) return row_extreme_avx512<T, Max>(p, n);
+#endif
+#if defined(LAMINA_HAVE_AVX2_TU)
+  if (use_avx2()) return row_extreme_avx2<T, Max>(p, n);
+#endif
+  return base::row_extreme<T, Max>(p, n);
 }
 
 template <class T>
@@ -290,6 +258,30 @@ void exp_inplace(T* p, int64_t n) {
   for (int64_t i = 0; i < n; ++i) p[i] = std::exp(p[i]);
 }
 
+// The active ISA's softmax and layer-norm rows (rows.h).
+template <class T>
+void softmax_row(const T* x, T* y, int64_t n) {
+#if defined(LAMINA_HAVE_AVX512_TU)
+  if (use_avx512()) return softmax_row_avx512<T>(x, y, n);
+#endif
+#if defined(LAMINA_HAVE_AVX2_TU)
+  if (use_avx2()) return softmax_row_avx2<T>(x, y, n);
+#endif
+  base::softmax_row(x, y, n, exp_inplace<T>);
+}
+
+template <class T>
+void layer_norm_row(const T* x, const T* w, const T* b, T* y, int64_t n, double eps, T* mean,
+                    T* rstd) {
+#if defined(LAMINA_HAVE_AVX512_TU)
+  if (use_avx512()) return layer_norm_row_avx512<T>(x, w, b, y, n, eps, mean, rstd);
+#endif
+#if defined(LAMINA_HAVE_AVX2_TU)
+  if (use_avx2()) return layer_norm_row_avx2<T>(x, w, b, y, n, eps, mean, rstd);
+#endif
+  base::layer_norm_row(x, w, b, y, n, eps, mean, rstd);
+}
+
 }  // namespace
 
 void softmax_last(const Array& a, Array& out, int64_t size) {
@@ -305,15 +297,7 @@ void softmax_last(const Array& a, Array& out, int64_t size) {
     using T = elem_t<decltype(tag)>;
     const T* pa = a.data<T>();
     T* po = out.data<T>();
-    for_each_row(rows, size * 8, [&](int64_t r) {
-      const T* x = pa + r * size;
-      T* y = po + r * size;
-      const T peak = row_extreme<T, true>(x, size);
-      for (int64_t i = 0; i < size; ++i) y[i] = x[i] - peak;
-      exp_inplace(y, size);
-      const T total = row_sum(y, size);
-      for (int64_t i = 0; i < size; ++i) y[i] /= total;
-    });
+    for_each_row(rows, size * 8, [&](int64_t r) { softmax_row<T>(pa + r * size, po + r * size, size); });
   });
 }
 
@@ -358,28 +342,14 @@ void layer_norm_last(const Array& a, const Array& weight, const Array& bias, Arr
                 " elements, expected ", size);
   dispatch_float(op, out.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
-    using Wide = Acc<T>;
     const T* pa = a.data<T>();
     const T* pw = weight.data<T>();
     const T* pb = bias.data<T>();
     T* po = out.data<T>();
     T* pm = mean.data<T>();
     T* pr = rstd.data<T>();
-    // Two passes over the row (mean, then the centred sum of squares): the
-    // one-pass E[x^2] - E[x]^2 cancels badly when |mean| >> std. Statistics
-    // and centring stay in Wide, so a float32 mean is not rounded before use.
     for_each_row(rows, size * 4, [&](int64_t r) {
-      const T* x = pa + r * size;
-      T* y = po + r * size;
-      Wide total = 0;
-      for (int64_t i = 0; i < size; ++i) total += x[i];
-      const Wide mu = total / size;
-      Wide sq = 0;
-      for (int64_t i = 0; i < size; ++i) sq += (x[i] - mu) * (x[i] - mu);
-      const Wide inv = 1 / std::sqrt(sq / size + eps);
-      for (int64_t i = 0; i < size; ++i) y[i] = static_cast<T>((x[i] - mu) * inv * pw[i] + pb[i]);
-      pm[r] = static_cast<T>(mu);
-      pr[r] = static_cast<T>(inv);
+      layer_norm_row<T>(pa + r * size, pw, pb, po + r * size, size, eps, pm + r, pr + r);
     });
   });
 }

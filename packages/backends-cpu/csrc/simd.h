@@ -33,7 +33,8 @@ template <> struct Vec<float> {
   }
   static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
   static V div(V a, V b) { return _mm512_div_ps(a, b); }
-  static V min(V a, V b) { return _mm512_min_ps(a, b); }
+  static V min(V a, V b) { return _mm512_min_ps(a, b); }  // a < b ? a : b
+  static V max(V a, V b) { return _mm512_max_ps(a, b); }  // a > b ? a : b
   static V abs(V x) { return _mm512_abs_ps(x); }
   // |mag| with the sign of sgn (mag >= 0).
   static V copysign(V mag, V sgn) {
@@ -54,6 +55,8 @@ template <> struct Vec<double> {
   static V bcast(const double* p) { return _mm512_set1_pd(*p); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
   static V add(V a, V b) { return _mm512_add_pd(a, b); }
+  static V min(V a, V b) { return _mm512_min_pd(a, b); }
+  static V max(V a, V b) { return _mm512_max_pd(a, b); }
 };
 #else
 template <> struct Vec<float> {
@@ -80,7 +83,8 @@ template <> struct Vec<float> {
   }
   static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
   static V div(V a, V b) { return _mm256_div_ps(a, b); }
-  static V min(V a, V b) { return _mm256_min_ps(a, b); }
+  static V min(V a, V b) { return _mm256_min_ps(a, b); }  // a < b ? a : b
+  static V max(V a, V b) { return _mm256_max_ps(a, b); }  // a > b ? a : b
   static V abs(V x) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x); }
   static V copysign(V mag, V sgn) { return _mm256_or_ps(mag, _mm256_and_ps(sgn, _mm256_set1_ps(-0.0f))); }
   static V select_lt(V x, V t, V a, V b) { return _mm256_blendv_ps(b, a, _mm256_cmp_ps(x, t, _CMP_LT_OQ)); }
@@ -96,5 +100,7 @@ template <> struct Vec<double> {
   static V bcast(const double* p) { return _mm256_broadcast_sd(p); }
   static V fma(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
   static V add(V a, V b) { return _mm256_add_pd(a, b); }
+  static V min(V a, V b) { return _mm256_min_pd(a, b); }
+  static V max(V a, V b) { return _mm256_max_pd(a, b); }
 };
 #endif

@@ -138,6 +138,35 @@ def test_rows_and_sums(isa: str) -> None:
     cols = cpu.Array(300, "float32")
     cpu.reduce_sum_axis(xb, cols, 1, 37, 300)
     close(host(cpu, cols), x.astype(np.float64).sum(0), 37)
+    w, b = rand((300,), "float32", 9), rand((300,), "float32", 10)
+    ln, mean, rstd = cpu.Array(x.size, "float32"), cpu.Array(37, "float32"), cpu.Array(37, "float32")
+    cpu.layer_norm_last(xb, buffer(cpu, w), buffer(cpu, b), ln, mean, rstd, 300, 1e-5)
+    x64 = x.astype(np.float64)
+    mu, inv = x64.mean(1, keepdims=True), 1 / np.sqrt(x64.var(1, keepdims=True) + 1e-5)
+    close(host(cpu, ln).reshape(37, 300), (x64 - mu) * inv * w + b, 4)
+    close(host(cpu, mean), mu[:, 0], 4)
+    close(host(cpu, rstd), inv[:, 0], 4)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_max_min_rows(isa: str, dtype: str) -> None:
+    # Rows long and short around the 16 lanes, with NaN, inf and signed zeros
+    # placed in the vector blocks and in the tail: numpy's results exactly.
+    rng = np.random.default_rng(3)
+    for size in (1, 15, 16, 17, 64, 100):
+        x = rng.standard_normal((9, size)).astype(dtype)
+        x[1, size // 2] = np.nan
+        x[2, -1] = np.nan
+        x[3, 0] = np.inf
+        x[4, size // 3] = -np.inf
+        x[5] = 0.0
+        x[5, ::2] = -0.0
+        x[6, :] = np.inf
+        for op, want in (("max", x.max(1)), ("min", x.min(1))):
+            out = cpu.Array(9, dtype)
+            getattr(cpu, f"reduce_{op}")(buffer(cpu, x), out, size)
+            got = host(cpu, out)
+            np.testing.assert_array_equal(got, want, err_msg=f"{op} size {size}")
 
 
 def _all_kernels(seed: int) -> dict[str, np.ndarray]:
@@ -158,13 +187,26 @@ def _all_kernels(seed: int) -> dict[str, np.ndarray]:
     cols = cpu.Array(333, "float32")
     cpu.reduce_sum_axis(buffer(cpu, x[:333 * 12]), cols, 1, 12, 333)
     res["sum_axis"] = host(cpu, cols)
+    rows = x[:41 * 99].reshape(41, 99) / 10
+    for dt in ("float32", "float64"):
+        r = rows.astype(dt)
+        sm, ln = cpu.Array(r.size, dt), cpu.Array(r.size, dt)
+        mean, rstd, peak = cpu.Array(41, dt), cpu.Array(41, dt), cpu.Array(41, dt)
+        cpu.softmax_last(buffer(cpu, r), sm, 99)
+        w, b = np.linspace(-1, 2, 99).astype(dt), np.linspace(0, 1, 99).astype(dt)
+        cpu.layer_norm_last(buffer(cpu, r), buffer(cpu, w), buffer(cpu, b), ln, mean, rstd, 99,
+                            1e-5)
+        cpu.reduce_max(buffer(cpu, r), peak, 99)
+        res |= {f"softmax {dt}": host(cpu, sm), f"layer_norm {dt}": host(cpu, ln),
+                f"rstd {dt}": host(cpu, rstd), f"max {dt}": host(cpu, peak)}
     return res
 
 
 def test_avx2_and_avx512_agree_bit_for_bit() -> None:
     # Both vector paths sum every output in the same k order with the same
-    # FMAs (only the tile shape differs), and exp, tanh and erf run the same
-    # polynomials whatever the vector width.
+    # FMAs (only the tile shape differs), exp, tanh and erf run the same
+    # polynomials whatever the vector width, and the row kernels (softmax,
+    # layer norm, max) fold the same 16 lanes in the same order.
     _need("avx2")
     _need("avx512")
     narrow, wide = on("avx2", lambda: _all_kernels(9)), on("avx512", lambda: _all_kernels(9))

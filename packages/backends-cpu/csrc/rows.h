@@ -1,0 +1,123 @@
+// rows.h: loops over one compact row p[0:n]: lane sums, max/min, and the
+// bodies of softmax_last and layer_norm_last. Included into reduce.cc
+// (portable build), reduce_avx2.cc and reduce_avx512.cc inside a namespace
+// each, so every copy is one spelling that the compiler vectorises for its
+// ISA. Sums run in 16 explicit lanes folded in a fixed order, so every copy
+// gives identical results. Include only inside a namespace, after simd.h
+// where __AVX2__ is defined.
+
+constexpr int kLanes = 16;
+
+// The accumulator of a float sum (double); an int64 sum stays in int64.
+template <class T>
+using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+
+// Sum of f(p[i]) over i < n in type A: 16 lanes, folded pairwise, then the
+// tail. int64 sums wrap around (wrap_add), as numpy's.
+template <class A, class T, class F>
+A lane_fold(const T* __restrict__ p, int64_t n, F f) {
+  A acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) acc[j] = wrap_add(acc[j], f(p[i + j]));
+  for (int w = kLanes / 2; w >= 1; w /= 2)
+    for (int j = 0; j < w; ++j) acc[j] = wrap_add(acc[j], acc[j + w]);
+  A tail = A(0);
+  for (; i < n; ++i) tail = wrap_add(tail, f(p[i]));
+  return wrap_add(acc[0], tail);
+}
+
+template <class T>
+T lane_sum(const T* __restrict__ p, int64_t n) {
+  return lane_fold<T>(p, n, [](T x) { return x; });
+}
+
+// Sum of a row: blocks of 1024 lane-summed, blocks accumulated in a wider type.
+template <class T>
+T row_sum(const T* p, int64_t n) {
+  Acc<T> total = 0;
+  for (int64_t b = 0; b < n; b += 1024)
+    total = wrap_add<Acc<T>>(total, lane_sum(p + b, std::min<int64_t>(1024, n - b)));
+  return static_cast<T>(total);
+}
+
+// Max (or min) of p[0:n], n >= 1, with 16 lanes. A NaN anywhere gives NaN,
+// like numpy: the lanes take a plain compare-and-select, and whether a NaN
+// was seen is tested apart, so the lanes vectorise.
+template <class T, bool Max>
+inline T pick(T x, T acc) {
+  return (Max ? x > acc : x < acc) ? x : acc;
+}
+
+// acc[j] = pick(p[i + j], acc[j]) over the whole blocks of kLanes; returns
+// where the blocks end. GCC does not vectorise a float compare-and-select
+// (maxps differs from it only for NaN and signed zeros, and the compiler
+// may not assume either away), so the ISA copies spell the lanes out:
+// max(x, acc) is exactly x > acc ? x : acc, so every copy agrees bit for bit.
+template <class T, bool Max>
+int64_t extreme_blocks(const T* __restrict__ p, int64_t n, T* acc) {
+  int64_t i = 0;
+#if defined(__AVX2__)
+  if constexpr (std::is_floating_point_v<T>) {
+    using W = Vec<T>;
+    constexpr int kV = kLanes / W::L;
+    typename W::V v[kV];
+    for (int k = 0; k < kV; ++k) v[k] = W::loadu(acc + k * W::L);
+    for (; i + kLanes <= n; i += kLanes)
+      for (int k = 0; k < kV; ++k) {
+        const typename W::V x = W::loadu(p + i + k * W::L);
+        v[k] = Max ? W::max(x, v[k]) : W::min(x, v[k]);
+      }
+    for (int k = 0; k < kV; ++k) W::storeu(acc + k * W::L, v[k]);
+    return i;
+  }
+#endif
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) acc[j] = pick<T, Max>(p[i + j], acc[j]);
+  return i;
+}
+
+template <class T, bool Max>
+T row_extreme(const T* __restrict__ p, int64_t n) {
+  T acc[kLanes];
+  for (int j = 0; j < kLanes; ++j) acc[j] = p[0];
+  const int64_t i = extreme_blocks<T, Max>(p, n, acc);
+  T r = acc[0];
+  for (int j = 1; j < kLanes; ++j) r = pick<T, Max>(acc[j], r);
+  for (int64_t k = i; k < n; ++k) r = pick<T, Max>(p[k], r);
+  if constexpr (std::is_floating_point_v<T>) {
+    // x - x is 0 for finite x and NaN for NaN and +-inf: only an inf or NaN
+    // row pays for the exact test.
+    if (lane_fold<T>(p, n, [](T x) { return x - x; }) != T(0))
+      for (int64_t k = 0; k < n; ++k)
+        if (p[k] != p[k]) return p[k];
+  }
+  return r;
+}
+
+// y = softmax(x) over one row: x - max, exp (exp_inplace(y, n), the ISA's),
+// divided by the row sum. A NaN in the row makes the whole row NaN.
+template <class T, class Exp>
+void softmax_row(const T* __restrict__ x, T* __restrict__ y, int64_t n, Exp exp_inplace) {
+  const T peak = row_extreme<T, true>(x, n);
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] - peak;
+  exp_inplace(y, n);
+  const T total = row_sum(y, n);
+  for (int64_t i = 0; i < n; ++i) y[i] /= total;
+}
+
+// y = (x - mean) * rstd * w + b over one row, n >= 1, writing its mean and
+// rstd. Two passes over the row (mean, then the centred sum of squares):
+// the one-pass E[x^2] - E[x]^2 cancels badly when |mean| >> std. Statistics
+// and centring stay in Acc<T>, so a float32 mean is not rounded before use.
+template <class T>
+void layer_norm_row(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
+                    T* __restrict__ y, int64_t n, double eps, T* mean, T* rstd) {
+  using A = Acc<T>;
+  const A mu = lane_fold<A>(x, n, [](T v) { return A(v); }) / A(n);
+  const A sq = lane_fold<A>(x, n, [mu](T v) { return (A(v) - mu) * (A(v) - mu); });
+  const A inv = 1 / std::sqrt(sq / A(n) + A(eps));
+  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>((A(x[i]) - mu) * inv * w[i] + b[i]);
+  *mean = static_cast<T>(mu);
+  *rstd = static_cast<T>(inv);
+}
