@@ -46,8 +46,9 @@ py::dict kernel_dtypes() {
   add("reduce_argmax", kReduceArgmaxDtypes);
   add("reduce_prod", kReduceProdDtypes);
   add("cumsum_last", kCumsumDtypes);
-  for (const char* name : {"matmul", "matmul_batched", "matmul_strided", "softmax_last",
-                           "logsumexp_last", "layer_norm_last", "im2col", "col2im"})
+  for (const char* name : {"matmul", "matmul_batched", "matmul_strided", "matmul_batched_strided",
+                           "softmax_last", "logsumexp_last", "layer_norm_last", "im2col",
+                           "col2im"})
     add(name, kFusedDtypes);
   return d;
 }
@@ -211,6 +212,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("matmul", &matmul, nogil());
   m.def("matmul_batched", &matmul_batched, nogil());
   m.def("matmul_strided", &matmul_strided, nogil());
+  m.def("matmul_batched_strided", &matmul_batched_strided, nogil());
   m.def("im2col", &im2col, nogil());
   m.def("col2im", &col2im, nogil());
 }

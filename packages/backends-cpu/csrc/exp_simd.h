@@ -50,6 +50,17 @@ inline void exp_f32(const float* a, float* out, int64_t n) {
   map_f32(a, out, n, -87.0f, 88.0f, exp_ps, [](float v) { return std::exp(v); });
 }
 
+// exp for softmax rows, whose arguments are x - max(x) <= 0: below -87 (a
+// result under 2^-125 next to the row's 1) it gives 0, so a masked row
+// (-inf entries) stays on the vector path. NaN lanes take std::exp.
+inline void exp_f32_flush(const float* a, float* out, int64_t n) {
+  using W = Vec<float>;
+  const float inf = std::numeric_limits<float>::infinity();
+  map_f32(a, out, n, -inf, 88.0f,
+          [](W::V x) { return W::select_lt(x, W::set1(-87.0f), W::zero(), exp_ps(x)); },
+          [](float v) { return std::exp(v); });
+}
+
 // tanh as Cephes' tanhf: x + x^3 P(x^2) for |x| < 0.625, else
 // 1 - 2 / (exp(2|x|) + 1) with the sign of x (|x| clamped to 9, where tanh
 // is 1 in float32); a few ulp. NaN lanes take std::tanh.

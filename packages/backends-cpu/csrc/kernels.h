@@ -86,6 +86,12 @@ void matmul_strided(const Array& a, const Array& b, Array& out, int64_t m, int64
                     int64_t b_cs);
 void matmul_batched(const Array& a, const Array& b, Array& out, int64_t batch, int64_t m,
                     int64_t n, int64_t p);
+// out (prod(batch), m, p) = A @ B for every batch index i, with
+// A[i][r, k] = a[a_offset + i . a_strides[:-2] + r*a_strides[-2] + k*a_strides[-1]]
+// and B likewise: strided (transposed, sliced, broadcast) batches without copies.
+void matmul_batched_strided(const Array& a, const Array& b, Array& out, const Shape& batch,
+                            int64_t m, int64_t n, int64_t p, int64_t a_offset,
+                            const Shape& a_strides, int64_t b_offset, const Shape& b_strides);
 double fma_peak_gflops(double seconds, int threads);
 std::string gemm_kernel_name();
 

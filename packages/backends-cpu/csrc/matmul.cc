@@ -459,6 +459,82 @@ void matmul_batched(const Array& a, const Array& b, Array& out, int64_t batch, i
   });
 }
 
+void matmul_batched_strided(const Array& a, const Array& b, Array& out, const Shape& batch,
+                            int64_t m, int64_t n, int64_t p, int64_t a_offset,
+                            const Shape& a_strides, int64_t b_offset, const Shape& b_strides) {
+  const char* op = "matmul_batched_strided";
+  require_same_dtype(op, {&out, &a, &b});
+  require_float(op, out.dtype());
+  const std::size_t nb = batch.size();
+  if (a_strides.size() != nb + 2 || b_strides.size() != nb + 2)
+    value_error(op, ": a batch of ", nb, " dims needs ", nb + 2, " strides per operand, got ",
+                shape_str(a_strides), " and ", shape_str(b_strides));
+  for (int64_t x : {m, n, p, a_offset, b_offset})
+    if (x < 0) value_error(op, ": sizes and offsets must be >= 0, got m=", m, ", n=", n, ", p=", p,
+                           ", a_offset=", a_offset, ", b_offset=", b_offset);
+  for (const Shape* s : {&batch, &a_strides, &b_strides})
+    for (int64_t x : *s)
+      if (x < 0) value_error(op, ": batch dims and strides must be >= 0, got batch ",
+                             shape_str(batch), ", strides ", shape_str(a_strides), " and ",
+                             shape_str(b_strides));
+  const int64_t count = checked_prod(batch, op);
+  if (out.size() < checked_mul(checked_mul(count, m, op), p, op))
+    value_error(op, ": out has ", out.size(), " elements, expected ", count, "x", m, "x", p);
+  checked_mul(checked_mul(m, n, op), p, op);
+  // The last element each view reaches must lie in its buffer (every step checked).
+  auto reach = [&](int64_t off, const Shape& strides, int64_t rows, int64_t cols) {
+    int64_t last = off;
+    for (std::size_t k = 0; k < nb; ++k)
+      last = checked_add(last, checked_mul(batch[k] - 1, strides[k], op), op);
+    last = checked_add(last, checked_mul(rows - 1, strides[nb], op), op);
+    return checked_add(last, checked_mul(cols - 1, strides[nb + 1], op), op);
+  };
+  if (count == 0 || m == 0 || p == 0) return;
+  if (n && reach(a_offset, a_strides, m, n) >= a.size())
+    value_error(op, ": a view (offset ", a_offset, ", strides ", shape_str(a_strides), ") of ",
+                shape_str(batch), " x ", m, "x", n, " does not fit a buffer of ", a.size());
+  if (n && reach(b_offset, b_strides, n, p) >= b.size())
+    value_error(op, ": b view (offset ", b_offset, ", strides ", shape_str(b_strides), ") of ",
+                shape_str(batch), " x ", n, "x", p, " does not fit a buffer of ", b.size());
+  // Each matrix's offsets, walking the batch index like an odometer.
+  std::vector<int64_t> ao(static_cast<std::size_t>(count)), bo(ao.size());
+  std::vector<int64_t> idx(nb, 0);
+  for (int64_t i = 0, pa = a_offset, pb = b_offset; i < count; ++i) {
+    ao[i] = pa;
+    bo[i] = pb;
+    for (std::size_t k = nb; k-- > 0;) {
+      pa += a_strides[k];
+      pb += b_strides[k];
+      if (++idx[k] < batch[k]) break;
+      pa -= a_strides[k] * batch[k];
+      pb -= b_strides[k] * batch[k];
+      idx[k] = 0;
+    }
+  }
+  dispatch_float(op, out.dtype(), [&](auto tag) {
+    using T = elem_t<decltype(tag)>;
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* po = out.data<T>();
+    auto one = [&](int64_t i, int nt) {
+      T* c = po + i * m * p;
+      if (n == 0) return std::fill(c, c + m * p, T(0));
+      gemm<T>({pa + ao[i], a_strides[nb], a_strides[nb + 1]},
+              {pb + bo[i], b_strides[nb], b_strides[nb + 1]}, c, m, n, p, nt);
+    };
+    const int64_t work = m * n * p;
+    if (count >= 2 * num_threads() && work < 256 * 256 * 256) {
+      // Many small products: one matrix per thread, each single-threaded.
+      parallel_for(count, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, work)),
+                   [&](int64_t s, int64_t e) {
+        for (int64_t i = s; i < e; ++i) one(i, 1);
+      }, 1);
+    } else {
+      for (int64_t i = 0; i < count; ++i) one(i, num_threads());
+    }
+  });
+}
+
 void matmul_strided(const Array& a, const Array& b, Array& out, int64_t m, int64_t n, int64_t p,
                     int64_t a_offset, int64_t a_rs, int64_t a_cs, int64_t b_offset, int64_t b_rs,
                     int64_t b_cs) {

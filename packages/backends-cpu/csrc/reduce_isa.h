@@ -1,8 +1,7 @@
 // reduce_isa.h: the body of reduce_avx2.cc and reduce_avx512.cc, each of
 // which defines LAMINA_ISA (avx2 or avx512) and includes this once: the
 // column sums of reduce_sum_axis (reduce_columns.h) and the row loops of
-// rows.h compiled for that ISA, with float32 exp from the same ISA's
-// ewise copy. Every copy gives identical results (fixed addition order).
+// rows.h compiled for that ISA, with the float32 exp of exp_simd.h. Every copy gives identical results (fixed addition order).
 // No include guard on purpose.
 #include <immintrin.h>
 
@@ -20,6 +19,7 @@ namespace lamina_cpu {
 
 namespace LAMINA_ISA {
 #include "simd.h"
+#include "exp_simd.h"
 #include "reduce_columns.h"
 #include "rows.h"
 }  // namespace LAMINA_ISA
@@ -38,7 +38,7 @@ T LAMINA_PASTE(row_extreme, LAMINA_ISA)(const T* p, int64_t n) {
 template <class T>
 void LAMINA_PASTE(softmax_row, LAMINA_ISA)(const T* x, T* y, int64_t n) {
   LAMINA_ISA::softmax_row(x, y, n, [](T* p, int64_t k) {
-    if constexpr (std::is_same_v<T, float>) LAMINA_PASTE(exp_f32, LAMINA_ISA)(p, p, k);
+    if constexpr (std::is_same_v<T, float>) LAMINA_ISA::exp_f32_flush(p, p, k);
     else for (int64_t i = 0; i < k; ++i) p[i] = std::exp(p[i]);
   });
 }

@@ -111,6 +111,25 @@ def test_matmul_of_transposed_views(device):
     close(nd.array(x, device=device).T @ nd.array(y, device=device), x.T @ y, rtol=1e-4)
 
 
+@pytest.mark.parametrize("view", ["heads", "k transposed", "broadcast", "flipped"])
+def test_batched_matmul_of_strided_views(device, view):
+    # Attention's operands: head splits and transposes of a (B, T, 3, H, D)
+    # projection, a broadcast batch, and a negative stride (compacted first).
+    qkv = rand(2, 6, 3, 4, 5)
+    a = nd.array(qkv, device=device)
+    q, k = a[:, :, 0].permute(0, 2, 1, 3), a[:, :, 1].permute(0, 2, 3, 1)
+    nq, nk = qkv[:, :, 0].transpose(0, 2, 1, 3), qkv[:, :, 1].transpose(0, 2, 3, 1)
+    if view == "heads":
+        got, want = q @ k.permute(0, 1, 3, 2).compact().permute(0, 1, 3, 2), nq @ nk
+    elif view == "k transposed":
+        got, want = q @ k, nq @ nk
+    elif view == "broadcast":
+        got, want = q @ k[:1], nq @ nk[:1]
+    else:
+        got, want = q[:, :, ::-1] @ k, nq[:, :, ::-1] @ nk
+    close(got, want, rtol=1e-4, atol=1e-5)
+
+
 def test_take_and_scatter_add(device):
     x = rand(4, 5, 3)
     idx = np.array([[4, 0], [1, 4]])

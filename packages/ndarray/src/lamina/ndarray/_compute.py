@@ -411,14 +411,21 @@ def matmul(a: NDArray, b: NDArray) -> NDArray:
             _gemm(kernels, a2._as_strided((rows, n), (n, 1), 0), b2, out, rows, n, p)
     else:
         batch = L.broadcast_shapes(a2._shape[:-2], b2._shape[:-2], op="matmul")
-        a3 = _broadcast_view(a2, batch + (m, n), "matmul").compact()
-        b3 = _broadcast_view(b2, batch + (n, p), "matmul").compact()
+        a3 = _broadcast_view(a2, batch + (m, n), "matmul")
+        b3 = _broadcast_view(b2, batch + (n, p), "matmul")
         out = a._empty(batch + (m, p), a._dtype, a._device, op="matmul")
         if out._buf.size:
             if n == 0:
                 kernels.fill(out._buf, 0)
-            else:
+            elif (a3.is_compact() and b3.is_compact()) \
+                    or kernels.matmul_batched_strided is None \
+                    or min(a3._strides + b3._strides) < 0:
+                a3, b3 = a3.compact(), b3.compact()
                 kernels.matmul_batched(a3._buf, b3._buf, out._buf, prod(batch), m, n, p)
+            else:  # transposed, sliced or broadcast batches, read where they lie
+                kernels.matmul_batched_strided(a3._buf, b3._buf, out._buf, batch, m, n, p,
+                                               a3._offset, a3._strides, b3._offset,
+                                               b3._strides)
     return _matmul_squeeze(out, nda, ndb) if nda == 1 or ndb == 1 else out
 
 

@@ -94,6 +94,7 @@ class KernelTable:
     index_copy: Kernel | None = _optional()  # v1.1: item assignment in O(written)
     ewise_strided: Kernel | None = _optional()
     matmul_strided: Kernel | None = _optional()
+    matmul_batched_strided: Kernel | None = _optional()  # v1.1
     reduce_sum_axis: Kernel | None = _optional()
     softmax_last: Kernel | None = _optional()
     logsumexp_last: Kernel | None = _optional()

@@ -8,6 +8,7 @@ so it allocates nothing beyond numpy's own temporaries.
 
 from __future__ import annotations
 
+from math import prod
 from typing import Any
 
 import numpy as np
@@ -194,7 +195,7 @@ KERNEL_DTYPES: dict[str, tuple[str, ...]] = {
     **{name: _FLOATS for name in (
         "ewise_div", "scalar_div", "scalar_rdiv", "ewise_exp", "ewise_log", "ewise_sqrt",
         "ewise_tanh", "ewise_sin", "ewise_cos", "matmul", "matmul_batched", "matmul_strided",
-        "softmax_last", "logsumexp_last", "layer_norm_last", "im2col", "col2im")},
+        "matmul_batched_strided", "softmax_last", "logsumexp_last", "layer_norm_last", "im2col", "col2im")},
     # numpy has no bool loop for these (the ndarray layer casts bool sums to int64)
     **{name: _NUMBERS for name in (
         "ewise_sub", "scalar_sub", "scalar_rsub", "ewise_neg", "ewise_abs", "ewise_sign",
@@ -502,6 +503,33 @@ class NumpyBackend:
         np.matmul(a.data[:batch * m * n].reshape(batch, m, n),
                   b.data[:batch * n * p].reshape(batch, n, p),
                   out=out.data[:batch * m * p].reshape(batch, m, p))
+
+    @staticmethod
+    def matmul_batched_strided(a: NumpyArray, b: NumpyArray, out: NumpyArray, batch: Shape,
+                               m: int, n: int, p: int, a_offset: int, a_strides: Shape,
+                               b_offset: int, b_strides: Shape) -> None:
+        op = "matmul_batched_strided"
+        batch = tuple(batch)
+        if len(a_strides) != len(batch) + 2 or len(b_strides) != len(batch) + 2:
+            raise ValueError(f"{op}: a batch of {len(batch)} dims needs {len(batch) + 2} strides "
+                             f"per operand, got {tuple(a_strides)} and {tuple(b_strides)}")
+        if min((m, n, p, a_offset, b_offset, *batch, *a_strides, *b_strides), default=0) < 0:
+            raise ValueError(f"{op}: sizes, offsets and strides must be >= 0, got batch {batch}, "
+                             f"m={m}, n={n}, p={p}, a=({a_offset}; {tuple(a_strides)}), "
+                             f"b=({b_offset}; {tuple(b_strides)})")
+        count = prod(batch)
+        if out.data.size < count * m * p:
+            raise ValueError(f"{op}: out has {out.data.size} elements, expected "
+                             f"{count}x{m}x{p}")
+        if not count or not m or not p:
+            return
+        dst = out.data[:count * m * p].reshape(*batch, m, p)
+        if not n:
+            dst[...] = 0
+            return
+        av = _view(a, batch + (m, n), tuple(a_strides), a_offset, op)
+        bv = _view(b, batch + (n, p), tuple(b_strides), b_offset, op)
+        np.matmul(av, bv, out=dst)
 
     @staticmethod
     def im2col(a: NumpyArray, out: NumpyArray, n: int, c: int, h: int, w: int, kh: int, kw: int,

@@ -193,6 +193,64 @@ def test_matmul_strided_views_outside_the_buffer_raise(lamina_backend, layout):
         call(lamina_backend, "matmul_strided", [a, b, OUT, 7, 5, 3, *layout], (21, "float32"))
 
 
+# name -> (batch, m, n, p, a view maker, b view maker): each maker turns a base array
+# into a (*batch, m, n) (or (*batch, n, p)) numpy view with non-negative strides.
+BATCHED_STRIDED = {
+    "heads split, k transposed": ((2, 3), 5, 4, 6,
+                                  lambda base: base[:120].reshape(2, 5, 3, 4).transpose(0, 2, 1, 3),
+                                  lambda base: base[:144].reshape(2, 6, 3, 4).transpose(0, 2, 3, 1)),
+    "broadcast batch": ((3,), 4, 5, 2, lambda base: base[:60].reshape(3, 4, 5),
+                        lambda base: np.broadcast_to(base[:10].reshape(5, 2), (3, 5, 2))),
+    "a transposed": ((4,), 7, 3, 2, lambda base: base[:84].reshape(4, 3, 7).transpose(0, 2, 1),
+                     lambda base: base[:24].reshape(4, 3, 2)),
+    "sliced with offsets": ((3,), 4, 4, 5, lambda base: base[:480].reshape(6, 8, 10)[::2, 1::2, ::3],
+                            lambda base: base[7:67].reshape(3, 4, 5)),
+    "three batch dims, one broadcast": ((2, 1, 3), 2, 3, 2,
+                                        lambda base: base[:36].reshape(2, 1, 3, 2, 3),
+                                        lambda base: np.broadcast_to(
+                                            base[:18].reshape(1, 1, 3, 3, 2), (2, 1, 3, 3, 2))),
+    "many small": ((40,), 3, 2, 3, lambda base: base[:240].reshape(40, 2, 3).transpose(0, 2, 1),
+                   lambda base: base[:240].reshape(40, 2, 3)),
+    "empty inner": ((2,), 3, 0, 4, lambda base: base[:0].reshape(2, 3, 0),
+                    lambda base: base[:0].reshape(2, 0, 4)),
+    "empty batch": ((0,), 3, 2, 4, lambda base: base[:0].reshape(0, 3, 2),
+                    lambda base: base[:0].reshape(0, 2, 4)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BATCHED_STRIDED))
+def test_matmul_batched_strided(lamina_backend, lamina_reference, lamina_float, case):
+    _need(lamina_backend, "matmul_batched_strided")
+    batch, m, n, p, make_a, make_b = BATCHED_STRIDED[case]
+    base_a, base_b = sample(lamina_float, 5000, 8, -1, 1), sample(lamina_float, 5000, 9, -1, 1)
+    va, vb = make_a(base_a), make_b(base_b)
+    layout = []
+    for base, view in ((base_a, va), (base_b, vb)):
+        _, strides, offset = layout_of(base, view)
+        layout += [offset, strides]
+    count = math.prod(batch)
+    args = [base_a, base_b, OUT, batch, m, n, p, *layout]
+    got = compare(lamina_backend, lamina_reference, "matmul_batched_strided", args,
+                  (count * m * p, lamina_float), kind="matmul")
+    assert_close(got.reshape(*batch, m, p), (va @ vb).astype(lamina_float), "matmul", case)
+
+
+@pytest.mark.parametrize("layout", [
+    (0, (20, 5, 1), 0, (6, 1, 1)),     # a's second matrix runs past its buffer
+    (0, (15, 5, 1), 0, (6, 1, 1, 0)),  # b has a stride too many
+    (0, (15, 5, 1), -1, (6, 1, 1)),    # a negative offset
+    (0, (15, -5, 1), 0, (6, 1, 1)),    # a negative stride
+], ids=str)
+def test_matmul_batched_strided_bad_layouts_raise(lamina_backend, layout):
+    _need(lamina_backend, "matmul_batched_strided")
+    # a holds two 3x5 matrices, b two 5x1: the layouts (15, 5, 1) and (6, 1, 1) fit
+    a, b = sample("float32", 30, 1), sample("float32", 12, 2)
+    a_off, a_st, b_off, b_st = layout
+    with pytest.raises(ValueError, match="matmul_batched_strided"):
+        call(lamina_backend, "matmul_batched_strided",
+             [a, b, OUT, (2,), 3, 5, 1, a_off, a_st, b_off, b_st], (6, "float32"))
+
+
 # (base size of a, view of a, base size of b, view of b): numpy makes the views, so
 # the layouts (broadcast, permuted, negative, offset) and the expected values are its own.
 EWISE_STRIDED = {
