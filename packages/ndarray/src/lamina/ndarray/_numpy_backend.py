@@ -195,7 +195,8 @@ KERNEL_DTYPES: dict[str, tuple[str, ...]] = {
     **{name: _FLOATS for name in (
         "ewise_div", "scalar_div", "scalar_rdiv", "ewise_exp", "ewise_log", "ewise_sqrt",
         "ewise_tanh", "ewise_sin", "ewise_cos", "matmul", "matmul_batched", "matmul_strided",
-        "matmul_batched_strided", "softmax_last", "logsumexp_last", "layer_norm_last", "im2col", "col2im")},
+        "matmul_batched_strided", "softmax_last", "logsumexp_last", "layer_norm_last", "im2col",
+        "col2im")},
     # numpy has no bool loop for these (the ndarray layer casts bool sums to int64)
     **{name: _NUMBERS for name in (
         "ewise_sub", "scalar_sub", "scalar_rsub", "ewise_neg", "ewise_abs", "ewise_sign",

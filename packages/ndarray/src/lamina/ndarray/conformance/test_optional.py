@@ -195,15 +195,22 @@ def test_matmul_strided_views_outside_the_buffer_raise(lamina_backend, layout):
 
 # name -> (batch, m, n, p, a view maker, b view maker): each maker turns a base array
 # into a (*batch, m, n) (or (*batch, n, p)) numpy view with non-negative strides.
+def _heads(base):  # (2, 3, 5, 4): a (2, 5, 3, 4) projection split into heads
+    return base[:120].reshape(2, 5, 3, 4).transpose(0, 2, 1, 3)
+
+
+def _keys_t(base):  # (2, 3, 4, 6): split into heads and transposed
+    return base[:144].reshape(2, 6, 3, 4).transpose(0, 2, 3, 1)
+
+
 BATCHED_STRIDED = {
-    "heads split, k transposed": ((2, 3), 5, 4, 6,
-                                  lambda base: base[:120].reshape(2, 5, 3, 4).transpose(0, 2, 1, 3),
-                                  lambda base: base[:144].reshape(2, 6, 3, 4).transpose(0, 2, 3, 1)),
+    "heads split, k transposed": ((2, 3), 5, 4, 6, _heads, _keys_t),
     "broadcast batch": ((3,), 4, 5, 2, lambda base: base[:60].reshape(3, 4, 5),
                         lambda base: np.broadcast_to(base[:10].reshape(5, 2), (3, 5, 2))),
     "a transposed": ((4,), 7, 3, 2, lambda base: base[:84].reshape(4, 3, 7).transpose(0, 2, 1),
                      lambda base: base[:24].reshape(4, 3, 2)),
-    "sliced with offsets": ((3,), 4, 4, 5, lambda base: base[:480].reshape(6, 8, 10)[::2, 1::2, ::3],
+    "sliced with offsets": ((3,), 4, 4, 5,
+                            lambda base: base[:480].reshape(6, 8, 10)[::2, 1::2, ::3],
                             lambda base: base[7:67].reshape(3, 4, 5)),
     "three batch dims, one broadcast": ((2, 1, 3), 2, 3, 2,
                                         lambda base: base[:36].reshape(2, 1, 3, 2, 3),
