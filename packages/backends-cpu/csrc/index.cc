@@ -36,6 +36,18 @@ void check_indices(const char* op, const Array& buf, const Array& idx, int64_t o
                          axis_size));
 }
 
+// Checks of a scatter (index_scatter_add, index_copy): a (outer, n, inner)
+// into out (outer, axis_size, inner) at the n entries of idx; returns n.
+int64_t check_scatter(const char* op, const Array& a, const Array& idx, const Array& out,
+                      int64_t outer, int64_t axis_size, int64_t inner) {
+  require_same_dtype(op, {&out, &a});
+  check_indices(op, out, idx, outer, axis_size, inner);
+  const int64_t n = idx.size();
+  const int64_t need = checked_mul(checked_mul(outer, n, op), inner, op);
+  if (a.size() < need) value_error(op, ": source has ", a.size(), " elements, expected ", need);
+  return n;
+}
+
 }  // namespace
 
 void index_gather(const Array& a, const Array& idx, Array& out, int64_t outer, int64_t axis_size,
@@ -66,12 +78,7 @@ void index_gather(const Array& a, const Array& idx, Array& out, int64_t outer, i
 
 void index_scatter_add(const Array& a, const Array& idx, Array& out, int64_t outer,
                        int64_t axis_size, int64_t inner) {
-  const char* op = "index_scatter_add";
-  require_same_dtype(op, {&out, &a});
-  check_indices(op, out, idx, outer, axis_size, inner);
-  const int64_t n = idx.size();
-  const int64_t need = checked_mul(checked_mul(outer, n, op), inner, op);
-  if (a.size() < need) value_error(op, ": source has ", a.size(), " elements, expected ", need);
+  const int64_t n = check_scatter("index_scatter_add", a, idx, out, outer, axis_size, inner);
   dispatch(a.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
     const T* src = a.data<T>();
@@ -98,12 +105,7 @@ void index_scatter_add(const Array& a, const Array& idx, Array& out, int64_t out
 
 void index_copy(const Array& a, const Array& idx, Array& out, int64_t outer, int64_t axis_size,
                 int64_t inner) {
-  const char* op = "index_copy";
-  require_same_dtype(op, {&out, &a});
-  check_indices(op, out, idx, outer, axis_size, inner);
-  const int64_t n = idx.size();
-  const int64_t need = checked_mul(checked_mul(outer, n, op), inner, op);
-  if (a.size() < need) value_error(op, ": source has ", a.size(), " elements, expected ", need);
+  const int64_t n = check_scatter("index_copy", a, idx, out, outer, axis_size, inner);
   dispatch(a.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
     const T* src = a.data<T>();

@@ -80,30 +80,20 @@ __global__ void index_gather_kernel(const T* __restrict__ a, const int64_t* __re
   }
 }
 
-// out[o, idx[j], i] += a[o, j, i]; thread e handles a element e.
-template <class T>
-__global__ void index_scatter_add_kernel(const T* __restrict__ a, const int64_t* __restrict__ idx,
-                                         T* __restrict__ out, int64_t total, int64_t n,
-                                         int64_t axis_size, int64_t inner) {
+// out[o, idx[j], i] += a[o, j, i] (Add: index_scatter_add) or = a[o, j, i]
+// (index_copy); thread e handles a element e. Without Add, the value that
+// lands for a repeated index is unspecified (the interface allows it).
+template <class T, bool Add>
+__global__ void index_scatter_kernel(const T* __restrict__ a, const int64_t* __restrict__ idx,
+                                     T* __restrict__ out, int64_t total, int64_t n,
+                                     int64_t axis_size, int64_t inner) {
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
        e += static_cast<int64_t>(blockDim.x) * gridDim.x) {
     const int64_t i = e % inner, oj = e / inner;
     const int64_t j = oj % n, o = oj / n;
-    scatter_add_at(&out[(o * axis_size + idx[j]) * inner + i], a[e]);
-  }
-}
-
-// out[o, idx[j], i] = a[o, j, i]; thread e handles a element e. With repeated
-// indices the value that lands is unspecified (the interface allows it).
-template <class T>
-__global__ void index_copy_kernel(const T* __restrict__ a, const int64_t* __restrict__ idx,
-                                  T* __restrict__ out, int64_t total, int64_t n,
-                                  int64_t axis_size, int64_t inner) {
-  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
-       e += static_cast<int64_t>(blockDim.x) * gridDim.x) {
-    const int64_t i = e % inner, oj = e / inner;
-    const int64_t j = oj % n, o = oj / n;
-    out[(o * axis_size + idx[j]) * inner + i] = a[e];
+    T* d = &out[(o * axis_size + idx[j]) * inner + i];
+    if constexpr (Add) scatter_add_at(d, a[e]);
+    else *d = a[e];
   }
 }
 
@@ -154,44 +144,42 @@ void index_gather(const Array& a, const Array& idx, Array& out, int64_t outer, i
   });
 }
 
-void index_scatter_add(const Array& a, const Array& idx, Array& out, int64_t outer,
-                       int64_t axis_size, int64_t inner) {
-  require_same_dtype("index_scatter_add", {&a, &out});
-  check_index_layout("index_scatter_add", out, idx, outer, axis_size, inner);
+namespace {
+
+// index_scatter_add (Add) and index_copy: a (outer, n, inner) into out
+// (outer, axis_size, inner) at the n entries of idx, checked alike.
+template <DTypes Allowed, bool Add>
+void index_scatter(const char* op, const Array& a, const Array& idx, Array& out, int64_t outer,
+                   int64_t axis_size, int64_t inner) {
+  require_same_dtype(op, {&a, &out});
+  check_index_layout(op, out, idx, outer, axis_size, inner);
   const int64_t n = idx.size();
-  const int64_t total =
-      checked_mul(checked_mul(outer, n, "index_scatter_add"), inner, "index_scatter_add");
-  if (a.size() < total)
-    value_error("index_scatter_add: source has ", a.size(), " elements, expected ", total);
-  const Launch ctx = launch_on("index_scatter_add", {&a, &idx, &out});
-  dispatch<kernel_dtypes::index_scatter_add>("index_scatter_add", a.dtype(), [&](auto t) {
+  const int64_t total = checked_mul(checked_mul(outer, n, op), inner, op);
+  if (a.size() < total) value_error(op, ": source has ", a.size(), " elements, expected ", total);
+  const Launch ctx = launch_on(op, {&a, &idx, &out});
+  dispatch<Allowed>(op, a.dtype(), [&](auto t) {
     using T = decltype(t);
-    check_indices("index_scatter_add", idx, axis_size, ctx);
+    check_indices(op, idx, axis_size, ctx);
     if (total == 0) return;
-    launch_kernel(&index_scatter_add_kernel<T>, grid_for(total, ctx.device), kThreads, 0,
+    launch_kernel(&index_scatter_kernel<T, Add>, grid_for(total, ctx.device), kThreads, 0,
                   ctx.stream, a.data<T>(), idx.data<int64_t>(), out.data<T>(), total, n, axis_size,
                   inner);
-    check_launch("index_scatter_add_kernel", ctx.stream);
+    check_launch("index_scatter_kernel", ctx.stream);
   });
+}
+
+}  // namespace
+
+void index_scatter_add(const Array& a, const Array& idx, Array& out, int64_t outer,
+                       int64_t axis_size, int64_t inner) {
+  index_scatter<kernel_dtypes::index_scatter_add, true>("index_scatter_add", a, idx, out, outer,
+                                                        axis_size, inner);
 }
 
 void index_copy(const Array& a, const Array& idx, Array& out, int64_t outer, int64_t axis_size,
                 int64_t inner) {
-  require_same_dtype("index_copy", {&a, &out});
-  check_index_layout("index_copy", out, idx, outer, axis_size, inner);
-  const int64_t n = idx.size();
-  const int64_t total = checked_mul(checked_mul(outer, n, "index_copy"), inner, "index_copy");
-  if (a.size() < total)
-    value_error("index_copy: source has ", a.size(), " elements, expected ", total);
-  const Launch ctx = launch_on("index_copy", {&a, &idx, &out});
-  dispatch<kernel_dtypes::index_copy>("index_copy", a.dtype(), [&](auto t) {
-    using T = decltype(t);
-    check_indices("index_copy", idx, axis_size, ctx);
-    if (total == 0) return;
-    launch_kernel(&index_copy_kernel<T>, grid_for(total, ctx.device), kThreads, 0, ctx.stream,
-                  a.data<T>(), idx.data<int64_t>(), out.data<T>(), total, n, axis_size, inner);
-    check_launch("index_copy_kernel", ctx.stream);
-  });
+  index_scatter<kernel_dtypes::index_copy, false>("index_copy", a, idx, out, outer, axis_size,
+                                                  inner);
 }
 
 }  // namespace lamina_cuda
