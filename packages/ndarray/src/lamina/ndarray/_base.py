@@ -326,9 +326,10 @@ class ArrayBase:
 
     def _permuted(self: A, axes: tuple[int, ...]) -> A:
         """The view for axes already checked to be a permutation."""
-        shape, strides = self._shape, self._strides
-        return self._as_strided(tuple([shape[a] for a in axes]),
-                                tuple([strides[a] for a in axes]), self._offset)
+        # map over the axes, not comprehensions: no Python frame (every attention permutes)
+        return self._view(self._buf, tuple(map(self._shape.__getitem__, axes)),
+                          tuple(map(self._strides.__getitem__, axes)), self._offset,
+                          self._dtype, self._device)
 
     def transpose(self: A, dim0: int = -2, dim1: int = -1) -> A:
         """A view with two axes swapped (the last two by default)."""

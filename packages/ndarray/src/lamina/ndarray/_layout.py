@@ -113,8 +113,19 @@ def broadcast_shapes(*shapes: Shape, op: str = "broadcast") -> Shape:
     return tuple(out)
 
 
+@lru_cache(maxsize=4096)
+def broadcast_pair(a: Shape, b: Shape, op: str) -> Shape:
+    """``broadcast_shapes(a, b, op=op)`` for two tuples, cached like ``compact_strides``:
+    every broadcasting binary op asks, and a model repeats a few pairs."""
+    return broadcast_shapes(a, b, op=op)
+
+
+@lru_cache(maxsize=4096)
 def broadcast_strides(shape: Shape, strides: Shape, target: Shape, op: str) -> Shape:
-    """Strides of ``shape`` broadcast to ``target``: new and stretched dims get stride 0."""
+    """Strides of ``shape`` broadcast to ``target``: new and stretched dims get stride 0.
+
+    Cached (the arguments are tuples and the op's name): each broadcast operand asks.
+    """
     lead = len(target) - len(shape)
     if lead < 0:
         raise ShapeError(f"{op}: cannot broadcast shape {shape} to {target} with fewer dims")
