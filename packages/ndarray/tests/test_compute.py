@@ -111,6 +111,40 @@ def test_matmul_of_transposed_views(device):
     close(nd.array(x, device=device).T @ nd.array(y, device=device), x.T @ y, rtol=1e-4)
 
 
+@pytest.mark.parametrize("xs", [(4,), (1, 4), (1, 1, 4), (3, 4), (2, 3, 4), (0, 4)])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_linear(device, xs, with_bias):
+    # one row takes the in-place bias add, more rows the broadcast one
+    x, w, b = rand(*xs), rand(5, 4), rand(5)
+    xa, wa, ba = (nd.array(v, device=device) for v in (x, w, b))
+    got = nd.linear(xa, wa, ba if with_bias else None)
+    close(got, x @ w.T + b if with_bias else x @ w.T, rtol=1e-4, atol=1e-4)
+    close(xa, x)  # the operands are left as they were
+    close(wa, w)
+    close(ba, b)
+
+
+def test_linear_bias_of_another_dtype_promotes(device):
+    if "float64" not in nd.get_device(device).dtypes:
+        pytest.skip(f"{device} has no float64")
+    x, w, b = rand(1, 4), rand(3, 4), rand(3).astype(np.float64)
+    got = nd.linear(*(nd.array(v, device=device) for v in (x, w, b)))
+    assert got.dtype == nd.float64
+    close(got, x @ w.T + b, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shapes,message", [
+    (((2, 3), (5, 4), (5,)), r"linear: input of shape \(2, 3\) does not fit weight \(5, 4\)"),
+    (((2, 4), (5, 4), (4,)), r"linear: bias must have shape \(5,\) for weight \(5, 4\)"),
+    (((2, 4), (4,), None), r"linear: weight must be 2-D"),
+    (((), (5, 4), None), r"linear: input of shape \(\) does not fit"),
+])
+def test_linear_errors(device, shapes, message):
+    args = [None if s is None else nd.array(rand(*s), device=device) for s in shapes]
+    with pytest.raises(nd.ShapeError, match=message):
+        nd.linear(*args)
+
+
 def test_take_and_scatter_add(device):
     x = rand(4, 5, 3)
     idx = np.array([[4, 0], [1, 4]])
