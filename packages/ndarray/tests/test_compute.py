@@ -223,6 +223,30 @@ def test_erf(device, fused, monkeypatch):
     close(got, np.array([math.erf(v) for v in x]), rtol=0, atol=1.5e-7)
 
 
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "composite"])
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu(device, approximate, fused, monkeypatch):
+    import math
+
+    if not fused:
+        _without(device, "ewise_erf", monkeypatch)
+    x = np.concatenate([np.linspace(-6, 6, 97), [0.0, 1e-8, -1e-8]]).astype(np.float32)
+    wide = x.astype(np.float64)
+    if approximate == "none":
+        ref = wide / 2 * (1 + np.array([math.erf(v / math.sqrt(2)) for v in wide]))
+    else:
+        ref = wide / 2 * (1 + np.tanh(math.sqrt(2 / math.pi) * (wide + 0.044715 * wide ** 3)))
+    a = nd.array(x.reshape(4, 25), device=device)
+    close(nd.gelu(a, approximate), ref.reshape(4, 25), rtol=1e-5, atol=1e-6)
+    close(nd.gelu(a.T, approximate), ref.reshape(4, 25).T, rtol=1e-5, atol=1e-6)  # a view
+    close(a, x.reshape(4, 25))  # the input is left as it was
+    ints = nd.gelu(nd.array([-2, 0, 3], device=device), approximate)
+    assert ints.dtype == nd.float32
+    close(ints, nd.gelu(nd.array([-2.0, 0.0, 3.0], device=device), approximate).numpy())
+    with pytest.raises(ValueError, match="gelu: approximate must be 'none' or 'tanh'"):
+        nd.gelu(a, "fast")
+
+
 @pytest.mark.parametrize("geom", [(3, 1, 1, 1), (3, 2, 1, 1), (2, 1, 0, 2), (1, 1, 0, 1)])
 def test_im2col_col2im_adjoint(device, geom):
     k, s, p, d = geom

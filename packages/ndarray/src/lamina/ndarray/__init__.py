@@ -20,7 +20,6 @@ from ._compute import (
     boolean_mask,
     erf,
     layer_norm,
-    linear,
     logical_and,
     logical_not,
     logical_or,
@@ -66,6 +65,7 @@ from ._dtypes import (
     result_type,
 )
 from ._errors import DeviceError, DTypeError, ShapeError
+from ._fused import gelu, linear
 from ._indexing import (
     along_positions,
     buffer_positions,
@@ -99,7 +99,7 @@ __all__ = [
     "buffer_positions", "can_cast", "check_device_dtype", "check_kernel_dtype",
     "check_same_device_dtype", "col2im", "concatenate", "conv_output_size", "cumsum",
     "default_device",
-    "empty", "erf", "float32", "float64", "from_dlpack", "full", "gather", "generator",
+    "empty", "erf", "float32", "float64", "from_dlpack", "full", "gather", "gelu", "generator",
     "get_device", "im2col", "int64", "layer_norm", "index_positions", "index_put", "linear",
     "list_backends",
     "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "manual_seed",

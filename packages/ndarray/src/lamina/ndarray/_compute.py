@@ -462,45 +462,6 @@ def _gemm(kernels: KernelTable, a: NDArray, b: NDArray, out: NDArray, m: int, n:
                                b._offset, *b._strides)
 
 
-def linear(x: NDArray, weight: NDArray, bias: NDArray | None = None) -> NDArray:
-    """``x @ weight^T + bias``: the affine map of a ``Linear`` layer.
-
-    Shapes: x (*, in), weight (out, in), bias (out,) or None -> (*, out).
-    One GEMM reads W^T where it lies (the backend's strided GEMM; no
-    transposed copy of W). A single row (decoding one token) gets its bias
-    added in place into the GEMM's new output by one elementwise kernel, as
-    a fused ``addmm`` would; more rows get it as a broadcast add.
-
-    Raises:
-        ShapeError: weight is not 2-D, the last dim of x is not in, or bias
-            is not (out,).
-    """
-    xs, ws = x._shape, weight._shape
-    if len(ws) != 2 or not xs or xs[-1] != ws[1] or (
-            bias is not None and bias._shape != ws[:1]):
-        raise ShapeError(_linear_message(xs, ws, None if bias is None else bias._shape))
-    out = matmul(x, weight.T)
-    if bias is None:
-        return out
-    if prod(xs[:-1]) == 1 and bias._dtype is out._dtype and bias._device is out._device \
-            and (out._compact or out.is_compact()) and (bias._compact or bias.is_compact()):
-        # out is matmul's new buffer, held by nothing else: the in-place elementwise
-        # update the interface allows (out aliasing an input) saves an allocation
-        out._device.kernels.ewise["add"](out._buf, bias._buf, out._buf)
-        return out
-    return out + bias
-
-
-def _linear_message(x: tuple[int, ...], weight: tuple[int, ...],
-                    bias: tuple[int, ...] | None) -> str:
-    if len(weight) != 2:
-        return f"linear: weight must be 2-D (out_features, in_features), got shape {weight}"
-    if not x or x[-1] != weight[1]:
-        return (f"linear: input of shape {x} does not fit weight {weight}: expected input "
-                f"(*, {weight[1]}) (the last dim is in_features)")
-    return f"linear: bias must have shape ({weight[0]},) for weight {weight}, got {bias}"
-
-
 # ---------------------------------------------------------------------- indexing
 def take(a: NDArray, indices: Any, axis: int = 0) -> NDArray:
     """Gather along ``axis``: shape ``a.shape[:axis] + indices.shape + a.shape[axis+1:]``."""
