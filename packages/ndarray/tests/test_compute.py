@@ -130,6 +130,40 @@ def test_batched_matmul_of_strided_views(device, view):
     close(got, want, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("xs", [(4,), (1, 4), (1, 1, 4), (3, 4), (2, 3, 4), (0, 4)])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_linear(device, xs, with_bias):
+    # one row takes the in-place bias add, more rows the broadcast one
+    x, w, b = rand(*xs), rand(5, 4), rand(5)
+    xa, wa, ba = (nd.array(v, device=device) for v in (x, w, b))
+    got = nd.linear(xa, wa, ba if with_bias else None)
+    close(got, x @ w.T + b if with_bias else x @ w.T, rtol=1e-4, atol=1e-4)
+    close(xa, x)  # the operands are left as they were
+    close(wa, w)
+    close(ba, b)
+
+
+def test_linear_bias_of_another_dtype_promotes(device):
+    if "float64" not in nd.get_device(device).dtypes:
+        pytest.skip(f"{device} has no float64")
+    x, w, b = rand(1, 4), rand(3, 4), rand(3).astype(np.float64)
+    got = nd.linear(*(nd.array(v, device=device) for v in (x, w, b)))
+    assert got.dtype == nd.float64
+    close(got, x @ w.T + b, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shapes,message", [
+    (((2, 3), (5, 4), (5,)), r"linear: input of shape \(2, 3\) does not fit weight \(5, 4\)"),
+    (((2, 4), (5, 4), (4,)), r"linear: bias must have shape \(5,\) for weight \(5, 4\)"),
+    (((2, 4), (4,), None), r"linear: weight must be 2-D"),
+    (((), (5, 4), None), r"linear: input of shape \(\) does not fit"),
+])
+def test_linear_errors(device, shapes, message):
+    args = [None if s is None else nd.array(rand(*s), device=device) for s in shapes]
+    with pytest.raises(nd.ShapeError, match=message):
+        nd.linear(*args)
+
+
 def test_take_and_scatter_add(device):
     x = rand(4, 5, 3)
     idx = np.array([[4, 0], [1, 4]])
@@ -206,6 +240,30 @@ def test_erf(device, fused, monkeypatch):
     x = np.concatenate([np.linspace(-6, 6, 97), [0.0, 1e-8, -1e-8]])
     got = nd.array(x, device=device).erf()
     close(got, np.array([math.erf(v) for v in x]), rtol=0, atol=1.5e-7)
+
+
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "composite"])
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu(device, approximate, fused, monkeypatch):
+    import math
+
+    if not fused:
+        _without(device, "ewise_erf", monkeypatch)
+    x = np.concatenate([np.linspace(-6, 6, 97), [0.0, 1e-8, -1e-8]]).astype(np.float32)
+    wide = x.astype(np.float64)
+    if approximate == "none":
+        ref = wide / 2 * (1 + np.array([math.erf(v / math.sqrt(2)) for v in wide]))
+    else:
+        ref = wide / 2 * (1 + np.tanh(math.sqrt(2 / math.pi) * (wide + 0.044715 * wide ** 3)))
+    a = nd.array(x.reshape(4, 25), device=device)
+    close(nd.gelu(a, approximate), ref.reshape(4, 25), rtol=1e-5, atol=1e-6)
+    close(nd.gelu(a.T, approximate), ref.reshape(4, 25).T, rtol=1e-5, atol=1e-6)  # a view
+    close(a, x.reshape(4, 25))  # the input is left as it was
+    ints = nd.gelu(nd.array([-2, 0, 3], device=device), approximate)
+    assert ints.dtype == nd.float32
+    close(ints, nd.gelu(nd.array([-2.0, 0.0, 3.0], device=device), approximate).numpy())
+    with pytest.raises(ValueError, match="gelu: approximate must be 'none' or 'tanh'"):
+        nd.gelu(a, "fast")
 
 
 @pytest.mark.parametrize("geom", [(3, 1, 1, 1), (3, 2, 1, 1), (2, 1, 0, 2), (1, 1, 0, 1)])

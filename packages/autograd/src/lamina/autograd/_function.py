@@ -148,9 +148,21 @@ class Function:
                 record = True
         data = node.forward(*arrays, **params)
         if not (record and cls.differentiable and grad_mode._state.enabled):
-            out = Tensor._make(data)
+            # Nothing to record (no_grad, inference, no input needing grad): the output
+            # alone, no node. Tensor._make and share_storage are written out here, one
+            # Python call fewer each on the path every inference op takes.
+            out = object.__new__(Tensor)
+            out.data = data
+            out._requires_grad = False
+            out.grad = out.grad_fn = out._post_hooks = out._vc = out._base = None
             if cls.is_view and data._buf is arrays[0]._buf:
-                share_storage(out, inputs[0])
+                base = inputs[0]
+                vc = base._vc
+                if vc is None:
+                    vc = base._vc = Version()
+                out._vc = vc
+                out._base = base if base._base is None else base._base
+                out._history = vc.history
             return out
         edges = []
         shapes = []

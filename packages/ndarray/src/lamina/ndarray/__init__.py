@@ -65,6 +65,7 @@ from ._dtypes import (
     result_type,
 )
 from ._errors import DeviceError, DTypeError, ShapeError
+from ._fused import gelu, linear
 from ._indexing import (
     along_positions,
     buffer_positions,
@@ -98,8 +99,9 @@ __all__ = [
     "buffer_positions", "can_cast", "check_device_dtype", "check_kernel_dtype",
     "check_same_device_dtype", "col2im", "concatenate", "conv_output_size", "cumsum",
     "default_device",
-    "empty", "erf", "float32", "float64", "from_dlpack", "full", "gather", "generator",
-    "get_device", "im2col", "int64", "layer_norm", "index_positions", "index_put", "list_backends",
+    "empty", "erf", "float32", "float64", "from_dlpack", "full", "gather", "gelu", "generator",
+    "get_device", "im2col", "int64", "layer_norm", "index_positions", "index_put", "linear",
+    "list_backends",
     "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "manual_seed",
     "mask_indices", "masked_fill", "matmul", "maximum", "mean", "minimum", "nonzero",
     "normalize_axes", "normalize_axis", "normalize_permutation", "one_hot", "ones", "pad", "pair",

@@ -93,13 +93,14 @@ class ArrayBase:
         """A new compact array with an uninitialised buffer.
 
         Every allocation goes through here: the shape is validated once (a
-        fast test inline; :func:`_layout.checked_size` builds the error when it
-        fails) and a backend that cannot allocate raises MemoryError naming
-        ``op``, the shape and the device.
+        cached test, :func:`_layout.new_layout`; :func:`_layout.checked_size`
+        builds the error when it fails) and a backend that cannot allocate
+        raises MemoryError naming ``op``, the shape and the device.
         """
-        size = prod(shape)
-        if size * dtype.itemsize > L.MAX_BYTES or (shape and min(shape) < 0):
-            size = L.checked_size(shape, dtype.itemsize, op)  # raises, with the message
+        layout = L.new_layout(shape, dtype.itemsize)
+        if layout is None:  # checked_size raises, with the message
+            layout = (L.checked_size(shape, dtype.itemsize, op), L.compact_strides(shape))
+        size, strides = layout
         arg = device._alloc_arg.get(dtype.name)
         try:
             # a dtype the device does not list goes to Array, which raises naming it
@@ -112,7 +113,7 @@ class ArrayBase:
         out = object.__new__(cls)  # _view inlined: every new array comes through here
         out._buf = buf
         out._shape = shape
-        out._strides = L.compact_strides(shape)
+        out._strides = strides
         out._offset = 0
         out._dtype = dtype
         out._device = device
@@ -326,9 +327,10 @@ class ArrayBase:
 
     def _permuted(self: A, axes: tuple[int, ...]) -> A:
         """The view for axes already checked to be a permutation."""
-        shape, strides = self._shape, self._strides
-        return self._as_strided(tuple([shape[a] for a in axes]),
-                                tuple([strides[a] for a in axes]), self._offset)
+        # map over the axes, not comprehensions: no Python frame (every attention permutes)
+        return self._view(self._buf, tuple(map(self._shape.__getitem__, axes)),
+                          tuple(map(self._strides.__getitem__, axes)), self._offset,
+                          self._dtype, self._device)
 
     def transpose(self: A, dim0: int = -2, dim1: int = -1) -> A:
         """A view with two axes swapped (the last two by default)."""

@@ -104,7 +104,7 @@ def binary(a: NDArray, b: Any, op: str) -> NDArray:
             check_same_device_dtype((a, b), op)
         dtype = a._dtype if a._dtype is b._dtype else _promote(a, b)
         family = "ewise"
-    elif isinstance(b, _SCALARS) and not isinstance(b, complex):
+    elif type(b) is float or (isinstance(b, _SCALARS) and not isinstance(b, complex)):
         # a float scalar with a float array, the common case, promotes nothing
         dtype = a._dtype if type(b) is float and a._dtype.is_floating \
             else _scalar_promote(a._dtype, b)
@@ -142,20 +142,32 @@ def binary(a: NDArray, b: Any, op: str) -> NDArray:
 def binary_operator(op: str) -> Callable[[NDArray, Any], NDArray]:
     """The method behind the operator of ``op`` (``NDArray.__add__`` for "add").
 
-    It runs the common case itself: float arithmetic between two compact
-    arrays of one class, device, dtype and shape, where every check of
-    ``binary`` passes by identity tests (every backend's arithmetic kernels
-    take its float dtypes), and hands anything else to ``binary``. An
-    operator then costs one Python frame, one allocation and one kernel call.
+    It runs the common cases itself: float arithmetic between two arrays of
+    one class, device and dtype (compact operands of one shape straight to
+    the kernel, others to ``_binary_views``), or between a compact float
+    array and a Python float or int, where every check of ``binary`` passes
+    by identity tests (every backend's arithmetic kernels take its float
+    dtypes), and hands anything else to ``binary``. An operator on compact
+    operands of one shape then costs one Python frame, one allocation and
+    one kernel call.
     """
     fast = op in _ARITHMETIC
 
     def method(a: NDArray, b: Any) -> NDArray:
         if fast and type(b) is type(a) and a._device is b._device and a._dtype is b._dtype \
-                and a._shape == b._shape and a._dtype.is_floating \
-                and (a._compact or a.is_compact()) and (b._compact or b.is_compact()):
+                and a._dtype.is_floating:
+            if a._shape == b._shape and (a._compact or a.is_compact()) \
+                    and (b._compact or b.is_compact()):
+                out = a._like()
+                a._device.kernels.ewise[op](a._buf, b._buf, out._buf)
+                return out
+            # broadcast (a bias, a mask) or strided operands: binary's checks pass here too
+            return _binary_views(a, b, op, a._dtype)
+        if fast and (type(b) is float or type(b) is int) and a._dtype.is_floating \
+                and (a._compact or a.is_compact()):
+            # a Python float or int with a float array keeps the array's dtype
             out = a._like()
-            a._device.kernels.ewise[op](a._buf, b._buf, out._buf)
+            a._device.kernels.scalar[op](a._buf, b, out._buf)
             return out
         return binary(a, b, op)
 
@@ -177,7 +189,7 @@ def _binary_views(a: NDArray, b: ArrayBase, op: str, out_dtype: DType) -> NDArra
     """``binary`` for operands of one dtype that differ in shape or are not compact."""
     shape = a._shape
     if shape != b._shape:
-        shape = L.broadcast_shapes(shape, b._shape, op=op)
+        shape = L.broadcast_pair(shape, b._shape, op)
         if a._shape != shape:
             a = _broadcast_view(a, shape, op)
         if b._shape != shape:
@@ -206,7 +218,8 @@ def _broadcast_view(a: A, shape: tuple[int, ...], op: str) -> A:
     """``a.broadcast_to(shape)`` for a shape already checked and normalised."""
     if a._shape == shape:
         return a
-    return a._as_strided(shape, L.broadcast_strides(a._shape, a._strides, shape, op), a._offset)
+    return a._view(a._buf, shape, L.broadcast_strides(a._shape, a._strides, shape, op),
+                   a._offset, a._dtype, a._device)
 
 
 def reversed_scalar(a: NDArray, value: Any, op: str) -> NDArray:

@@ -48,6 +48,17 @@ def is_compact(shape: Shape, strides: Shape, offset: int) -> bool:
 MAX_BYTES = 2**63 - 1  # what a 64-bit size_t/ptrdiff_t can address: no buffer is larger
 
 
+@lru_cache(maxsize=4096)
+def new_layout(shape: Shape, itemsize: int) -> tuple[int, Shape] | None:
+    """``(size, compact strides)`` of a new array of ``shape``, or None when no buffer
+    can hold it (a negative dim, or more bytes than 64 bits address; :func:`checked_size`
+    says which). Cached like ``compact_strides``: every allocation asks."""
+    size = prod(shape)
+    if size * itemsize > MAX_BYTES or (shape and min(shape) < 0):
+        return None
+    return size, compact_strides(shape)
+
+
 def normalize_shape(shape: Any, op: str) -> Shape:
     """Accept ``(2, 3)``, ``[2, 3]`` or ``((2, 3),)`` and return a tuple of ints.
 
@@ -113,8 +124,19 @@ def broadcast_shapes(*shapes: Shape, op: str = "broadcast") -> Shape:
     return tuple(out)
 
 
+@lru_cache(maxsize=4096)
+def broadcast_pair(a: Shape, b: Shape, op: str) -> Shape:
+    """``broadcast_shapes(a, b, op=op)`` for two tuples, cached like ``compact_strides``:
+    every broadcasting binary op asks, and a model repeats a few pairs."""
+    return broadcast_shapes(a, b, op=op)
+
+
+@lru_cache(maxsize=4096)
 def broadcast_strides(shape: Shape, strides: Shape, target: Shape, op: str) -> Shape:
-    """Strides of ``shape`` broadcast to ``target``: new and stretched dims get stride 0."""
+    """Strides of ``shape`` broadcast to ``target``: new and stretched dims get stride 0.
+
+    Cached (the arguments are tuples and the op's name): each broadcast operand asks.
+    """
     lead = len(target) - len(shape)
     if lead < 0:
         raise ShapeError(f"{op}: cannot broadcast shape {shape} to {target} with fewer dims")

@@ -109,7 +109,9 @@ class CausalSelfAttention(nn.Module):
         # A single new query may see every cached key: no mask needed.
         mask = None if t == 1 else F.causal_mask(t, s, offset, x.dtype, x.device)
         y, _ = F.attention(q, k, v, mask, self.dropout_p, training=self.training)
-        y = y.permute(0, 2, 1, 3).reshape(n, t, c)
+        # (N, H, T, D) -> (N, T, H * D); for one query (decoding) the permute is the
+        # identity on memory order, and the reshape alone gives the same view
+        y = y.reshape(n, t, c) if t == 1 else y.permute(0, 2, 1, 3).reshape(n, t, c)
         return self.resid_dropout(self.c_proj(y))
 
 

@@ -36,6 +36,8 @@ def operands(a: Any, b: Any, op: str) -> tuple[Tensor, Tensor]:
 def normalize_axis(axis: int, ndim: int, op: str) -> int:
     """``axis`` in ``range(ndim)`` (:func:`lamina.ndarray.normalize_axis`) with PyTorch's
     conventions: the argument is called ``dim``, and a 0-d tensor takes dim 0 or -1."""
+    if type(axis) is int and -ndim <= axis < ndim:  # the common case, without a call
+        return axis % ndim
     return nd.normalize_axis(axis, ndim or 1, op, "dim")
 
 

@@ -301,14 +301,7 @@ class Gelu(Function):
 
     def forward(self, a: NDArray, approximate: str) -> NDArray:
         self.approximate = approximate
-        if approximate == "tanh":
-            self.t = ((a + a * a * a * 0.044715) * _SQRT_2_OVER_PI).tanh()
-            return a * 0.5 * (self.t + 1)
-        return a * 0.5 * ((a * _SQRT_HALF).erf() + 1)
-
-    def release(self) -> None:
-        super().release()
-        self.t = None
+        return nd.gelu(a, approximate)  # one buffer, its steps in place
 
     def backward(self, g: Tensor) -> tuple[Tensor | None, ...]:
         if grad_mode.is_grad_enabled():
@@ -317,7 +310,7 @@ class Gelu(Function):
             return grad(gelu_reference(x, self.approximate), x, g, create_graph=True)
         a = self.inputs[0].data
         if self.approximate == "tanh":
-            t = self.t
+            t = ((a + a * a * a * 0.044715) * _SQRT_2_OVER_PI).tanh()
             du = (a * a * (3 * 0.044715) + 1) * _SQRT_2_OVER_PI
             slope = (t + 1) * 0.5 + a * 0.5 * (1 - t * t) * du
         else:

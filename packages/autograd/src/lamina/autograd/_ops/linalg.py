@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import lamina.ndarray as nd
 from lamina.ndarray import NDArray, ShapeError
 
 from .. import _grad_mode as grad_mode
@@ -70,8 +71,8 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
 class Linear(Function):
     """``x @ weight^T + bias`` as one node: the layer every model calls most.
 
-    Forward: one matmul that reads W^T where it lies (the backend's strided
-    GEMM; no transposed copy of W), plus the bias. Backward, with the batch
+    Forward: :func:`lamina.ndarray.linear` (one GEMM that reads W^T where it
+    lies, plus the bias, in place for a single row). Backward, with the batch
     flattened to rows (N = prod(*)): ``dX = dY @ W`` (only when x needs it),
     ``dW = dY^T @ X`` as one (out, N) @ (N, in) GEMM, ``db = sum(dY)`` over
     the rows. With ``create_graph`` the same rule runs as Tensor ops.
@@ -81,12 +82,7 @@ class Linear(Function):
     save_inputs = True
 
     def forward(self, x: NDArray, weight: NDArray, bias: NDArray | None = None) -> NDArray:
-        xs, ws = x._shape, weight._shape
-        if len(ws) != 2 or not xs or xs[-1] != ws[1] or (
-                bias is not None and bias._shape != ws[:1]):
-            raise ShapeError(_linear_message(xs, ws, None if bias is None else bias._shape))
-        out = x @ weight.T
-        return out if bias is None else out + bias
+        return nd.linear(x, weight, bias)  # checks the shapes, naming linear
 
     def backward(self, g: Tensor) -> tuple[Tensor | None, ...]:
         x, weight = self.inputs[:2]
@@ -104,16 +100,6 @@ class Linear(Function):
         if len(need) > 2:
             grads.append(Tensor._make(rows_d.sum(0)) if need[2] else None)
         return tuple(grads)
-
-
-def _linear_message(x: tuple[int, ...], weight: tuple[int, ...],
-                    bias: tuple[int, ...] | None) -> str:
-    if len(weight) != 2:
-        return f"linear: weight must be 2-D (out_features, in_features), got shape {weight}"
-    if not x or x[-1] != weight[1]:
-        return (f"linear: input of shape {x} does not fit weight {weight}: expected input "
-                f"(*, {weight[1]}) (the last dim is in_features)")
-    return f"linear: bias must have shape ({weight[0]},) for weight {weight}, got {bias}"
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:

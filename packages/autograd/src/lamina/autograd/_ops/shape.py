@@ -34,12 +34,15 @@ class Permute(Function):
     is_view = True
 
     def forward(self, a: NDArray, axes: tuple[int, ...]) -> NDArray:
-        axes = nd.normalize_permutation(axes, len(a._shape), "permute", a._shape)
-        self.inverse = tuple(sorted(range(len(axes)), key=axes.__getitem__))
-        return a.permute(axes)
+        # checked once here, then the view of axes known to be a permutation
+        self.axes = axes = nd.normalize_permutation(axes, len(a._shape), "permute", a._shape)
+        return a._permuted(axes)
 
     def backward(self, g: Tensor) -> tuple[Tensor]:
-        return (g.permute(self.inverse),)
+        inverse = [0] * len(self.axes)
+        for i, a in enumerate(self.axes):
+            inverse[a] = i
+        return (g.permute(tuple(inverse)),)
 
 
 class BroadcastTo(Function):
@@ -191,7 +194,7 @@ def view(x: Tensor, *shape: Any) -> Tensor:
 
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     """Swaps two axes. A view."""
-    ndim = x.data.ndim
+    ndim = len(x.data._shape)
     axes = list(range(ndim))
     d0, d1 = normalize_axis(dim0, ndim, "transpose"), normalize_axis(dim1, ndim, "transpose")
     axes[d0], axes[d1] = axes[d1], axes[d0]
