@@ -199,6 +199,9 @@ PYBIND11_MODULE(_core, m) {
              "a_cs"_a, "b_offset"_a, "b_rs"_a, "b_cs"_a,
              "out (m, p) = A @ B, A[i, k] = a[a_offset + i*a_rs + k*a_cs], "
              "B[k, j] = b[b_offset + k*b_rs + j*b_cs]");
+  LAMINA_DEF(matmul_batched_strided, "a"_a, "b"_a, "out"_a, "batch"_a, "m"_a, "n"_a, "p"_a,
+             "a_offset"_a, "a_strides"_a, "b_offset"_a, "b_strides"_a,
+             "out[i] = A[i] @ B[i] for every index i of the batch shape, A and B strided views");
 
   // convolution helpers
   LAMINA_DEF(im2col, "a"_a, "out"_a, "n"_a, "c"_a, "h"_a, "w"_a, "kh"_a, "kw"_a, "sh"_a, "sw"_a,

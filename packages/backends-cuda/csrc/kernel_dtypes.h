@@ -48,7 +48,7 @@ constexpr DTypes kAllDTypes = 0b1111;
   X(layer_norm_last, kFloats) X(index_gather, kAllDTypes) X(index_scatter_add, kAllDTypes)   \
   X(index_copy, kAllDTypes)                                                                  \
   X(matmul, kFloats) X(matmul_batched, kFloats) X(matmul_strided, kFloats)                   \
-  X(im2col, kFloats) X(col2im, kFloats)
+  X(matmul_batched_strided, kFloats) X(im2col, kFloats) X(col2im, kFloats)
 
 // kernel_dtypes::ewise_sub is the set of ewise_sub, and so on.
 namespace kernel_dtypes {

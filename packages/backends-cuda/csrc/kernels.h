@@ -102,6 +102,11 @@ void matmul_batched(const Array& a, const Array& b, Array& out, int64_t batch, i
 void matmul_strided(const Array& a, const Array& b, Array& out, int64_t m, int64_t n, int64_t p,
                     int64_t a_offset, int64_t a_rs, int64_t a_cs, int64_t b_offset, int64_t b_rs,
                     int64_t b_cs);
+// matmul_strided for every index i of the batch shape: out (*batch, m, p) compact,
+// A[i][r, k] = a[a_offset + i . a_strides[:-2] + r*a_strides[-2] + k*a_strides[-1]].
+void matmul_batched_strided(const Array& a, const Array& b, Array& out, const Shape& batch,
+                            int64_t m, int64_t n, int64_t p, int64_t a_offset,
+                            const Shape& a_strides, int64_t b_offset, const Shape& b_strides);
 
 // convolution helpers (conv.cu)
 void im2col(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t w, int64_t kh,

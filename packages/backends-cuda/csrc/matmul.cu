@@ -2,7 +2,9 @@
 // m, n, p): out (m, p) = a (m, n) @ b (n, p), all compact, float32/float64;
 // matmul_strided(a, b, out, m, n, p, a_offset, a_rs, a_cs, b_offset, b_rs,
 // b_cs): the same product of two strided views (a transpose, a slice with
-// steps, a stride-0 broadcast) into a compact out, read in place.
+// steps, a stride-0 broadcast) into a compact out, read in place; and
+// matmul_batched_strided, that product for every matrix of a strided batch
+// (each matrix's start offsets in a small device array the kernel indexes).
 //
 // A shared-memory, register-blocked tiled GEMM. A block computes a BM x BN tile
 // of out with (BM/TM) x (BN/TN) threads, each owning a TM x TN register tile
@@ -28,6 +30,7 @@
 // either operand is Any both are, which bounds the instantiations).
 #include <algorithm>
 #include <type_traits>
+#include <vector>
 
 #include "common.cuh"
 
@@ -65,7 +68,8 @@ __device__ __forceinline__ void unit_position(int unit, int& r, int& c) {
 template <class T, int BM, int BN, int BK, int TM, int TN, bool VEC, Lay LA, Lay LB>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN))
     matmul_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
-                  int64_t m, int64_t n, int64_t p, MatStrides sa, MatStrides sb, int64_t batch0) {
+                  int64_t m, int64_t n, int64_t p, MatStrides sa, MatStrides sb, int64_t batch0,
+                  const int64_t* __restrict__ a_offs, const int64_t* __restrict__ b_offs) {
   constexpr int NTX = BN / TN, NTY = BM / TM, THREADS = NTX * NTY;
   constexpr int L = VEC ? 4 : 1;                       // elements per global load
   constexpr int A_UNITS = BM * BK / (L * THREADS);     // loads per thread per tile
@@ -80,10 +84,11 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN))
   __shared__ __align__(16) T as[2][BK][BM + APAD];
   __shared__ __align__(16) T bs[2][BK][BN + BPAD];
 
-  // Batches are compact; matmul_strided runs one (batch0 = 0, one grid z).
+  // Batches are compact (matmul_strided runs one: batch0 = 0, one grid z),
+  // or each starts at its a_offs/b_offs entry (matmul_batched_strided).
   const int64_t batch = batch0 + blockIdx.z;
-  a += batch * m * n;
-  b += batch * n * p;
+  a += a_offs ? a_offs[batch] : batch * m * n;
+  b += b_offs ? b_offs[batch] : batch * n * p;
   out += batch * m * p;
 
   // Grouped tile order: 8 tile rows sweep the tile columns together.
@@ -254,6 +259,9 @@ struct GemmCall {
   T* out;
   int64_t batch, m, n, p;
   Operand oa, ob;
+  // device arrays: where each matrix of a strided batch starts (null: compact)
+  const int64_t* a_offs = nullptr;
+  const int64_t* b_offs = nullptr;
 };
 
 template <Lay L>
@@ -284,7 +292,7 @@ void launch_gemm(const GemmCall<T>& g, const Launch& ctx) {
     const dim3 grid(static_cast<unsigned>(tiles), 1,
                     static_cast<unsigned>(std::min(kMaxGridZ, g.batch - b0)));
     launch_kernel(&matmul_kernel<T, BM, BN, BK, TM, TN, VEC, LA, LB>, grid, THREADS, 0, ctx.stream,
-                  g.a, g.b, g.out, g.m, g.n, g.p, g.oa.s, g.ob.s, b0);
+                  g.a, g.b, g.out, g.m, g.n, g.p, g.oa.s, g.ob.s, b0, g.a_offs, g.b_offs);
     check_launch("matmul_kernel", ctx.stream);
   }
 }
@@ -395,6 +403,75 @@ void matmul_strided(const Array& a, const Array& b, Array& out, int64_t m, int64
                  out.data<T>(), 1, m, n, p, operand(m, n, a_offset, a_rs, a_cs),
                  operand(n, p, b_offset, b_rs, b_cs)},
                 ctx);
+  });
+}
+
+void matmul_batched_strided(const Array& a, const Array& b, Array& out, const Shape& batch,
+                            int64_t m, int64_t n, int64_t p, int64_t a_offset,
+                            const Shape& a_strides, int64_t b_offset, const Shape& b_strides) {
+  const char* op = "matmul_batched_strided";
+  require_same_dtype(op, {&a, &b, &out});
+  require_dtype(op, a.dtype(), kernel_dtypes::matmul_batched_strided);
+  const std::size_t nb = batch.size();
+  if (a_strides.size() != nb + 2 || b_strides.size() != nb + 2)
+    value_error(op, ": a batch of ", nb, " dims needs ", nb + 2, " strides per operand, got ",
+                shape_str(a_strides), " and ", shape_str(b_strides));
+  for (int64_t x : {m, n, p, a_offset, b_offset})
+    if (x < 0) value_error(op, ": sizes and offsets must be >= 0, got m=", m, ", n=", n, ", p=", p,
+                           ", a_offset=", a_offset, ", b_offset=", b_offset);
+  for (const Shape* s : {&batch, &a_strides, &b_strides})
+    for (int64_t x : *s)
+      if (x < 0) value_error(op, ": batch dims and strides must be >= 0, got batch ",
+                             shape_str(batch), ", strides ", shape_str(a_strides), " and ",
+                             shape_str(b_strides));
+  int64_t count = 1;
+  for (int64_t d : batch) count = checked_mul(count, d, op);
+  if (out.size() < checked_mul(checked_mul(count, m, op), p, op))
+    value_error(op, ": out has ", out.size(), " elements, expected ", count, "x", m, "x", p);
+  const Launch ctx = launch_on(op, {&a, &b, &out});
+  if (count == 0 || m == 0 || p == 0) return;
+  // Each matrix's offset, walking the batch index like an odometer; every
+  // matrix must fit its buffer, which the last one reaching farthest checks.
+  std::vector<int64_t> offs(static_cast<std::size_t>(2 * count));
+  std::vector<int64_t> idx(nb, 0);
+  for (int64_t i = 0, pa = a_offset, pb = b_offset; i < count; ++i) {
+    offs[i] = pa;
+    offs[count + i] = pb;
+    for (std::size_t k = nb; k-- > 0;) {
+      pa += a_strides[k];
+      pb += b_strides[k];
+      if (++idx[k] < batch[k]) break;
+      pa -= a_strides[k] * batch[k];
+      pb -= b_strides[k] * batch[k];
+      idx[k] = 0;
+    }
+  }
+  int64_t a_far = a_offset, b_far = b_offset;
+  bool aligned = true;
+  for (std::size_t k = 0; k < nb; ++k)
+    if (__builtin_add_overflow(a_far, checked_mul(batch[k] - 1, a_strides[k], op), &a_far) ||
+        __builtin_add_overflow(b_far, checked_mul(batch[k] - 1, b_strides[k], op), &b_far))
+      value_error(op, ": the batch strides ", shape_str(a_strides), " and ", shape_str(b_strides),
+                  " overflow int64");
+  for (int64_t o : offs) aligned = aligned && o % 4 == 0;
+  const int64_t ars = a_strides[nb], acs = a_strides[nb + 1];
+  const int64_t brs = b_strides[nb], bcs = b_strides[nb + 1];
+  if (n > 0) {
+    require_view_fits(op, "a", a, a_far, m, n, ars, acs);
+    require_view_fits(op, "b", b, b_far, n, p, brs, bcs);
+  }
+  Scratch dev(ctx.device, offs.size() * sizeof(int64_t));
+  // From pageable memory the call returns once offs is staged, so it may go.
+  LAMINA_CUDA_CHECK(cudaMemcpyAsync(dev.as<int64_t>(), offs.data(), offs.size() * sizeof(int64_t),
+                                    cudaMemcpyHostToDevice, ctx.stream),
+                    op);
+  dispatch<kernel_dtypes::matmul_batched_strided>(op, a.dtype(), [&](auto t) {
+    using T = decltype(t);
+    GemmCall<T> g{op, a.data<T>(), b.data<T>(), out.data<T>(), count, m, n, p,
+                  operand(m, n, aligned ? 0 : 1, ars, acs), operand(n, p, aligned ? 0 : 1, brs, bcs)};
+    g.a_offs = dev.as<int64_t>();
+    g.b_offs = dev.as<int64_t>() + count;
+    run_gemm<T>(g, ctx);
   });
 }
 

@@ -405,6 +405,63 @@ def test_matmul_strided_errors() -> None:
     np.testing.assert_array_equal(get(cuda, out), np.full(9, 5, np.float32))
 
 
+# Attention's batches: heads split out of a (B, T, H, D) projection, k transposed,
+# a broadcast batch; (2, 64, 4, 32) x 4 heads take the 16-byte loads.
+BATCHED_STRIDED_SHAPES = [(2, 5, 3, 4), (2, 64, 4, 32), (3, 33, 2, 7)]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("b_, t, h, d", BATCHED_STRIDED_SHAPES)
+@pytest.mark.parametrize("kind", ["q @ k^T", "p @ v", "broadcast"])
+def test_matmul_batched_strided(kind: str, b_: int, t: int, h: int, d: int, dtype: str) -> None:
+    qkv = rand(b_ * t * 3 * h * d, dtype, 36)
+    heads = qkv.reshape(b_, t, 3, h, d)
+    q, k, v = heads[:, :, 0].transpose(0, 2, 1, 3), heads[:, :, 1], heads[:, :, 2]
+    if kind == "q @ k^T":
+        a_view, b_view, a_base, b_base = q, k.transpose(0, 2, 3, 1), qkv, qkv
+    elif kind == "p @ v":
+        probs = rand(b_ * h * t * t, dtype, 37)
+        a_view, a_base = probs.reshape(b_, h, t, t), probs
+        b_view, b_base = v.transpose(0, 2, 1, 3), qkv
+    else:  # one head's keys for every batch entry
+        a_view, a_base = q, qkv
+        b_view, b_base = np.broadcast_to(k[:1, :, :1].transpose(0, 2, 3, 1), (b_, h, d, t)), qkv
+    batch, (m, n), p = a_view.shape[:2], a_view.shape[2:], b_view.shape[-1]
+    layout = []
+    for base, view in ((a_base, a_view), (b_base, b_view)):
+        start = view.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+        layout += [start // base.itemsize, [s // base.itemsize for s in view.strides]]
+    out = put(cuda, np.full(math.prod(batch) * m * p, np.nan, dtype))  # all written
+    cuda.matmul_batched_strided(put(cuda, a_base), put(cuda, b_base), out, list(batch), m, n, p,
+                                *layout)
+    want = (a_view.astype(np.float64) @ b_view.astype(np.float64)).reshape(-1).astype(dtype)
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == "float32" else TOL[dtype]
+    np.testing.assert_allclose(get(cuda, out), want, **tol,
+                               err_msg=f"matmul_batched_strided differs from numpy ({kind})")
+
+
+def test_matmul_batched_strided_errors() -> None:
+    a, b = put(cuda, rand(30, "float32", 38)), put(cuda, rand(12, "float32", 39))
+    out = put(cuda, np.full(6, 5, np.float32))
+    op = "matmul_batched_strided"
+    good = ([2], 3, 5, 1, 0, [15, 5, 1], 0, [6, 1, 1])  # a: 2 of 3x5, b: 2 of 5x1
+    cuda.matmul_batched_strided(a, b, out, *good)
+    with pytest.raises(ValueError, match=f"{op}: a batch of 1 dims needs 3 strides"):
+        cuda.matmul_batched_strided(a, b, out, [2], 3, 5, 1, 0, [15, 5], 0, [6, 1, 1])
+    with pytest.raises(ValueError, match=f"{op}: batch dims and strides must be >= 0"):
+        cuda.matmul_batched_strided(a, b, out, [2], 3, 5, 1, 0, [15, -5, 1], 0, [6, 1, 1])
+    with pytest.raises(ValueError, match=f"{op}: sizes and offsets must be >= 0"):
+        cuda.matmul_batched_strided(a, b, out, [2], 3, 5, 1, -1, [15, 5, 1], 0, [6, 1, 1])
+    with pytest.raises(ValueError, match=f"{op}: out has 5 elements"):
+        cuda.matmul_batched_strided(a, b, cuda.Array(5, "float32"), *good)
+    with pytest.raises(ValueError, match=rf"{op}: a view .* does not fit a buffer of 30"):
+        cuda.matmul_batched_strided(a, b, out, [2], 3, 5, 1, 0, [20, 5, 1], 0, [6, 1, 1])
+    with pytest.raises(TypeError, match=op):
+        cuda.matmul_batched_strided(put(cuda, np.zeros(30, np.int64)),
+                                    put(cuda, np.zeros(12, np.int64)), cuda.Array(6, "int64"),
+                                    *good)
+
+
 CONVS = [  # n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw
     (1, 1, 5, 5, 3, 3, 1, 1, 0, 0, 1, 1),
     (2, 3, 8, 7, 3, 2, 2, 1, 1, 0, 1, 1),
