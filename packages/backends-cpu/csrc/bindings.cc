@@ -48,7 +48,7 @@ py::dict kernel_dtypes() {
   add("cumsum_last", kCumsumDtypes);
   for (const char* name : {"matmul", "matmul_batched", "matmul_strided", "matmul_batched_strided",
                            "softmax_last", "logsumexp_last", "layer_norm_last", "im2col",
-                           "col2im"})
+                           "col2im", "adam_step"})
     add(name, kFusedDtypes);
   return d;
 }
@@ -214,5 +214,6 @@ PYBIND11_MODULE(_core, m) {
   m.def("matmul_strided", &matmul_strided, nogil());
   m.def("matmul_batched_strided", &matmul_batched_strided, nogil());
   m.def("im2col", &im2col, nogil());
+  m.def("adam_step", &adam_step, nogil());
   m.def("col2im", &col2im, nogil());
 }

@@ -92,6 +92,11 @@ void matmul_batched(const Array& a, const Array& b, Array& out, int64_t batch, i
 void matmul_batched_strided(const Array& a, const Array& b, Array& out, const Shape& batch,
                             int64_t m, int64_t n, int64_t p, int64_t a_offset,
                             const Shape& a_strides, int64_t b_offset, const Shape& b_strides);
+// optim.cc: one Adam/AdamW step; the *_out buffers may be the inputs.
+void adam_step(const Array& param, const Array& grad, const Array& exp_avg,
+               const Array& exp_avg_sq, Array& param_out, Array& exp_avg_out,
+               Array& exp_avg_sq_out, double beta1, double beta2, double eps,
+               double weight_decay, double decay, double step_size, double inv_bias2_sqrt);
 double fma_peak_gflops(double seconds, int threads);
 std::string gemm_kernel_name();
 

@@ -27,10 +27,11 @@ else:
 
 # Names of the interface this backend does not bind from _core: the metadata
 # and device_count are methods below, a GPU has no host thread setting, its
-# buffers live in device memory, so it cannot wrap numpy's (wrap_numpy), and
-# its Array constructor serves for allocation (no optional `empty`).
+# buffers live in device memory, so it cannot wrap numpy's (wrap_numpy), its
+# Array constructor serves for allocation (no optional `empty`), and Adam's
+# update runs as the composite of elementwise kernels (no `adam_step` yet).
 _NOT_BOUND = METADATA + ("device_count", "set_num_threads", "num_threads", "wrap_numpy",
-                         "empty")
+                         "empty", "adam_step")
 
 KERNELS: tuple[str, ...] = tuple(name for name in REQUIRED + OPTIONAL if name not in _NOT_BOUND)
 """Every kernel and device function the backend provides (interface v1.1 names)."""

@@ -6,6 +6,8 @@ every step allocates its result and runs a Python frame; here the first step
 allocates and the others update that new buffer in place, which the backend
 interface allows for elementwise kernels (``out`` may be an input). Nothing
 else holds the buffer, so no caller can see a half-done result.
+``adam_step`` (a dozen steps) is one pass of the backend's optional
+``adam_step`` kernel where it has one, else the composite.
 """
 
 from __future__ import annotations
@@ -110,3 +112,52 @@ def gelu(a: NDArray, approximate: str = "none") -> NDArray:
     scalar["mul"](out._buf, 0.5, out._buf)
     ewise["mul"](out._buf, src._buf, out._buf)
     return out
+
+
+def adam_step(param: NDArray, grad: NDArray, exp_avg: NDArray, exp_avg_sq: NDArray, *,
+              lr: float, beta1: float, beta2: float, eps: float, step: int,
+              weight_decay: float = 0.0, decoupled: bool = False,
+              max_exp_avg_sq: NDArray | None = None
+              ) -> tuple[NDArray, NDArray, NDArray, NDArray | None]:
+    """One Adam update (AdamW's with ``decoupled``), as ``torch.optim.Adam``/``AdamW``.
+
+    With ``g = grad`` and ``t = step`` (from 1)::
+
+        decoupled:          p = p * (1 - lr * weight_decay)
+        else, weight_decay: g = g + weight_decay * p
+        m = beta1 * m + (1 - beta1) * g
+        v = beta2 * v + (1 - beta2) * g^2
+        amsgrad:            v_max = max(v_max, v);  v_hat = v_max  (else v_hat = v)
+        p = p - lr / (1 - beta1^t) * m / (sqrt(v_hat) / sqrt(1 - beta2^t) + eps)
+
+    All arrays have the parameter's shape. The backend's ``adam_step`` kernel
+    runs it in one pass where it has one (compact float operands of one
+    dtype, no amsgrad); otherwise scalar and elementwise kernels compose it,
+    each step rounded alike, so both give identical results.
+
+    Returns:
+        New arrays ``(param, exp_avg, exp_avg_sq, max_exp_avg_sq)``; the
+        last is None without amsgrad. The inputs are left as they were.
+    """
+    bias1, inv_bias2_sqrt = 1.0 - beta1**step, 1.0 / math.sqrt(1.0 - beta2**step)
+    decay = 1.0 - lr * weight_decay if decoupled else 1.0
+    l2 = 0.0 if decoupled else weight_decay
+    kernel = param._device.kernels.adam_step
+    arrays = (param, grad, exp_avg, exp_avg_sq)
+    if kernel is not None and max_exp_avg_sq is None and param._dtype.is_floating \
+            and all(x._dtype is param._dtype and x._device is param._device
+                    and x._shape == param._shape and (x._compact or x.is_compact())
+                    for x in arrays):
+        p, m, v = param._like(), param._like(), param._like()
+        kernel(param._buf, grad._buf, exp_avg._buf, exp_avg_sq._buf, p._buf, m._buf, v._buf,
+               beta1, beta2, eps, l2, decay, lr / bias1, inv_bias2_sqrt)
+        return p, m, v, None
+    p = param * decay if decay != 1.0 else param
+    g = grad + param * l2 if l2 else grad
+    m = exp_avg * beta1 + g * (1.0 - beta1)
+    v = exp_avg_sq * beta2 + g * g * (1.0 - beta2)
+    v_hat = v
+    if max_exp_avg_sq is not None:
+        max_exp_avg_sq = v_hat = max_exp_avg_sq.maximum(v)
+    denom = v_hat.sqrt() * inv_bias2_sqrt + eps
+    return p - (m / denom) * (lr / bias1), m, v, max_exp_avg_sq

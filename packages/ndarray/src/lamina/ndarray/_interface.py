@@ -95,6 +95,7 @@ class KernelTable:
     ewise_strided: Kernel | None = _optional()
     matmul_strided: Kernel | None = _optional()
     matmul_batched_strided: Kernel | None = _optional()  # v1.1
+    adam_step: Kernel | None = _optional()  # v1.1: one pass of an Adam/AdamW update
     reduce_sum_axis: Kernel | None = _optional()
     softmax_last: Kernel | None = _optional()
     logsumexp_last: Kernel | None = _optional()

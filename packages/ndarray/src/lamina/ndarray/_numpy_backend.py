@@ -196,7 +196,7 @@ KERNEL_DTYPES: dict[str, tuple[str, ...]] = {
         "ewise_div", "scalar_div", "scalar_rdiv", "ewise_exp", "ewise_log", "ewise_sqrt",
         "ewise_tanh", "ewise_sin", "ewise_cos", "matmul", "matmul_batched", "matmul_strided",
         "matmul_batched_strided", "softmax_last", "logsumexp_last", "layer_norm_last", "im2col",
-        "col2im")},
+        "col2im", "adam_step")},
     # numpy has no bool loop for these (the ndarray layer casts bool sums to int64)
     **{name: _NUMBERS for name in (
         "ewise_sub", "scalar_sub", "scalar_rsub", "ewise_neg", "ewise_abs", "ewise_sign",
@@ -531,6 +531,33 @@ class NumpyBackend:
         av = _view(a, batch + (m, n), tuple(a_strides), a_offset, op)
         bv = _view(b, batch + (n, p), tuple(b_strides), b_offset, op)
         np.matmul(av, bv, out=dst)
+
+    @staticmethod
+    def adam_step(param: NumpyArray, grad: NumpyArray, exp_avg: NumpyArray,
+                  exp_avg_sq: NumpyArray, param_out: NumpyArray, exp_avg_out: NumpyArray,
+                  exp_avg_sq_out: NumpyArray, beta1: float, beta2: float, eps: float,
+                  weight_decay: float, decay: float, step_size: float,
+                  inv_bias2_sqrt: float) -> None:
+        op = "adam_step"
+        bufs = (param, grad, exp_avg, exp_avg_sq, param_out, exp_avg_out, exp_avg_sq_out)
+        dtype = param.data.dtype
+        if any(b.data.dtype != dtype for b in bufs) or dtype.kind != "f":
+            raise TypeError(f"{op}: every buffer must have one float dtype, got "
+                            f"{', '.join(str(b.data.dtype) for b in bufs)}")
+        n = param_out.data.size
+        if min(b.data.size for b in bufs) < n:
+            raise ValueError(f"{op}: every buffer needs {n} elements (param_out's), one has "
+                             f"{min(b.data.size for b in bufs)}")
+        t = dtype.type  # each scalar in the dtype, each step rounded, as the kernels do
+        p, g, m, v = (b.data[:n] for b in (param, grad, exp_avg, exp_avg_sq))
+        if weight_decay:
+            g = g + p * t(weight_decay)
+        m = m * t(beta1) + g * t(1.0 - beta1)
+        v = v * t(beta2) + g * g * t(1.0 - beta2)
+        denom = np.sqrt(v) * t(inv_bias2_sqrt) + t(eps)
+        param_out.data[:n] = p * t(decay) - (m / denom) * t(step_size)
+        exp_avg_out.data[:n] = m
+        exp_avg_sq_out.data[:n] = v
 
     @staticmethod
     def im2col(a: NumpyArray, out: NumpyArray, n: int, c: int, h: int, w: int, kh: int, kw: int,

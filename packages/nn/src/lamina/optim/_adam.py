@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -54,11 +53,6 @@ class Adam(Optimizer):
     def _update(self, param: Tensor, grad: nd.NDArray, group: dict[str, Any],
                 state: dict[str, Any]) -> nd.NDArray:
         p = param.data
-        lr, (beta1, beta2), wd = group["lr"], group["betas"], group["weight_decay"]
-        if wd and self._decoupled:
-            p = p * (1.0 - lr * wd)
-        elif wd:
-            grad = grad + p * wd
         if not state:
             state["step"] = 0
             state["exp_avg"] = nd.zeros(*p.shape, dtype=p.dtype, device=p.device)
@@ -66,13 +60,15 @@ class Adam(Optimizer):
             if group["amsgrad"]:
                 state["max_exp_avg_sq"] = nd.zeros(*p.shape, dtype=p.dtype, device=p.device)
         state["step"] += 1
-        t = state["step"]
-        m = state["exp_avg"] = state["exp_avg"] * beta1 + grad * (1.0 - beta1)
-        v = state["exp_avg_sq"] = state["exp_avg_sq"] * beta2 + grad * grad * (1.0 - beta2)
-        if group["amsgrad"]:
-            v = state["max_exp_avg_sq"] = state["max_exp_avg_sq"].maximum(v)
-        denom = v.sqrt() * (1.0 / math.sqrt(1.0 - beta2**t)) + group["eps"]
-        return p - (m / denom) * (lr / (1.0 - beta1**t))
+        beta1, beta2 = group["betas"]
+        new, state["exp_avg"], state["exp_avg_sq"], vmax = nd.adam_step(
+            p, grad, state["exp_avg"], state["exp_avg_sq"], lr=group["lr"], beta1=beta1,
+            beta2=beta2, eps=group["eps"], step=state["step"],
+            weight_decay=group["weight_decay"], decoupled=self._decoupled,
+            max_exp_avg_sq=state.get("max_exp_avg_sq") if group["amsgrad"] else None)
+        if vmax is not None:
+            state["max_exp_avg_sq"] = vmax
+        return new
 
 
 class AdamW(Adam):

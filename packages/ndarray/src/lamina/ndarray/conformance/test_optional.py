@@ -258,6 +258,60 @@ def test_matmul_batched_strided_bad_layouts_raise(lamina_backend, layout):
              [a, b, OUT, (2,), 3, 5, 1, a_off, a_st, b_off, b_st], (6, "float32"))
 
 
+# (beta1, beta2, eps, weight_decay, decay, step_size, inv_bias2_sqrt): Adam with an L2
+# penalty, AdamW's decoupled decay, neither, at steps 1 and 10
+ADAM = {
+    "adam, l2, step 1": (0.9, 0.999, 1e-8, 0.01, 1.0, 1e-3 / 0.1, 1 / math.sqrt(0.001)),
+    "adamw, step 10": (0.9, 0.99, 1e-6, 0.0, 1 - 1e-3 * 0.1, 1e-3 / (1 - 0.9**10),
+                       1 / math.sqrt(1 - 0.99**10)),
+    "no decay": (0.5, 0.75, 1e-3, 0.0, 1.0, 0.1, 2.0),
+}
+
+
+@pytest.mark.parametrize("size", [1, 17, 1000, LARGE], ids=str)
+@pytest.mark.parametrize("case", sorted(ADAM))
+def test_adam_step(lamina_backend, lamina_reference, lamina_float, case, size):
+    _need(lamina_backend, "adam_step")
+    p, g, m = (sample(lamina_float, size, seed, -1, 1) for seed in (1, 2, 3))
+    v = sample(lamina_float, size, 4, 0, 1)
+    results = []
+    for backend in (lamina_reference, lamina_backend):
+        bufs = [put(backend, x) for x in (p, g, m, v)]
+        outs = [backend.Array(size, lamina_float) for _ in range(3)]
+        backend.adam_step(*bufs, *outs, *ADAM[case])
+        results.append([get(backend, o) for o in outs])
+    for name, want, got in zip(("param", "exp_avg", "exp_avg_sq"), *results, strict=True):
+        assert_close(got, want, "large" if size == LARGE else "reduce", f"adam_step {name}")
+
+
+def test_adam_step_in_place(lamina_backend, lamina_reference, lamina_float):
+    # the outputs may be the inputs: the update of a parameter and its state in place
+    _need(lamina_backend, "adam_step")
+    p, g, m = (sample(lamina_float, 300, seed, -1, 1) for seed in (5, 6, 7))
+    v = sample(lamina_float, 300, 8, 0, 1)
+    args = ADAM["adamw, step 10"]
+    ref = [put(lamina_reference, x) for x in (p, g, m, v)]
+    want = [lamina_reference.Array(300, lamina_float) for _ in range(3)]
+    lamina_reference.adam_step(*ref, *want, *args)
+    bufs = [put(lamina_backend, x) for x in (p, g, m, v)]
+    lamina_backend.adam_step(*bufs, bufs[0], bufs[2], bufs[3], *args)
+    for name, w, b in zip(("param", "exp_avg", "exp_avg_sq"), want, (bufs[0], bufs[2], bufs[3]),
+                          strict=True):
+        assert_close(get(lamina_backend, b), get(lamina_reference, w), "reduce",
+                     f"adam_step in place: {name}")
+
+
+def test_adam_step_bad_buffers_raise(lamina_backend):
+    _need(lamina_backend, "adam_step")
+    good = [put(lamina_backend, sample("float32", 10, s)) for s in range(7)]
+    with pytest.raises(ValueError, match="adam_step"):
+        lamina_backend.adam_step(*good[:3], put(lamina_backend, sample("float32", 9, 1)),
+                                 *good[4:], *ADAM["no decay"])
+    ints = put(lamina_backend, np.arange(10, dtype=np.int64))
+    with pytest.raises(TypeError, match="adam_step"):
+        lamina_backend.adam_step(ints, *good[1:], *ADAM["no decay"])
+
+
 # (base size of a, view of a, base size of b, view of b): numpy makes the views, so
 # the layouts (broadcast, permuted, negative, offset) and the expected values are its own.
 EWISE_STRIDED = {
