@@ -38,6 +38,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 import lamina_backend_cpu  # noqa: E402
+from _machine import cpu_model, machine, table  # noqa: E402
 from _timing import row, seconds_per_call  # noqa: E402
 
 cpu = lamina_backend_cpu.backend
@@ -48,21 +49,6 @@ def paths() -> list[str]:
     """The vector paths this CPU runs (every one from avx2 up), else the active one."""
     best = ORDER.index(cpu.cpu_isa())
     return [p for p in ORDER[1:best + 1]] or [cpu.isa()]
-
-
-def cpu_model() -> str:
-    """/proc/cpuinfo's model name, family and model, e.g. ``AMD EPYC (family 25 model 17)``."""
-    fields: dict[str, str] = {}
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            fields.setdefault(key.strip(), value.strip())
-            if not line.strip():
-                break
-    except OSError:
-        return "unknown"
-    return f"{fields.get('model name', '?')} (family {fields.get('cpu family', '?')} model " \
-           f"{fields.get('model', '?')})"
 
 
 def _openblas_setter() -> Callable[[int], None] | None:
@@ -218,7 +204,6 @@ def main() -> None:
     if args.out:
         import json
 
-        from run import machine, table
         info = machine()
         out = Path(args.out)
         out.with_suffix(".json").write_text(json.dumps({"machine": info, "rows": rows}, indent=1))

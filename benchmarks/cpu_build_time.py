@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from run import machine
+from _machine import machine
 
 HERE = Path(__file__).parent
 SOURCE = HERE.parent / "packages" / "backends-cpu"

@@ -9,69 +9,17 @@ date and versions. Ratio > 1 always means Lamina is better than the baseline.
 from __future__ import annotations
 
 import argparse
-import datetime
 import importlib
 import json
-import os
-import platform
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
+from _machine import machine, table  # noqa: E402
+
 MODULES = ("bench_ndarray", "bench_cpu", "bench_autograd", "bench_cnn", "bench_gpt",
            "bench_lstm")
-
-
-def machine() -> dict[str, object]:
-    import numpy
-    info: dict[str, object] = {
-        "date": datetime.date.today().isoformat(), "python": platform.python_version(),
-        "numpy": numpy.__version__, "machine": platform.machine(), "cores": os.cpu_count(),
-        "cpu": _cpu_name(),
-        # A load above the core count means other work shared the machine.
-        "load_avg_1m": round(os.getloadavg()[0], 1)}
-    try:
-        import lamina_backend_cpu
-        from bench_cpu import cpu_model
-        # Which kernels ran: figures from different CPUs or paths never compare.
-        info["cpu"] = cpu_model()
-        info["lamina_isa"] = lamina_backend_cpu.isa()
-        info["lamina_cpu_isa"] = lamina_backend_cpu.cpu_isa()
-        info["lamina_gemm_kernel"] = lamina_backend_cpu.backend.gemm_kernel_name()
-    except ImportError:
-        pass
-    try:
-        from lamina.ndarray import DeviceError, get_device
-        info["lamina_threads"] = get_device("cpu").num_threads()
-    except (ImportError, DeviceError):
-        pass
-    try:
-        import torch
-        info["torch"] = torch.__version__
-    except ImportError:
-        pass
-    return info
-
-
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
-
-
-def table(rows: list[dict[str, object]]) -> str:
-    lines = ["| benchmark | size | lamina | baseline | lamina value | baseline value | unit "
-             "| ratio (>1 = Lamina better) |", "|---|---|---|---|---:|---:|---|---:|"]
-    for r in rows:
-        lines.append(f"| {r['op']} | {r['size']} | {r['lamina']} | {r['baseline']} | "
-                     f"{r['lamina_value']:.3g} | {r['baseline_value']:.3g} | {r['unit']} | "
-                     f"{r['ratio']:.2f} |")
-    return "\n".join(lines)
 
 
 def main() -> int:
