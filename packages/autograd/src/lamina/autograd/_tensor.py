@@ -22,8 +22,6 @@ import lamina.ndarray as nd
 import numpy as np
 from lamina.ndarray import DTypeError, NDArray
 
-from ._grad_mode import _state as _grad_state
-
 _FLOAT_DTYPES = ("float32", "float64")
 _HOST_DEVICES = ("numpy", "cpu")
 
@@ -360,13 +358,11 @@ class Tensor:
     # ----- operators ---------------------------------------------------------------
 
     def __add__(self, other: Any) -> Tensor:
-        # Two Tensors: nothing to record (no operand requires grad, or no_grad) runs
-        # the op's forward alone, without a node; else the op, without F.add's
-        # dispatch on operand types.
+        # Two Tensors go straight to the op, without F.add's dispatch on operand
+        # types: Function.apply is the one path (it refreshes a stale view's history
+        # and skips the node when nothing needs recording).
         if type(other) is Tensor:
-            if (self._requires_grad or other._requires_grad) and _grad_state.enabled:
-                return F.elementwise.Add.apply(self, other)
-            return Tensor._make(self.data + other.data)
+            return F.elementwise.Add.apply(self, other)
         return F.add(self, other)
 
     def __radd__(self, other: Any) -> Tensor:
@@ -374,9 +370,7 @@ class Tensor:
 
     def __sub__(self, other: Any) -> Tensor:
         if type(other) is Tensor:
-            if (self._requires_grad or other._requires_grad) and _grad_state.enabled:
-                return F.elementwise.Sub.apply(self, other)
-            return Tensor._make(self.data - other.data)
+            return F.elementwise.Sub.apply(self, other)
         return F.sub(self, other)
 
     def __rsub__(self, other: Any) -> Tensor:
@@ -384,9 +378,7 @@ class Tensor:
 
     def __mul__(self, other: Any) -> Tensor:
         if type(other) is Tensor:
-            if (self._requires_grad or other._requires_grad) and _grad_state.enabled:
-                return F.elementwise.Mul.apply(self, other)
-            return Tensor._make(self.data * other.data)
+            return F.elementwise.Mul.apply(self, other)
         return F.mul(self, other)
 
     def __rmul__(self, other: Any) -> Tensor:
@@ -394,9 +386,7 @@ class Tensor:
 
     def __truediv__(self, other: Any) -> Tensor:
         if type(other) is Tensor:
-            if (self._requires_grad or other._requires_grad) and _grad_state.enabled:
-                return F.elementwise.Div.apply(self, other)
-            return Tensor._make(self.data / other.data)
+            return F.elementwise.Div.apply(self, other)
         return F.div(self, other)
 
     def __rtruediv__(self, other: Any) -> Tensor:
