@@ -16,9 +16,16 @@ step time against PyTorch DDP's, scaling of 2 processes over 1), and a
 correctness run of the DDP test worker with 4 and 8 oversubscribed
 processes (times mean nothing there).
 
+And the cost of the mismatch check (issue 31): Lamina's DDP step with 2
+processes with ``LAMINA_DISTRIBUTED_CHECKS=1`` (the default) against ``0``,
+interleaved, next to what checking every bucket's all-reduce (instead of the
+bucket layout once at construction) would add to a step.
+
 Run: ``nox -s bench_distributed`` (or ``python benchmarks/bench_distributed.py``
-where lamina-nn[distributed], the cpu backend and torch==2.13.0 are installed).
-Writes ``benchmarks/results/distributed.{md,json}`` (``--out`` elsewhere).
+where lamina-nn[distributed], the cpu backend and torch==2.13.0 are installed;
+``--check-cost-only`` measures only the check and keeps the rest of the
+recorded results). Writes ``benchmarks/results/distributed.{md,json}``
+(``--out`` elsewhere).
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).parent
 RESULTS = HERE / "results"
@@ -49,21 +57,22 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def launch(nproc: int, args: list[str], threads: int, timeout: float = 600
-           ) -> subprocess.CompletedProcess[str]:
+def launch(nproc: int, args: list[str], threads: int, timeout: float = 600,
+           extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     from lamina.distributed import mpiexec_command
 
-    env = {**os.environ, "LAMINA_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads)}
+    env = {**os.environ, "LAMINA_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads),
+           **(extra_env or {})}
     return subprocess.run(mpiexec_command(nproc, args), capture_output=True, text=True,
                           env=env, timeout=timeout)
 
 
 def one(framework: str, model: str, procs: int, threads: int, batch: int, steps: int,
-        port: int) -> dict[str, float]:
+        port: int, extra_env: dict[str, str] | None = None) -> dict[str, float]:
     args = [str(HERE / "distributed_worker.py"), "--framework", framework, "--model", model,
             "--batch", str(batch), "--steps", str(steps), "--threads", str(threads),
             "--port", str(port)]
-    result = launch(procs, args, threads)
+    result = launch(procs, args, threads, extra_env=extra_env)
     if result.returncode != 0:
         raise RuntimeError(f"{framework} {model} {procs}x{threads} failed:\n{result.stderr}")
     return json.loads(result.stdout.strip().splitlines()[-1])
@@ -85,6 +94,42 @@ def measure(model: str, batch: int, steps: int, rounds: int) -> list[dict[str, o
         rows.append({"framework": framework, "model": model, "procs": procs,
                      "threads": threads, "batch": batch, **med})
     return rows
+
+
+def check_cost(models: list[str], steps: int, rounds: int) -> list[dict[str, Any]]:
+    """Lamina's 2-process DDP step with the mismatch check on and off, interleaved."""
+    runs: dict[tuple[str, str], list[dict[str, float]]] = {}
+    for _ in range(rounds):
+        for model in models:
+            for checks in ("1", "0"):
+                r = one("lamina", model, 2, 1, 128, steps, 0,
+                        {"LAMINA_DISTRIBUTED_CHECKS": checks})
+                runs.setdefault((model, checks), []).append(r)
+    rows = []
+    for model in models:
+        on, off = runs[(model, "1")], runs[(model, "0")]
+        step_on = statistics.median(float(r["step_s"]) for r in on)
+        step_off = statistics.median(float(r["step_s"]) for r in off)
+        plain = statistics.median(float(r["allreduce_s"]) for r in on)
+        checked = statistics.median(float(r["checked_allreduce_s"]) for r in on)
+        rows.append({"model": model, "step_on_s": step_on, "step_off_s": step_off,
+                     "cost": step_on / step_off - 1, "per_call_check_s": checked - plain,
+                     "per_call_cost": (checked - plain) / step_off,
+                     "ratios": [float(a["step_s"]) / float(b["step_s"]) for a, b in zip(on, off)]})
+    return rows
+
+
+def check_table(rows: list[dict[str, Any]]) -> list[str]:
+    lines = ["| model | DDP step, check on | DDP step, check off | cost of the check (goal "
+             "<= 3%) | per round, on / off | a check per bucket all-reduce would add |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        ratios = ", ".join(f"{x:.3f}" for x in r["ratios"])
+        lines.append(f"| {r['model']} | {r['step_on_s'] * 1e3:.2f} ms | "
+                     f"{r['step_off_s'] * 1e3:.2f} ms | {r['cost']:+.1%} | {ratios} | "
+                     f"{r['per_call_check_s'] * 1e6:.0f} us ({r['per_call_cost']:.1%} of a "
+                     "step) |")
+    return lines
 
 
 def correctness(nproc: int) -> dict[str, object]:
@@ -148,13 +193,8 @@ def load_note(load: list[float], cores: int | None) -> str:
             f"{cores} cores ({state}).")
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--steps", type=int, default=8)
-    p.add_argument("--models", nargs="+", default=["mlp", "resnet9"])
-    p.add_argument("--out", type=Path, default=RESULTS, help="folder for distributed.{md,json}")
-    a = p.parse_args()
+def run_comparison(a: argparse.Namespace) -> dict[str, Any]:
+    """Lamina against PyTorch in every layout, and the oversubscribed correctness runs."""
     started = datetime.datetime.now(datetime.timezone.utc)
     clock = time.monotonic()
     load_before = os.getloadavg()[0]
@@ -165,15 +205,29 @@ def main() -> None:
             "cores": os.cpu_count(), "rounds": a.rounds, "steps": a.steps,
             "python": platform.python_version(), "quiet_machine": max(load) < 0.5,
             "load_average_1min": load, "seconds": round(time.monotonic() - clock)}
-    a.out.mkdir(parents=True, exist_ok=True)
-    (a.out / "distributed.json").write_text(
-        json.dumps({"meta": meta, "rows": rows, "oversubscribed": checks}, indent=1))
+    return {"meta": meta, "rows": rows, "oversubscribed": checks}
+
+
+def run_check_cost(a: argparse.Namespace) -> dict[str, Any]:
+    started = datetime.datetime.now(datetime.timezone.utc)
+    clock = time.monotonic()
+    load_before = os.getloadavg()[0]
+    rows = check_cost(a.models, a.check_steps, a.check_rounds)
+    load = [round(load_before, 2), round(os.getloadavg()[0], 2)]
+    meta = {"date": started.strftime("%Y-%m-%d %H:%M UTC"), "cpu": cpu_model(),
+            "cores": os.cpu_count(), "rounds": a.check_rounds, "steps": a.check_steps,
+            "load_average_1min": load, "seconds": round(time.monotonic() - clock)}
+    return {"meta": meta, "rows": rows}
+
+
+def render(data: dict[str, Any]) -> list[str]:
+    meta, rows, checks = data["meta"], data["rows"], data["oversubscribed"]
     lines = ["# Data-parallel training: Lamina DDP vs PyTorch DDP (gloo)", "",
              f"{meta['date']}, {meta['cpu']}, {meta['cores']} cores, Python {meta['python']}; "
-             f"{load_note(load, meta['cores'])} "
-             f"Medians over {a.rounds} interleaved rounds of {a.steps} timed steps (after 2 "
-             "warm-up steps); global batch 128, synthetic inputs; SGD with momentum; both "
-             "DDPs with gradient_as_bucket_view=True. "
+             f"{load_note(meta['load_average_1min'], meta['cores'])} "
+             f"Medians over {meta['rounds']} interleaved rounds of {meta['steps']} timed steps "
+             "(after 2 warm-up steps); global batch 128, synthetic inputs; SGD with momentum; "
+             "both DDPs with gradient_as_bucket_view=True. "
              "`python benchmarks/bench_distributed.py` (`nox -s bench_distributed`), "
              f"{meta['seconds']} s in all.", ""]
     lines += table(rows)
@@ -189,6 +243,44 @@ def main() -> None:
               "checkpoint):", ""]
     lines += [f"- {c['procs']} processes on {meta['cores']} cores: "
               f"{'passed' if c['passed'] else 'FAILED'} ({c['seconds']:.0f} s)" for c in checks]
+    if "mismatch_check" in data:
+        lines += [""] + render_check_cost(data["mismatch_check"])
+    return lines
+
+
+def render_check_cost(check: dict[str, Any]) -> list[str]:
+    meta = check["meta"]
+    return ["## Cost of the mismatch check (issue 31)", "",
+            f"{meta['date']}, {meta['cpu']}, {meta['cores']} cores; "
+            f"{load_note(meta['load_average_1min'], meta['cores'])} Lamina DDP, 2 processes x "
+            f"1 thread, global batch 128: medians over {meta['rounds']} interleaved rounds of "
+            f"{meta['steps']} timed steps with `LAMINA_DISTRIBUTED_CHECKS=1` (the default) and "
+            "`0`; `python benchmarks/bench_distributed.py --check-cost-only`, "
+            f"{meta['seconds']} s. DDP checks its bucket layout, buffers and options once, at "
+            "construction, so its steps run the same code either way and the difference is "
+            "noise. The last column is what a check before every bucket's all-reduce (a "
+            "blocking all-reduce of the buckets with and without it, after training) would "
+            "add to a step instead: the per-call cost that `all_reduce`, `broadcast`, "
+            "`all_gather`, `reduce_scatter` and `barrier` pay.", ""] + check_table(check["rows"])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--steps", type=int, default=8)
+    p.add_argument("--check-rounds", type=int, default=5)
+    p.add_argument("--check-steps", type=int, default=20)
+    p.add_argument("--check-cost-only", action="store_true",
+                   help="measure only the mismatch check; keep the other recorded results")
+    p.add_argument("--models", nargs="+", default=["mlp", "resnet9"])
+    p.add_argument("--out", type=Path, default=RESULTS, help="folder for distributed.{md,json}")
+    a = p.parse_args()
+    a.out.mkdir(parents=True, exist_ok=True)
+    record = a.out / "distributed.json"
+    data = json.loads(record.read_text()) if a.check_cost_only else run_comparison(a)
+    data["mismatch_check"] = run_check_cost(a)
+    record.write_text(json.dumps(data, indent=1))
+    lines = render(data)
     (a.out / "distributed.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -47,14 +47,16 @@ def lamina_side(model: str, batch: np.ndarray, labels: np.ndarray, world: int) -
         loss_fn(net(x), y).backward()
         opt.step()
 
-    def comm_seconds() -> float:
-        """Blocking all-reduce of every gradient bucket, as one step would need."""
+    def comm_seconds(check: bool = False) -> float:
+        """Blocking all-reduce of every gradient bucket, as one step would need; with
+        ``check``, each call also compares the ranks' calls first, as DDP does not."""
         if ddp is None:
             return 0.0
         import lamina.distributed as dist
+        from lamina.distributed._collectives import _all_reduce
         start = time.perf_counter()
         for b in ddp._buckets:
-            dist.all_reduce(b.flat, dist.ReduceOp.AVG)
+            _all_reduce(b.flat, dist.ReduceOp.AVG, async_op=False, check=check)
         return time.perf_counter() - start
 
     def counters() -> tuple[float, int, int]:
@@ -90,7 +92,7 @@ def torch_side(model: str, batch: np.ndarray, labels: np.ndarray, world: int, ra
         torch.nn.functional.cross_entropy(net(x), y).backward()
         opt.step()
 
-    return step, (lambda: 0.0), (lambda: (0.0, 0, 0))
+    return step, (lambda check=False: 0.0), (lambda: (0.0, 0, 0))
 
 
 def main() -> None:
@@ -125,12 +127,13 @@ def main() -> None:
     waited, overlapped, reduced = (x - y for x, y in zip(counters(), before))
     wait_per_step = waited / a.steps
     comm_per_step = float(np.median([comm() for _ in range(3)]))
+    checked_per_step = float(np.median([comm(True) for _ in range(3)]))
     if rank == 0:
         t = float(np.median(times))
         print(json.dumps({"framework": a.framework, "model": a.model, "procs": world,
                           "threads": a.threads, "batch": a.batch, "step_s": t,
                           "samples_per_s": a.batch / t, "wait_s": wait_per_step,
-                          "allreduce_s": comm_per_step,
+                          "allreduce_s": comm_per_step, "checked_allreduce_s": checked_per_step,
                           "overlap": overlapped / reduced if reduced else 0.0}))
 
 

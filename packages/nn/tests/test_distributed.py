@@ -7,13 +7,15 @@ skip only where mpi4py is not installed (``nox -s distributed`` installs it).
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from pathlib import Path
 
 import lamina.distributed as dist
 import numpy as np
 import pytest
-from _mpi import check_ok, require_mpi, run_mpi
+from _mpi import WORKERS, check_ok, require_mpi, run_mpi
 from lamina.data import DistributedSampler
 
 
@@ -21,6 +23,35 @@ from lamina.data import DistributedSampler
 def test_collectives_match_numpy(nproc: int) -> None:
     out = check_ok(run_mpi(nproc, "collectives.py"))
     assert out.count("checks passed") == nproc
+
+
+@pytest.mark.parametrize("nproc", [2, 3])
+def test_mismatched_calls_raise_on_every_rank_and_nan_propagates(nproc: int) -> None:
+    """Issue 31: shapes, dtypes, ops, src or collectives that differ between ranks raise
+    on every rank (the group stays usable); MAX/MIN give every rank PyTorch's NaN result."""
+    out = check_ok(run_mpi(nproc, "agreement.py"))
+    assert out.count("agreement checks passed") == nproc
+    reports = json.loads(out.split("REPORTS ", 1)[1].split("\n", 1)[0])
+    assert [r["rank"] for r in reports] == list(range(nproc))
+    torch = pytest.importorskip("torch")
+    for dtype in ("float32", "float64"):
+        stacked = torch.tensor([r["input"] for r in reports], dtype=getattr(torch, dtype))
+        for op, reduce in (("max", torch.amax), ("min", torch.amin)):
+            want = reduce(stacked, dim=0).numpy()
+            for r in reports:
+                np.testing.assert_array_equal(np.array(r[f"all_reduce {op} {dtype}"], dtype),
+                                              want, err_msg=f"rank {r['rank']} {op} {dtype}")
+
+
+def test_checks_switch_must_agree_across_ranks() -> None:
+    code = ("import os\n"
+            "os.environ['LAMINA_DISTRIBUTED_CHECKS'] = os.environ['PMI_RANK']\n"
+            "import lamina.distributed as d\n"
+            "try:\n    d.init_process_group()\n"
+            "except RuntimeError as e:\n    print(e)\n")
+    out = check_ok(run_mpi(2, "-c", code))
+    assert out.count("LAMINA_DISTRIBUTED_CHECKS differs between ranks (rank 0: 0, rank 1: 1)"
+                     ) == 2, out
 
 
 @pytest.mark.parametrize("nproc", [2, 3, 4])
@@ -167,6 +198,30 @@ def _metrics(line: str) -> list[float]:
     """The numbers of ``epoch 1: train loss 0.1, train acc 0.9, ... (0.5 s)``, time excluded."""
     body = line.split(":", 1)[1].rsplit(" (", 1)[0]
     return [float(part.split()[-1]) for part in body.split(",")]
+
+
+@pytest.mark.parametrize("mode", ["finish", "exit0"])
+def test_launch_fails_when_a_rank_exits_early_with_status_0(mode: str) -> None:
+    """Issue 31: MPICH's mpiexec exits 0 when a rank leaves early with status 0 (it ends
+    the others silently); the launcher of lamina-train --nproc must fail and name it."""
+    import subprocess
+    import sys
+
+    require_mpi()
+    launch = ("import sys\nfrom lamina.distributed._launch import run_checked\n"
+              f"sys.exit(run_checked(2, [{str(WORKERS / 'early_exit.py')!r}, {mode!r}], "
+              "'lamina-train --nproc 2'))")
+    result = subprocess.run([sys.executable, "-c", launch], capture_output=True, text=True,
+                            timeout=120, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    if mode == "finish":
+        assert result.returncode == 0 and "rank 0 trained" in result.stdout, result.stderr
+        return
+    assert result.returncode == 1, result.stdout + result.stderr
+    # rank 0's end follows rank 1's at once: a launcher slow to look may see both together
+    named = ("rank 1 exited with status 0 before it finished", "one of ranks 0, 1 exited with "
+             "status 0 before it finished")
+    assert any(f"lamina-train --nproc 2: {n}" in result.stderr for n in named), result.stderr
+    assert "mpiexec reported success" in result.stderr, result.stderr
 
 
 def test_strip_options() -> None:

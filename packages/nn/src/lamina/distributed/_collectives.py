@@ -5,6 +5,11 @@ and is issued as a non-blocking MPI call. With ``async_op=True`` it returns a
 ``Work`` whose ``wait()`` completes it (and copies staged results back);
 otherwise it waits before returning. Tensors on a cuda device go through NCCL
 when the group was initialized with ``backend="nccl"``.
+
+Before any data moves, the ranks check that they all made the same call
+(``_agreement``): a mismatch raises on every rank instead of exchanging
+garbage. DDP calls the unchecked forms (``check=False``) for its buckets,
+whose layout it checks once at construction.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import numpy as np
 from lamina.ndarray import DTypeError, NDArray, ShapeError
 
 from . import _group as G
+from ._agreement import Call, verify
 from ._buffers import HostBuffer, write
 from ._group import ReduceOp
 
@@ -63,7 +69,31 @@ def _mpi_op(op: Any, dtype: Any, name: str) -> Any:
     if op is ReduceOp.AVG and not dtype.is_floating:
         raise DTypeError(f"{name}: ReduceOp.AVG needs a floating point tensor, got {dtype}; "
                          "use SUM and divide, or convert with .float()")
+    if op in (ReduceOp.MAX, ReduceOp.MIN) and dtype.is_floating:
+        return _nan_propagating(op, np.dtype(dtype.np))
     return getattr(G.mpi(), _MPI_OPS[op])
+
+
+_NAN_OPS: dict[tuple[ReduceOp, str], Any] = {}
+
+
+def _nan_propagating(op: ReduceOp, dtype: np.dtype) -> Any:
+    """MAX or MIN as an MPI op that propagates NaN (numpy's maximum/minimum, as PyTorch's).
+
+    MPI's own MAX keeps whichever operand wins a comparison, and every
+    comparison with NaN is false, so ranks that combine in different orders
+    end with different values (``nan`` on one rank, ``1.0`` on another).
+    """
+    key = (op, dtype.str)
+    if key not in _NAN_OPS:
+        ufunc = np.maximum if op is ReduceOp.MAX else np.minimum
+
+        def combine(inbuf: Any, inoutbuf: Any, datatype: Any) -> None:
+            result = np.frombuffer(inoutbuf, dtype=dtype)
+            ufunc(np.frombuffer(inbuf, dtype=dtype), result, out=result)
+
+        _NAN_OPS[key] = G.mpi().Op.Create(combine, commute=True)
+    return _NAN_OPS[key]
 
 
 def _run(group: G._Group, requests: list[Any], finish: Callable[[], None], what: str,
@@ -83,15 +113,31 @@ def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, *, async_op: bool = Fal
                ) -> Work | None:
     """Combines ``tensor`` across all ranks, in place, so every rank holds the result.
 
+    MAX and MIN propagate NaN, as PyTorch's do: where any rank holds NaN,
+    every rank gets NaN.
+
     Args:
         tensor: any shape and dtype; same shape and dtype on every rank.
         op: ``ReduceOp.SUM`` (default), ``AVG`` (floating point only),
-            ``PRODUCT``, ``MAX`` or ``MIN``.
-        async_op: return a ``Work`` instead of waiting.
+            ``PRODUCT``, ``MAX`` or ``MIN``; the same on every rank.
+        async_op: return a ``Work`` instead of waiting (the call still
+            returns only once every rank has made it: see Raises).
+
+    Raises:
+        ShapeError, DTypeError, ValueError: on every rank, when the ranks'
+            calls differ (another collective, shape, dtype or op);
+            nothing is sent then.
     """
+    return _all_reduce(tensor, op, async_op)
+
+
+def _all_reduce(tensor: Any, op: ReduceOp, async_op: bool, check: bool = True
+                ) -> Work | None:
     group = G.current("all_reduce")
     a = _array(tensor, "all_reduce")
     mpi_op = _mpi_op(op, a.dtype, "all_reduce")
+    if check:
+        verify(group, Call("all_reduce", a.shape, a.dtype.name, op=op.value))
     if _use_nccl(group, a):
         return _run(group, [], group.nccl.all_reduce(a, op, group.size), "all_reduce", async_op)
     buf = HostBuffer.of(a)
@@ -110,12 +156,18 @@ def broadcast(tensor: Any, src: int, *, async_op: bool = False) -> Work | None:
 
     Args:
         tensor: same shape and dtype on every rank; read on ``src``, written elsewhere.
-        src: the rank that sends.
+        src: the rank that sends; the same on every rank.
         async_op: return a ``Work`` instead of waiting.
+
+    Raises:
+        ShapeError, DTypeError, ValueError: on every rank, when the ranks'
+            calls differ (another collective, shape, dtype or src); nothing
+            is sent then.
     """
     group = G.current("broadcast")
     a = _array(tensor, "broadcast")
     _check_rank(src, group, "broadcast", "src")
+    verify(group, Call("broadcast", a.shape, a.dtype.name, src=src))
     if _use_nccl(group, a):
         return _run(group, [], group.nccl.broadcast(a, src), "broadcast", async_op)
     buf = HostBuffer.of(a)
@@ -132,10 +184,16 @@ def all_gather(tensor_list: Sequence[Any], tensor: Any, *, async_op: bool = Fals
         tensor_list: ``world_size`` tensors shaped and typed like ``tensor``.
         tensor: this rank's contribution, shape ``S``.
         async_op: return a ``Work`` instead of waiting.
+
+    Raises:
+        ShapeError, DTypeError, ValueError: on every rank, when the ranks'
+            calls differ (another collective, shape or dtype);
+            nothing is sent then.
     """
     group = G.current("all_gather")
     a = _array(tensor, "all_gather")
     outs = _output_list(tensor_list, a, group, "all_gather", "tensor_list")
+    verify(group, Call("all_gather", a.shape, a.dtype.name))
     if _use_nccl(group, a, *outs):
         return _run(group, [], group.nccl.all_gather(outs, a), "all_gather", async_op)
     send = HostBuffer.of(a).array
@@ -159,11 +217,17 @@ def reduce_scatter(output: Any, input_list: Sequence[Any], op: ReduceOp = Reduce
         input_list: ``world_size`` tensors of shape ``S``; entry r goes to rank r.
         op: as for ``all_reduce``.
         async_op: return a ``Work`` instead of waiting.
+
+    Raises:
+        ShapeError, DTypeError, ValueError: on every rank, when the ranks'
+            calls differ (another collective, shape, dtype or op);
+            nothing is sent then.
     """
     group = G.current("reduce_scatter")
     out = _array(output, "reduce_scatter", "output")
     ins = _output_list(input_list, out, group, "reduce_scatter", "input_list")
     mpi_op = _mpi_op(op, out.dtype, "reduce_scatter")
+    verify(group, Call("reduce_scatter", out.shape, out.dtype.name, op=op.value))
     if _use_nccl(group, out, *ins):
         return _run(group, [], group.nccl.reduce_scatter(out, ins, op, group.size),
                     "reduce_scatter", async_op)
@@ -182,6 +246,7 @@ def reduce_scatter(output: Any, input_list: Sequence[Any], op: ReduceOp = Reduce
 def barrier(*, async_op: bool = False) -> Work | None:
     """Returns once every rank has called ``barrier``."""
     group = G.current("barrier")
+    verify(group, Call("barrier"))
     return _run(group, [group.comm.Ibarrier()], _nothing, "barrier", async_op)
 
 

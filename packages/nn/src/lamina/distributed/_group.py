@@ -10,6 +10,12 @@ Faults: a process that raises an uncaught exception prints it and calls
 is noticed by the launcher (``mpiexec`` ends the others and reports the rank).
 With a ``timeout``, a collective that does not complete in time aborts the
 job instead of waiting forever on a peer that hangs.
+
+Mismatched calls: before each collective the ranks exchange a small
+fingerprint of it (which collective, shape, dtype, op, src) on a communicator
+of their own, so that ranks that disagree raise instead of exchanging
+garbage. ``LAMINA_DISTRIBUTED_CHECKS=0`` (the same on every rank) turns the
+exchange off, for measuring what it costs.
 """
 
 from __future__ import annotations
@@ -45,6 +51,8 @@ class _Group:
     size: int
     timeout: float | None
     exit_comm: Any  # a duplicate of comm, for the exit agreement only
+    check_comm: Any  # a duplicate of comm, for the collectives' fingerprints only
+    checks: bool  # whether collectives exchange fingerprints first
     nccl: Any = None
 
 
@@ -131,7 +139,8 @@ def init_process_group(backend: str = "mpi", *, timeout: Any = None, world_size:
     comm = MPI.COMM_WORLD
     size, me = comm.Get_size(), comm.Get_rank()
     _check_launch(size, me, world_size, rank)
-    group = _Group(comm, backend, me, size, seconds, comm.Dup())
+    checks = _agree_on_checks(comm)
+    group = _Group(comm, backend, me, size, seconds, comm.Dup(), comm.Dup(), checks)
     if backend == "nccl":
         from ._nccl import NcclComm
         group.nccl = NcclComm.create(comm)
@@ -144,6 +153,27 @@ def init_process_group(backend: str = "mpi", *, timeout: Any = None, world_size:
         _exit_registered = True
 
 
+CHECKS_VARIABLE = "LAMINA_DISTRIBUTED_CHECKS"
+
+
+def _agree_on_checks(comm: Any) -> bool:
+    """Whether collectives check their fingerprints: on unless the variable is "0".
+
+    Every rank must agree: one rank exchanging fingerprints while another does
+    not would pair a fingerprint with a payload. Raises on every rank otherwise.
+    """
+    value = os.environ.get(CHECKS_VARIABLE, "1").strip()
+    if value not in ("0", "1"):
+        raise ValueError(f"init_process_group: {CHECKS_VARIABLE}={value!r}; use 1 (the "
+                         "default: collectives check that the ranks agree) or 0")
+    every = comm.allgather(value)
+    if len(set(every)) > 1:
+        raise RuntimeError(f"init_process_group: {CHECKS_VARIABLE} differs between ranks "
+                           f"({', '.join(f'rank {r}: {v}' for r, v in enumerate(every))}); "
+                           "set it the same on every rank (mpiexec -genv)")
+    return value == "1"
+
+
 def destroy_process_group() -> None:
     """Leaves the process group (MPI itself is finalized when the process exits)."""
     global _group, _previous_excepthook
@@ -151,6 +181,7 @@ def destroy_process_group() -> None:
     if group.nccl is not None:
         group.nccl.destroy()
     group.exit_comm.Free()
+    group.check_comm.Free()
     _group = None
     if _previous_excepthook is not None:
         sys.excepthook = _previous_excepthook

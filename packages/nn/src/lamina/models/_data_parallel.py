@@ -9,12 +9,13 @@ learning rate and schedule) is split so that rank r takes samples r, r + N,
 ... of it; the epoch's train loss and accuracy are averaged over ranks.
 Every rank evaluates the whole test set with identical weights. Only rank 0
 prints, shows the progress bar and writes ``--log``, ``--plot`` and ``--save``.
+Each rank tells the launcher when it has finished: a rank that exits early
+with status 0 (which ``mpiexec`` reports as success) fails the launch.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
@@ -23,12 +24,15 @@ _OUTPUT_OPTIONS = ("--log", "--plot", "--save")
 
 
 def launch(argv: Sequence[str], nproc: int) -> int:
-    """Runs ``lamina-train argv`` (without ``--nproc``) as ``nproc`` MPI ranks; the exit code."""
-    from lamina.distributed import mpiexec_command
+    """Runs ``lamina-train argv`` (without ``--nproc``) as ``nproc`` MPI ranks; the exit code.
 
-    command = mpiexec_command(nproc, ["-m", "lamina.models._data_parallel",
-                                      *strip_options(argv, ("--nproc",))])
-    return subprocess.run(command).returncode
+    Fails (status 1, naming the rank) when a rank exited without finishing.
+    """
+    from lamina.distributed._launch import run_checked
+
+    return run_checked(nproc, ["-m", "lamina.models._data_parallel",
+                               *strip_options(argv, ("--nproc",))],
+                       f"lamina-train --nproc {nproc}")
 
 
 def strip_options(argv: Sequence[str], names: Sequence[str]) -> list[str]:
@@ -85,9 +89,11 @@ def _data_parallel_train_epoch(original: Callable[..., dict[str, float]]
 def rank_main(argv: Sequence[str]) -> int:
     """What each rank runs: join the group, make training data-parallel, run the recipe."""
     import lamina.distributed as dist
+    from lamina.distributed import _launch
     from lamina.models import _cli, _trainer
 
     dist.init_process_group("mpi")
+    _launch.connect(dist.get_rank())
     argv = list(argv)
     if dist.get_rank() != 0:
         argv = strip_options(argv, _OUTPUT_OPTIONS)
@@ -98,6 +104,7 @@ def rank_main(argv: Sequence[str]) -> int:
     _trainer.train_epoch = _data_parallel_train_epoch(_trainer.train_epoch)
     code = _cli.main(argv)
     dist.barrier()  # rank 0 has written its files before any rank leaves
+    _launch.report_finished(dist.get_rank())
     dist.destroy_process_group()
     return code
 

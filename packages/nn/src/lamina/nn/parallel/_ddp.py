@@ -2,9 +2,11 @@
 
 How a step works (``docs/distributed.md`` has the picture):
 
-1. Construction checks every rank holds the same parameters, copies
-   parameters and buffers from rank 0 (so replicas start equal), groups the
-   parameters into flat buckets and puts a post-accumulate-grad hook on each.
+1. Construction groups the parameters into flat buckets, checks every rank
+   holds the same parameters, buffers, bucket layout and options (what the
+   unchecked per-step collectives rely on), copies parameters and buffers
+   from rank 0 (so replicas start equal) and puts a post-accumulate-grad
+   hook on each parameter.
 2. ``forward`` copies buffers from rank 0 again (PyTorch's
    ``forward_sync_buffers``: when the previous forward was one that syncs
    gradients), then runs the module on this rank's shard.
@@ -30,6 +32,7 @@ from typing import Any
 
 import lamina.distributed as dist
 from lamina.autograd import Function, Tensor, is_grad_enabled
+from lamina.distributed._collectives import _all_reduce
 
 from .._module import Module
 from ._buckets import Bucket, broadcast_coalesced, make_buckets
@@ -98,12 +101,15 @@ class DistributedDataParallel(Module):
         self.gradient_as_bucket_view = gradient_as_bucket_view
         named = _unique_named_parameters(module)
         self._names = {id(p): name for name, p in named}
-        _check_same_model(named)
-        init_sync_buffers = forward_sync_buffers is not None or broadcast_buffers
-        broadcast_coalesced([p for _, p in named]
-                            + (list(module.buffers()) if init_sync_buffers else []))
         trainable = [p for _, p in reversed(named) if p.requires_grad]
         self._buckets = make_buckets(trainable, int(bucket_cap_mb * 2 ** 20))
+        init_sync_buffers = forward_sync_buffers is not None or broadcast_buffers
+        _check_same_layout(named, module, self._buckets,
+                           {"find_unused_parameters": find_unused_parameters,
+                            "forward_sync_buffers": self.forward_sync_buffers,
+                            "broadcast buffers at construction": init_sync_buffers})
+        broadcast_coalesced([p for _, p in named]
+                            + (list(module.buffers()) if init_sync_buffers else []))
         self._slot: dict[int, tuple[Bucket, int]] = {
             id(p): (b, i) for b in self._buckets for i, p in enumerate(b.params)}
         self._works: list[dist.Work] = []
@@ -168,7 +174,10 @@ class DistributedDataParallel(Module):
         # buckets start strictly in index order, the same on every rank
         while len(self._works) < len(self._buckets) and self._buckets[len(self._works)].full:
             b = self._buckets[len(self._works)]
-            self._works.append(dist.all_reduce(b.flat, dist.ReduceOp.AVG, async_op=True))
+            # unchecked: construction checked that every rank has this bucket layout
+            work = _all_reduce(b.flat, dist.ReduceOp.AVG, async_op=True, check=False)
+            assert work is not None  # async_op=True returns the Work
+            self._works.append(work)
         if len(self._works) == len(self._buckets):
             self._finish(done)
 
@@ -198,7 +207,7 @@ class DistributedDataParallel(Module):
         import lamina.ndarray as nd
         flags = [int(u) for b in self._buckets for u in b.used]
         counts = nd.array(flags, dtype="int64", device="numpy")
-        dist.all_reduce(counts)
+        _all_reduce(counts, dist.ReduceOp.SUM, async_op=False, check=False)  # layout checked
         params = [p for b in self._buckets for p in b.params]
         return {id(p): bool(c) for p, c in zip(params, counts.numpy().tolist())}
 
@@ -216,7 +225,7 @@ class DistributedDataParallel(Module):
 
 def _unique_named_parameters(module: Module) -> list[tuple[str, Tensor]]:
     seen: set[int] = set()
-    named = []
+    named: list[tuple[str, Tensor]] = []
     for name, p in module.named_parameters():
         if id(p) not in seen:
             seen.add(id(p))
@@ -224,19 +233,31 @@ def _unique_named_parameters(module: Module) -> list[tuple[str, Tensor]]:
     return named
 
 
-def _check_same_model(named: list[tuple[str, Tensor]]) -> None:
-    """Raises on every rank when some rank's parameters differ from rank 0's."""
+def _check_same_layout(named: list[tuple[str, Tensor]], module: Module,
+                       buckets: list[Bucket], options: dict[str, bool]) -> None:
+    """Raises on every rank when some rank's model, buckets or options differ from rank 0's.
+
+    What every later collective of DDP sends follows from these (the buffers'
+    and buckets' sizes and dtypes, which collectives a step issues), so one
+    exchange here stands for the per-call check of ``lamina.distributed``
+    that DDP's own collectives leave out.
+    """
     from lamina.distributed._group import current
 
-    mine = [(n, tuple(p.shape), p.dtype.name) for n, p in named]
+    mine = {"parameters": [(n, tuple(p.shape), p.dtype.name) for n, p in named],
+            "buffers": [(n, tuple(b.shape), b.dtype.name) for n, b in module.named_buffers()],
+            "buckets (elements, dtype)": [(b.offsets[-1], b.flat.dtype.name) for b in buckets],
+            **{name: [value] for name, value in options.items()}}
     every = current("DistributedDataParallel").comm.allgather(mine)
     for rank, theirs in enumerate(every):
-        if theirs != every[0]:
-            diff = next((a, b) for a, b in zip(every[0] + [None], theirs + [None]) if a != b)
-            raise RuntimeError(
-                f"DistributedDataParallel: rank {rank}'s parameters differ from rank 0's "
-                f"(rank 0 has {diff[0]}, rank {rank} has {diff[1]}); every rank must build "
-                "the same model")
+        for what in mine:
+            if theirs[what] != every[0][what]:
+                diff = next((a, b) for a, b in zip(every[0][what] + [None], theirs[what] + [None])
+                            if a != b)
+                raise RuntimeError(
+                    f"DistributedDataParallel: rank {rank}'s {what} differ from rank 0's "
+                    f"(rank 0 has {diff[0]}, rank {rank} has {diff[1]}); every rank must build "
+                    "the same model and wrap it with the same options")
 
 
 def _reachable_leaves(out: Any) -> set[int]:
