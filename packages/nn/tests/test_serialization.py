@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from lamina import autograd as ag
 from lamina import nn, optim
+from safetensors import safe_open
 from safetensors.numpy import load_file, save_file
 
 
@@ -123,7 +124,7 @@ def test_plain_safetensors_and_missing_file(tmp_path):
     (np.array([0, 255], np.uint8), np.array([0, 255], np.int64)),
     (np.array([-128, 127], np.int8), np.array([-128, 127], np.int64)),
     (np.array([2**32 - 1], np.uint32), np.array([2**32 - 1], np.int64)),
-    (np.array([True, False]), np.array([1, 0], np.int64)),
+    (np.array([True, False]), np.array([True, False])),  # a mask stays a mask
     (np.array([1.5, -2.25], np.float16), np.array([1.5, -2.25], np.float32)),
 ], ids=lambda v: v.dtype.name if isinstance(v, np.ndarray) else None)
 def test_other_dtypes_load_only_where_every_value_is_kept(tmp_path, stored, want):
@@ -148,14 +149,110 @@ def test_other_dtypes_that_would_change_values_raise(tmp_path, stored, why):
 
 
 def test_a_structure_nested_100k_deep_is_a_checkpoint_error(tmp_path):
-    from lamina.nn._serialization import _FORMAT, _digest
+    from lamina.nn._serialization import _FORMAT, _digest, _header
 
     depth = 100_000
     tree = '{"__list__": [' * depth + '{"__value__": 1}' + "]}" * depth
     path = tmp_path / "deep.safetensors"
     save_file({"w": np.ones(1, np.float32)}, str(path), metadata={
-        "format": _FORMAT, "tree": tree, "sha256": _digest({"w": np.ones(1, np.float32)},
-                                                           ["w"])})
+        "format": _FORMAT, "tree": tree,
+        "sha256": _digest({"w": np.ones(1, np.float32)}, _header(_FORMAT, tree))})
     with pytest.raises(nn.CheckpointError, match="nested deeper than the interpreter's "
                        "recursion limit"):
         nn.load(path)
+
+
+def test_bool_tensors_round_trip_as_bool_and_still_mask(tmp_path, device):
+    x = ag.tensor(np.arange(12.0, dtype=np.float32).reshape(4, 3), device=device)
+    mask = ag.tensor(np.array([True, False, True, False]), device=device)
+    path = tmp_path / "mask.safetensors"
+    nn.save({"mask": mask, "x": x}, path)
+    back = nn.load(path, device=device)
+    assert back["mask"].dtype == mask.dtype and back["mask"].device == mask.device
+    assert load_file(str(path))["mask"].dtype == np.bool_  # stored as safetensors BOOL
+    np.testing.assert_array_equal(back["x"][back["mask"]].numpy(), x[mask].numpy())
+    assert back["x"][back["mask"]].shape == (2, 3)  # masked rows, not rows 1, 0, 1, 0
+    torch = pytest.importorskip("torch")
+    t = torch.arange(12.0).reshape(4, 3)
+    assert tuple(t[torch.tensor([True, False, True, False])].shape) == (2, 3)
+
+
+def _rewrite_metadata(path, **changes):
+    """The file with metadata entries changed and its arrays and checksum kept."""
+    with safe_open(str(path), framework="numpy") as f:
+        metadata = f.metadata()
+        tensors = {name: f.get_tensor(name) for name in f.keys()}  # noqa: SIM118
+    metadata.update(changes)
+    save_file(tensors, str(path), metadata=metadata)
+    return metadata
+
+
+@pytest.mark.parametrize("edit", ["value", "key", "format"])
+def test_an_edited_structure_record_is_rejected(tmp_path, edit):
+    path = tmp_path / "ck.safetensors"
+    nn.save({"epoch": 7, "options": {"lr": 0.1}, "w": np.ones(2, np.float32)}, path)
+    with safe_open(str(path), framework="numpy") as f:
+        tree = f.metadata()["tree"]
+    if edit == "value":
+        _rewrite_metadata(path, tree=tree.replace('{"__value__": 7}', '{"__value__": 2}'))
+    elif edit == "key":
+        _rewrite_metadata(path, tree=tree.replace('"lr"', '"momentum"'))
+    else:  # claims the older format, whose checksum covered the arrays only
+        _rewrite_metadata(path, format="lamina-checkpoint-1")
+    with pytest.raises(nn.CheckpointError, match="corrupt or was edited: its data or "
+                       "metadata does not match|corrupt or was edited: its data does not"):
+        nn.load(path)
+
+
+def test_a_checkpoint_of_the_first_format_loads_with_a_warning(tmp_path):
+    from lamina.nn._serialization import _LEGACY_FORMAT, _digest
+
+    w = np.arange(3, dtype=np.float32)
+    tree = json.dumps({"__dict__": [["w", {"__array__": "w", "kind": "numpy"}],
+                                    ["epoch", {"__value__": 4}]]})
+    path = tmp_path / "old.safetensors"
+    # as lamina-checkpoint-1 wrote it: the checksum covers the arrays only
+    save_file({"w": w}, str(path), metadata={"format": _LEGACY_FORMAT, "tree": tree,
+                                             "sha256": _digest({"w": w})})
+    with pytest.warns(UserWarning, match="predates the metadata checksum"):
+        back = nn.load(path)
+    assert back["epoch"] == 4
+    np.testing.assert_array_equal(back["w"], w)
+    save_file({"w": w + 1}, str(path), metadata={"format": _LEGACY_FORMAT, "tree": tree,
+                                                 "sha256": _digest({"w": w})})
+    with pytest.raises(nn.CheckpointError, match="corrupt"):  # its arrays are still checked
+        nn.load(path)
+
+
+def test_concurrent_saves_to_one_path_do_not_share_a_temporary_file(tmp_path, monkeypatch):
+    import threading
+
+    import lamina.nn._serialization as ser
+
+    path = tmp_path / "ck.safetensors"
+    both_written = threading.Barrier(2, timeout=30)
+    real_save_file = ser.save_file
+
+    def save_file_then_wait(tensors, filename, metadata=None):
+        real_save_file(tensors, filename, metadata=metadata)
+        both_written.wait()  # the two temporary files exist at the same time
+
+    monkeypatch.setattr(ser, "save_file", save_file_then_wait)
+    errors: list[BaseException] = []
+
+    def save(value: float) -> None:
+        try:
+            nn.save({"w": np.full(1000, value, np.float32), "v": value}, path)
+        except BaseException as exc:  # noqa: BLE001  (reported by the assertion below)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=save, args=(v,)) for v in (1.0, 2.0)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ck.safetensors"]
+    back = nn.load(path, as_numpy=True)  # one of the two, whole
+    assert back["v"] in (1.0, 2.0)
+    np.testing.assert_array_equal(back["w"], np.full(1000, back["v"], np.float32))

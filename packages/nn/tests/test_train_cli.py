@@ -41,6 +41,13 @@ def _without_times(history: list[dict]) -> list[dict]:
     return [{k: v for k, v in r.items() if k not in ("epoch_time", "elapsed")} for r in history]
 
 
+def _only_run(root: Path) -> Path:
+    """The one run folder under a --checkpoint-dir."""
+    runs = list(root.iterdir())
+    assert len(runs) == 1 and runs[0].is_dir(), runs
+    return runs[0]
+
+
 @pytest.fixture(scope="module")
 def straight(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The 4-epoch run, done once: its checkpoints and final --save."""
@@ -53,13 +60,13 @@ def straight(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_four_epochs_equal_two_then_resume_two(straight, tmp_path, capsys):
     # keep-last-K: of the four periodic checkpoints the newest three remain
-    kept = sorted(p.name for p in (straight / "ck").iterdir())
+    kept = sorted(p.name for p in _only_run(straight / "ck").iterdir())
     assert kept == [f"mnist-epoch000000{i}.safetensors" for i in (2, 3, 4)]
     capsys.readouterr()
     resumed = tmp_path / "resumed.safetensors"
-    assert main(["mnist", "--resume", str(straight / "ck" / "mnist-epoch0000002.safetensors"),
-                 "--no-progress", "--checkpoint-dir", str(tmp_path / "again"),
-                 "--save", str(resumed)]) == 0
+    ck = _only_run(straight / "ck") / "mnist-epoch0000002.safetensors"
+    assert main(["mnist", "--resume", str(ck), "--no-progress",
+                 "--checkpoint-dir", str(tmp_path / "again"), "--save", str(resumed)]) == 0
     out = capsys.readouterr().out
     assert "epoch 1:" not in out and "epoch 3:" in out and "epoch 4:" in out
     _assert_same_weights(straight / "final.safetensors", resumed)
@@ -91,9 +98,9 @@ def test_ctrl_c_writes_a_checkpoint_exits_130_and_resumes_bit_for_bit(straight, 
         capture_output=True, text=True, timeout=120, start_new_session=True)
     err = proc.stderr
     assert proc.returncode == 130, err
-    saved = folder / "mnist-interrupted.safetensors"
+    saved = _only_run(folder) / "mnist-interrupted.safetensors"
     assert f"checkpoint written to {saved}" in err and f"--resume {saved}" in err
-    assert sorted(os.listdir(folder)) == [saved.name]  # no temporary files left
+    assert sorted(os.listdir(saved.parent)) == [saved.name]  # no temporary files left
     position = nn.load(saved)["position"]
     assert position["epoch"] < 4
     resumed = tmp_path / "resumed.safetensors"
@@ -103,7 +110,7 @@ def test_ctrl_c_writes_a_checkpoint_exits_130_and_resumes_bit_for_bit(straight, 
 
 
 def test_resume_refuses_changed_options_and_other_recipes(straight, capsys):
-    ck = straight / "ck" / "mnist-epoch0000003.safetensors"
+    ck = _only_run(straight / "ck") / "mnist-epoch0000003.safetensors"
     assert main(["mnist", "--resume", str(ck), "--hidden", "64"]) == 2
     assert "--hidden 64 differs from the checkpoint's 16" in capsys.readouterr().err
     assert main(["cifar10", "--resume", str(ck)]) == 2
@@ -178,7 +185,7 @@ def test_help_shows_the_defaults(capsys):
     for expected in ("training epochs (default: 10)", "training batch size (default: 128)",
                      "hidden width (default: 256)", "random seed (default: 0)",
                      "every N epochs (iterations for shakespeare); 0 for none (default: 1)",
-                     "keep the newest K periodic checkpoints of the recipe in DIR (default: 3)"):
+                     "keep the newest K periodic checkpoints of the run (default: 3)"):
         assert expected in text, expected
     from lamina.models._generate import main as generate_main
 
@@ -240,7 +247,7 @@ def test_stopped_mid_run_and_resumed_equals_straight(make, tmp_path, monkeypatch
     monkeypatch.setattr(Checkpoints, "check_stop", stop_after_three_steps)
     assert main([*args, "--checkpoint-dir", str(tmp_path / "b")]) == 130
     monkeypatch.setattr(Checkpoints, "check_stop", real)
-    saved = next((tmp_path / "b").glob("*-interrupted.safetensors"))
+    saved = next((tmp_path / "b").glob("*/*-interrupted.safetensors"))
     assert nn.load(saved)["position"].get("totals", {"batch": 4})["batch"] == 4
     assert main([args[0], "--resume", str(saved), "--checkpoint-dir", str(tmp_path / "b"),
                  "--no-progress", "--save", str(resumed)]) == 0
@@ -289,3 +296,74 @@ def test_on_a_terminal_evaluation_lines_are_not_glued_to_the_bar(tmp_path):
     records = [line for line in shown if "val loss" in line]
     assert len(records) == 3  # iter 6, iter 12 and the final line
     assert all(line.startswith(("iter ", "final val loss")) for line in records), records
+
+
+QUICK = ["mnist", "--hidden", "8", "--batch-size", "1000", "--no-progress"]
+
+
+def _run_of(out: str) -> str:
+    """The run id of the ``checkpoints of run ID: FOLDER`` line a run ends with."""
+    line = next(line for line in out.splitlines() if line.startswith("checkpoints of run "))
+    return line.split()[3].rstrip(":")
+
+
+def test_runs_sharing_a_checkpoint_dir_never_touch_each_other(tmp_path, capsys):
+    """Issue 31: a 3-epoch run, then a 2-epoch run in the same folder; each keeps its own
+    newest two checkpoints, and --resume says which run and epoch it continues."""
+    ck = tmp_path / "ck"
+    common = [*QUICK, "--checkpoint-dir", str(ck), "--keep-checkpoints", "2"]
+    assert main([*common, "--epochs", "3"]) == 0
+    first = _run_of(capsys.readouterr().out)
+    assert main([*common, "--epochs", "2"]) == 0
+    second = _run_of(capsys.readouterr().out)
+    assert first != second and sorted(p.name for p in ck.iterdir()) == sorted([first, second])
+    for run, epochs, kept in ((first, 3, (2, 3)), (second, 2, (1, 2))):
+        files = sorted((ck / run).iterdir())
+        assert [p.name for p in files] == [f"mnist-epoch000000{i}.safetensors" for i in kept]
+        for path, epoch in zip(files, kept):
+            saved = nn.load(path)
+            assert saved["run"] == run and saved["options"]["epochs"] == epochs
+            assert saved["position"]["epoch"] == epoch + 1 and saved["resumed_from"] is None
+    before = {p: p.read_bytes() for p in (ck / first).iterdir()}
+    resume_from = ck / first / "mnist-epoch0000002.safetensors"
+    assert main(["mnist", "--resume", str(resume_from), "--no-progress",
+                 "--checkpoint-dir", str(ck)]) == 0
+    out = capsys.readouterr().out
+    assert f"resuming run {first} at epoch 3 from {resume_from}" in out.splitlines()[0]
+    third = _run_of(out)
+    assert third not in (first, second) and len(list(ck.iterdir())) == 3
+    assert {p: p.read_bytes() for p in (ck / first).iterdir()} == before  # untouched
+    continued = nn.load(ck / third / "mnist-epoch0000003.safetensors")
+    assert continued["run"] == third and continued["resumed_from"] == first
+
+
+def test_resume_takes_output_locations_from_the_command_line_only(tmp_path, capsys):
+    """Issue 31: a checkpoint whose recorded options name output files cannot make
+    lamina-train write there; recorded values are checked as the command line's are."""
+    ck = tmp_path / "ck"
+    assert main([*QUICK, "--epochs", "2", "--checkpoint-dir", str(ck)]) == 0
+    saved = nn.load(_only_run(ck) / "mnist-epoch0000001.safetensors")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    crafted = tmp_path / "crafted.safetensors"
+    nn.save({**saved, "options": {**saved["options"],
+                                  "save": str(elsewhere / "model.safetensors"),
+                                  "log": str(elsewhere / "log.csv"),
+                                  "plot": str(elsewhere / "plot.png"),
+                                  "checkpoint_dir": str(elsewhere / "ck")}}, crafted)
+    mine = tmp_path / "mine"
+    assert main(["mnist", "--resume", str(crafted), "--no-progress",
+                 "--checkpoint-dir", str(mine)]) == 0
+    assert list(elsewhere.iterdir()) == []
+    assert [p.name for p in _only_run(mine).iterdir()] == ["mnist-epoch0000002.safetensors"]
+    capsys.readouterr()
+    for bad, message in ((("hidden", 0), "the checkpoint's --hidden 0 is not valid: must be "
+                          ">= 1, got 0"),
+                         (("optimizer", "lbfgs"), "the checkpoint's --optimizer 'lbfgs' is "
+                          "not valid: must be one of ['adam', 'sgd']"),
+                         (("warp", 9), "records an option --warp that lamina-train mnist "
+                          "does not have")):
+        nn.save({**saved, "options": {**saved["options"], bad[0]: bad[1]}}, crafted)
+        assert main(["mnist", "--resume", str(crafted), "--no-progress",
+                     "--checkpoint-dir", str(mine)]) == 2
+        assert message in capsys.readouterr().err

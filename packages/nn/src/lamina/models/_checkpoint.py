@@ -10,8 +10,15 @@ everything a run needs to continue exactly where it stopped:
   own generators (the loader's shuffle order, batch sampling);
 - ``recipe``, ``options``: the ``lamina-train`` recipe and its options, which
   a resumed run replays;
+- ``run``, ``resumed_from``: the id of the run that wrote it, and of the run
+  that run resumed (None for a fresh one);
 - ``model_config``: what the recipe's ``model_from_config`` needs to rebuild
   the model (see :func:`load_model`), plus recipe extras (e.g. ``vocab``).
+
+Every run, fresh or resumed, has its own id (``mnist-20250612-143005-3fa2c1``:
+recipe, start time, random suffix) and writes its periodic and Ctrl-C
+checkpoints into its own folder ``DIR/<run id>/``, so runs sharing a
+``--checkpoint-dir`` never overwrite or prune each other's files.
 
 Numpy generators are saved through ``bit_generator.state`` and restored in
 place, so every object holding a generator sees the restored stream.
@@ -20,9 +27,11 @@ place, so every object holding a generator sees the restored stream.
 from __future__ import annotations
 
 import copy
+import secrets
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,8 +42,9 @@ import numpy as np
 from lamina import ndarray as nd
 from lamina import nn
 
-__all__ = ["FORMAT", "Checkpoints", "TrainingInterrupted", "load_model",
-           "model_from_checkpoint", "read_checkpoint", "rng_state", "set_rng_state"]
+__all__ = ["FORMAT", "Checkpoints", "TrainingInterrupted", "describe_resume", "load_model",
+           "model_from_checkpoint", "new_run_id", "read_checkpoint", "rng_state",
+           "set_rng_state"]
 
 FORMAT = "lamina-train-1"
 
@@ -57,6 +67,27 @@ def set_rng_state(generator: np.random.Generator, state: dict[str, Any]) -> None
     generator.bit_generator.state = state
 
 
+def new_run_id(recipe: str) -> str:
+    """A fresh run id: the recipe, the local start time (so ids sort by age) and a
+    random suffix (so two runs started in the same second differ)."""
+    return f"{recipe}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+
+
+def describe_position(position: dict[str, Any]) -> str:
+    """Where a saved loop stands, in words: ``epoch 3``, ``epoch 2 after batch 4``,
+    ``iteration 7``."""
+    if "iter" in position:
+        return f"iteration {position['iter'] + 1}"
+    batch = (position.get("totals") or {}).get("batch", 0)
+    return f"epoch {position['epoch']}" + (f" after batch {batch}" if batch else "")
+
+
+def describe_resume(ckpt: dict[str, Any], path: str | Path) -> str:
+    """The line a resumed run prints: which run it continues, from where."""
+    run = ckpt.get("run") or "(written before run ids)"
+    return f"resuming run {run} at {describe_position(ckpt['position'])} from {path}"
+
+
 class Checkpoints:
     """The checkpoints of one training run: what they hold, when and where they are written.
 
@@ -66,28 +97,51 @@ class Checkpoints:
     (caught by :meth:`catch_interrupt`) writes a checkpoint at a step
     boundary, and :meth:`periodic` after every epoch (or iteration).
 
+    The run gets a new id (:attr:`run`); its checkpoints go to the folder
+    :attr:`directory`, ``root/<run id>``, created with the first one.
+
     Args:
         recipe: the recipe's name (files are named ``{recipe}-{unit}{n}.safetensors``).
         options: the recipe's options (JSON-able values), replayed on resume.
-        directory: the folder of periodic and Ctrl-C checkpoints (created with
-            the first one).
+        root: the folder that holds one folder per run (``--checkpoint-dir``).
         every: a periodic checkpoint every this many epochs or iterations; 0 for none.
-        keep: how many periodic checkpoints of this recipe to keep in ``directory``.
+        keep: how many of this run's periodic checkpoints to keep; older ones
+            of this run are deleted (never another run's).
         resume: a checkpoint read by :func:`read_checkpoint` to continue, or None.
     """
 
-    def __init__(self, recipe: str, options: dict[str, Any], directory: str | Path,
+    def __init__(self, recipe: str, options: dict[str, Any], root: str | Path,
                  every: int = 1, keep: int = 3, resume: dict[str, Any] | None = None) -> None:
         if every < 0 or keep < 1:
             raise ValueError(f"Checkpoints: every must be >= 0 and keep >= 1, got "
                              f"{every} and {keep}")
         self.recipe, self.options = recipe, dict(options)
-        self.directory, self.every, self.keep = Path(directory), every, keep
+        self.root, self.every, self.keep = Path(root), every, keep
+        self.run = new_run_id(recipe)
         self.resume = resume
-        self.written: list[Path] = []
+        self.resumed_from = None if resume is None else resume.get("run")
+        self.written: list[Path] = []  # this run's periodic checkpoints, oldest first
+        self._claimed = False
         self.position: dict[str, Any] | None = None  # the last one check_stop saw
         self._parts: dict[str, Any] | None = None
         self._stop = False
+
+    @property
+    def directory(self) -> Path:
+        """This run's folder of periodic and Ctrl-C checkpoints."""
+        return self.root / self.run
+
+    def _claim_directory(self) -> Path:
+        """Create this run's folder; should another process hold its name, take a new id
+        (nothing names this run's folder before its first checkpoint)."""
+        while not self._claimed:
+            self.root.mkdir(parents=True, exist_ok=True)
+            try:
+                self.directory.mkdir()
+                self._claimed = True
+            except FileExistsError:
+                self.run = new_run_id(self.recipe)
+        return self.directory
 
     # ------------------------------------------------------------ what is saved
     def attach(self, model: nn.Module, optimizer: Any, scheduler: Any = None,
@@ -126,6 +180,7 @@ class Checkpoints:
             raise RuntimeError("Checkpoints.state: attach() the model and optimizer first")
         parts = self._parts
         return {"format": FORMAT, "recipe": self.recipe, "options": self.options,
+                "run": self.run, "resumed_from": self.resumed_from,
                 "model_config": parts["model_config"], **parts["extra"],
                 "model": parts["model"].state_dict(),
                 "optimizer": parts["optimizer"].state_dict(),
@@ -136,23 +191,24 @@ class Checkpoints:
     def save(self, path: str | Path, position: dict[str, Any]) -> Path:
         """Write the checkpoint for ``position`` to ``path`` (atomically, see :func:`nn.save`)."""
         path = Path(path)
-        if path.parent == self.directory:
-            self.directory.mkdir(parents=True, exist_ok=True)
         nn.save(self.state(position), path)
         return path
+
+    def _save_in_run(self, name: str, position: dict[str, Any]) -> Path:
+        """Write the checkpoint ``name`` into this run's folder."""
+        return self.save(self._claim_directory() / name, position)
 
     # ------------------------------------------------------------ when it is saved
     def periodic(self, count: int, unit: str, position: dict[str, Any]) -> Path | None:
         """After ``count`` epochs or iterations (``unit``): save if ``count`` is a
-        multiple of ``every``, then keep only the newest ``keep`` files."""
+        multiple of ``every``, then keep only this run's newest ``keep`` files."""
         if not self.every or count % self.every:
             return None
-        path = self.save(self.directory / f"{self.recipe}-{unit}{count:07d}.safetensors",
-                         position)
+        path = self._save_in_run(f"{self.recipe}-{unit}{count:07d}.safetensors", position)
         self.written.append(path)
-        ours = sorted(self.directory.glob(f"{self.recipe}-{unit}[0-9]*.safetensors"))
-        for old in ours[:-self.keep]:
-            old.unlink(missing_ok=True)
+        # only what this run wrote: a file of another run is never deleted
+        while len(self.written) > self.keep:
+            self.written.pop(0).unlink(missing_ok=True)
         return path
 
     def check_stop(self, position: dict[str, Any]) -> None:
@@ -161,9 +217,8 @@ class Checkpoints:
         training, gives the position that ``--save`` writes."""
         self.position = position
         if self._stop:
-            path = self.save(self.directory / f"{self.recipe}-interrupted.safetensors",
-                             position)
-            raise TrainingInterrupted(path)
+            raise TrainingInterrupted(
+                self._save_in_run(f"{self.recipe}-interrupted.safetensors", position))
 
     @contextmanager
     def catch_interrupt(self) -> Iterator[None]:

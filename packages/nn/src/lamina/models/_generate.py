@@ -141,6 +141,8 @@ def load_gpt_checkpoint(path: str, device: Any = None) -> tuple[GPT, CharTokeniz
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``lamina-generate`` parser; a value out of range is a usage error (exit 2)."""
+    from ._argtypes import device, integer, real
     from ._cli import HelpFormatter
 
     p = argparse.ArgumentParser(prog="lamina-generate", formatter_class=HelpFormatter,
@@ -148,12 +150,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", required=True,
                    help="a lamina-train shakespeare checkpoint (--save or --checkpoint-dir)")
     p.add_argument("--prompt", default="\n", help="text to continue (default: a newline)")
-    p.add_argument("--max-new-tokens", type=int, default=500, help="characters to add")
-    p.add_argument("--temperature", type=float, default=0.8, help="0 for greedy decoding")
-    p.add_argument("--top-k", type=int, default=None,
+    p.add_argument("--max-new-tokens", type=integer(0), default=500, help="characters to add")
+    p.add_argument("--temperature", type=real(0.0), default=0.8, help="0 for greedy decoding")
+    p.add_argument("--top-k", type=integer(1), default=None,
                    help="sample among the k most likely characters (default: all)")
-    p.add_argument("--seed", type=int, default=None, help="sampling seed (default: fresh)")
-    p.add_argument("--device", default=None,
+    p.add_argument("--seed", type=integer(0), default=None,
+                   help="sampling seed (default: fresh)")
+    p.add_argument("--device", type=device, default=None,
                    help="device name (default: LAMINA_DEVICE or the best available)")
     p.add_argument("--no-cache", action="store_true", help="re-run the whole context per token")
     return p

@@ -5,12 +5,15 @@ numpy arrays) become tensor entries named by their path (``"fc.weight"``,
 ``"state.0.exp_avg"``); everything else (numbers, strings, None, lists,
 nested dicts with str or int keys, which an optimizer's state dict has) is
 stored as JSON in the file's metadata, with each array replaced by a
-reference to its entry. A SHA-256 over the entries' bytes is stored too, so
-a damaged file is rejected before anything is built from it. Any plain
-safetensors file loads as a flat dict.
+reference to its entry. A SHA-256 over the format, that JSON and the entries'
+bytes is stored too, so a damaged or edited file (an array, a stored number,
+a renamed key) is rejected before anything is built from it. Files of the
+first format (``lamina-checkpoint-1``), whose checksum covers the arrays
+only, still load, with a warning. Any plain safetensors file loads as a flat
+dict.
 
-Lamina computes in float32, float64 and int64, so a loaded entry of another
-dtype is converted only where no value changes: float16 to float32; bool and
+Lamina computes in float32, float64, int64 and bool, so a loaded entry of
+another dtype is converted only where no value changes: float16 to float32;
 the 8- to 32-bit integers, and uint64 entries below 2**63, to int64. Anything
 else (a uint64 value of 2**63 or more, complex numbers) raises
 :class:`CheckpointError` naming the entry; ``as_numpy=True`` returns every
@@ -22,6 +25,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -36,15 +41,19 @@ from ._errors import CheckpointError
 
 __all__ = ["load", "save"]
 
-_FORMAT = "lamina-checkpoint-1"
+_FORMAT = "lamina-checkpoint-2"
+# The first format's checksum covers the arrays only (not the structure record).
+_LEGACY_FORMAT = "lamina-checkpoint-1"
 
 
 def save(obj: Any, path: str | os.PathLike[str]) -> None:
     """Write ``obj`` (a state dict, an optimizer state dict, or a dict of them) to ``path``.
 
-    The file is written next to ``path``, flushed to disk and renamed into
-    place, so an interrupted save never leaves a half-written checkpoint under
-    ``path``, and a failed one leaves no temporary file behind.
+    The file is written to a temporary file next to ``path`` (its name unique
+    to this save, so concurrent saves to one path never share it), flushed to
+    disk and renamed into place: an interrupted save never leaves a
+    half-written checkpoint under ``path``, a failed one leaves no temporary
+    file behind, and of concurrent saves the last rename wins whole.
 
     Args:
         obj: nested dicts/lists/tuples of arrays, numbers, strings, bools and None.
@@ -61,18 +70,19 @@ def save(obj: Any, path: str | os.PathLike[str]) -> None:
         ('w', array([1., 1.], dtype=float32))
     """
     tensors: dict[str, np.ndarray] = {}
-    tree = _encode(obj, (), tensors)
-    names = sorted(tensors)
-    metadata = {"format": _FORMAT, "tree": json.dumps(tree),
-                "sha256": _digest(tensors, names)}
+    tree = json.dumps(_encode(obj, (), tensors))
+    metadata = {"format": _FORMAT, "tree": tree,
+                "sha256": _digest(tensors, _header(_FORMAT, tree))}
     path = Path(path)
     if not path.parent.is_dir():
         raise FileNotFoundError(f"save: the folder of {path} does not exist")
-    tmp = path.with_name(path.name + ".tmp")
+    # In the same folder (a rename across file systems is not atomic); hidden,
+    # so that a glob of *.safetensors never sees a half-written file.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
     try:
         save_file(tensors, str(tmp), metadata=metadata)
         _fsync(tmp)  # the data reaches the disk before the name points at it
-        tmp.replace(path)
+        os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -118,9 +128,16 @@ def _encode(obj: Any, where: tuple[str, ...], tensors: dict[str, np.ndarray]) ->
                     f"strings, None and lists/dicts of them (no pickle)")
 
 
-def _digest(tensors: Mapping[str, np.ndarray], names: list[str]) -> str:
-    h = hashlib.sha256()
-    for name in names:
+def _header(fmt: str, tree: str) -> str:
+    """What the checksum covers besides the arrays; the length keeps the parts apart."""
+    return f"{fmt}:{len(tree)}:{tree};"
+
+
+def _digest(tensors: Mapping[str, np.ndarray], header: str = "") -> str:
+    """SHA-256 over ``header`` and every entry (name, dtype, shape, bytes) in name order;
+    an empty header gives the first format's arrays-only checksum."""
+    h = hashlib.sha256(header.encode())
+    for name in sorted(tensors):
         array = np.asarray(tensors[name], order="C")
         h.update(f"{name}:{array.dtype.str}:{array.shape};".encode())
         h.update(array.tobytes())
@@ -140,8 +157,13 @@ def load(path: str | os.PathLike[str], device: Any = None, as_numpy: bool = Fals
 
     Raises:
         FileNotFoundError: no such file.
-        CheckpointError: the file is truncated, corrupt, or not safetensors;
-            nothing is returned.
+        CheckpointError: the file is truncated, corrupt, edited (its arrays or
+            metadata do not match its checksum), or not safetensors; nothing
+            is returned.
+
+    Warns:
+        UserWarning: the file predates the metadata checksum
+            (``lamina-checkpoint-1``); it loads with its arrays verified.
     """
     path = Path(path)
     if not path.is_file():
@@ -153,12 +175,10 @@ def load(path: str | os.PathLike[str], device: Any = None, as_numpy: bool = Fals
     except (SafetensorError, OSError, ValueError) as exc:
         raise CheckpointError(f"load: {path} is not a readable safetensors checkpoint "
                               f"(truncated or corrupt?): {exc}") from exc
-    if metadata.get("format") != _FORMAT:
+    if metadata.get("format") not in (_FORMAT, _LEGACY_FORMAT):
         return {name: _restore(array, "numpy" if as_numpy else "tensor", device, name, path)
                 for name, array in tensors.items()}
-    if _digest(tensors, sorted(tensors)) != metadata.get("sha256"):
-        raise CheckpointError(f"load: {path} is corrupt: its data does not match the "
-                              f"checksum written with it")
+    _verify(metadata, tensors, path)
     try:
         tree = json.loads(metadata["tree"])
         return _decode(tree, tensors, device, as_numpy, path)
@@ -169,6 +189,24 @@ def load(path: str | os.PathLike[str], device: Any = None, as_numpy: bool = Fals
                               f"than the interpreter's recursion limit") from None
     except (KeyError, TypeError, ValueError) as exc:
         raise CheckpointError(f"load: {path} has a damaged structure record: {exc}") from exc
+
+
+def _verify(metadata: dict[str, str], tensors: dict[str, np.ndarray], path: Path) -> None:
+    """Raise CheckpointError unless the checksum matches what was read."""
+    tree = metadata.get("tree")
+    if not isinstance(tree, str):
+        raise CheckpointError(f"load: {path} is corrupt: its metadata has no 'tree' "
+                              f"structure record (keys: {sorted(metadata)})")
+    legacy = metadata["format"] == _LEGACY_FORMAT
+    header = "" if legacy else _header(metadata["format"], tree)
+    if _digest(tensors, header) != metadata.get("sha256"):
+        covered = "data" if legacy else "data or metadata"
+        raise CheckpointError(f"load: {path} is corrupt or was edited: its {covered} does "
+                              f"not match the checksum written with it")
+    if legacy:
+        warnings.warn(f"load: {path} predates the metadata checksum ({_LEGACY_FORMAT}): "
+                      f"its arrays are verified, its other values are not; save it again "
+                      f"to protect them", UserWarning, stacklevel=3)
 
 
 def _decode(node: Any, tensors: dict[str, np.ndarray], device: Any, as_numpy: bool,
@@ -200,11 +238,13 @@ def _lossless(array: np.ndarray, name: str, path: Path) -> np.ndarray:
     kind, size = array.dtype.kind, array.dtype.itemsize
     if kind == "f":
         return array if size >= 4 else array.astype(np.float32)
-    if kind == "b" or (kind in "iu" and size < 8) or array.dtype == np.int64:
+    if kind == "b":
+        return array  # a mask stays a mask: as int64, x[mask] would gather rows
+    if (kind in "iu" and size < 8) or array.dtype == np.int64:
         return array.astype(np.int64)
     if array.dtype == np.uint64 and (array.size == 0 or int(array.max()) < 2**63):
         return array.astype(np.int64)
     why = ("has values of 2**63 or more, which int64 cannot hold" if kind == "u"
-           else "has no Lamina dtype (float32, float64, int64)")
+           else "has no Lamina dtype (float32, float64, int64, bool)")
     raise CheckpointError(f"load: entry {name!r} of {path} is {array.dtype.name} and {why}; "
                           "load it with as_numpy=True to get the stored values")

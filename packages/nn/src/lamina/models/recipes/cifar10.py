@@ -29,6 +29,7 @@ from lamina import autograd, nn, optim
 from lamina.data import CIFAR10, CIFAR10_MEAN, CIFAR10_STD, DataLoader, Dataset
 from lamina.data import transforms as T
 
+from .._argtypes import integer, real
 from .._reporting import device_name, print_line
 from .._resnet import CIFARResNet9, ResNet9
 from .._trainer import fit
@@ -103,8 +104,10 @@ def cifar10_datasets(root: str | os.PathLike[str], augment: str = "crop-flip",
     if zca_eps:
         whiten = T.LinearTransformation.zca(x_train, zca_eps)
         x_train, x_test = whiten(x_train), whiten(x_test)
-    steps = {"crop-flip": [T.RandomCrop(32, padding=crop_padding), T.RandomHorizontalFlip()],
-             "flip": [T.RandomHorizontalFlip()], "none": []}[augment]
+    pipelines: dict[str, list[Callable[[Any], Any]]] = {
+        "crop-flip": [T.RandomCrop(32, padding=crop_padding), T.RandomHorizontalFlip()],
+        "flip": [T.RandomHorizontalFlip()], "none": []}
+    steps = pipelines[augment]
     return (_Images(x_train, train.targets[:n_train], T.Compose(steps) if steps else None),
             _Images(x_test, test.targets[:n_test]))
 
@@ -166,11 +169,12 @@ def parameter_groups(model: nn.Module, norm_bias_decay: float) -> list[dict[str,
 
 def make_optimizer(name: str, params: Any, lr: float | None, weight_decay: float
                    ) -> optim.Optimizer:
-    """Nesterov SGD (momentum 0.9, default peak lr 0.4) or Adam (default lr 2e-3)."""
+    """Nesterov SGD (momentum 0.9, default peak lr 0.4) or Adam (default lr 2e-3);
+    ``lr`` None takes the default (0 is a learning rate like any other)."""
     if name == "sgd":
-        return optim.SGD(params, lr=lr or 0.4, momentum=0.9, nesterov=True,
+        return optim.SGD(params, lr=0.4 if lr is None else lr, momentum=0.9, nesterov=True,
                          weight_decay=weight_decay)
-    return optim.Adam(params, lr=lr or 2e-3, weight_decay=weight_decay)
+    return optim.Adam(params, lr=2e-3 if lr is None else lr, weight_decay=weight_decay)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -182,24 +186,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "$LAMINA_DATA/cifar10 or ../shared/data/cifar10)")
     parser.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd",
                         help="Nesterov SGD (peak lr 0.4 unless --lr) or Adam (2e-3)")
-    parser.add_argument("--weight-decay", type=float, default=5e-4,
+    parser.add_argument("--weight-decay", type=real(0.0), default=5e-4,
                         help="weight decay of weight matrices and kernels")
-    parser.add_argument("--norm-bias-decay", type=float, default=0.0,
+    parser.add_argument("--norm-bias-decay", type=real(0.0), default=0.0,
                         help="weight decay of BatchNorm parameters and biases")
-    parser.add_argument("--label-smoothing", type=float, default=0.0,
+    parser.add_argument("--label-smoothing", type=real(0.0, 1.0), default=0.0,
                         help="label smoothing of the cross-entropy")
     parser.add_argument("--augment", choices=AUGMENTATIONS, default="crop-flip",
                         help="training augmentation")
-    parser.add_argument("--crop-padding", type=int, default=1,
+    parser.add_argument("--crop-padding", type=integer(0), default=1,
                         help="padding of the random crop (4 suits resnet9-dawn)")
-    parser.add_argument("--zca-eps", type=float, default=1.0,
+    parser.add_argument("--zca-eps", type=real(0.0), default=1.0,
                         help="ZCA whitening epsilon, 0 for none")
-    parser.add_argument("--tta-shift", type=int, default=None, metavar="PIXELS",
+    parser.add_argument("--tta-shift", type=integer(0), default=None, metavar="PIXELS",
                         help="after training, also report test accuracy averaged over "
                              "flips and shifts of up to PIXELS (e.g. 2)")
-    parser.add_argument("--train-size", type=int, default=None,
+    parser.add_argument("--train-size", type=integer(1), default=None,
                         help="use only the first N training images")
-    parser.add_argument("--test-size", type=int, default=None,
+    parser.add_argument("--test-size", type=integer(1), default=None,
                         help="use only the first N test images")
 
 
@@ -211,7 +215,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     train_set, test_set = cifar10_datasets(root, args.augment, args.train_size,
                                            args.test_size, args.crop_padding, args.zca_eps)
     model = build_model(args.model, args.device)
-    epochs, batch_size = args.epochs or 10, args.batch_size or 256
+    epochs = 10 if args.epochs is None else args.epochs
+    batch_size = 256 if args.batch_size is None else args.batch_size
     opt = make_optimizer(args.optimizer, parameter_groups(model, args.norm_bias_decay),
                          args.lr, args.weight_decay)
     train = DataLoader(train_set, batch_size, shuffle=True, generator=args.seed,

@@ -14,6 +14,7 @@ import numpy as np
 from lamina import autograd, nn, optim
 from lamina.data import MNIST, DataLoader, TensorDataset
 
+from .._argtypes import integer, real
 from .._mlp import MLP, MLPResNet
 from .._reporting import device_name
 from .._trainer import fit
@@ -22,6 +23,7 @@ from ._registry import Recipe, register_recipe
 __all__ = ["build_model", "load_mnist_arrays"]
 
 MEAN, STD = 0.1307, 0.3081  # pixel statistics of the MNIST training set (0..1 scale)
+DEFAULT_LR = {"adam": 1e-3, "sgd": 0.1}  # when --lr is not given (0 is a valid --lr)
 
 
 def load_mnist_arrays(root: str | None, download: bool = False
@@ -55,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(epochs=10, batch_size=128)
     parser.add_argument("--model", choices=("mlp", "mlp-resnet"), default="mlp",
                         help="network")
-    parser.add_argument("--hidden", type=int, default=256, help="hidden width")
+    parser.add_argument("--hidden", type=integer(1), default=256, help="hidden width")
     parser.add_argument("--data", default=None, metavar="DIR",
                         help="folder with the MNIST *-ubyte.gz files (default: the bundled "
                              "5,000/1,000-image subset)")
@@ -63,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="download missing files into --data from a standard mirror")
     parser.add_argument("--optimizer", choices=("adam", "sgd"), default="adam",
                         help="Adam (lr 1e-3 unless --lr) or Nesterov SGD (lr 0.1 unless --lr)")
-    parser.add_argument("--weight-decay", type=float, default=0.0, help="weight decay")
+    parser.add_argument("--weight-decay", type=real(0.0), default=0.0, help="weight decay")
 
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -72,15 +74,16 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         raise SystemExit("lamina-train mnist: --download needs --data DIR to download into")
     autograd.manual_seed(args.seed)
     x_train, y_train, x_test, y_test = load_mnist_arrays(args.data, args.download)
-    hidden = args.hidden or 256
+    hidden = 256 if args.hidden is None else args.hidden
     model = build_model(args.model, hidden, args.device)
-    epochs = args.epochs or 10
-    batch_size = args.batch_size or 128
+    epochs = 10 if args.epochs is None else args.epochs
+    batch_size = 128 if args.batch_size is None else args.batch_size
+    lr = DEFAULT_LR[args.optimizer] if args.lr is None else args.lr
     if args.optimizer == "adam":
-        opt: optim.Optimizer = optim.Adam(model.parameters(), lr=args.lr or 1e-3,
+        opt: optim.Optimizer = optim.Adam(model.parameters(), lr=lr,
                                           weight_decay=args.weight_decay)
     else:
-        opt = optim.SGD(model.parameters(), lr=args.lr or 0.1, momentum=0.9,
+        opt = optim.SGD(model.parameters(), lr=lr, momentum=0.9,
                         weight_decay=args.weight_decay, nesterov=True)
     train = DataLoader(TensorDataset(x_train, y_train), batch_size, shuffle=True,
                        generator=args.seed, device=args.device, num_workers=args.num_workers)

@@ -24,6 +24,7 @@ from typing import Any
 from lamina import autograd, optim
 from lamina.data import PTB, BPTTBatches, batchify
 
+from .._argtypes import integer, real
 from .._checkpoint import Checkpoints
 from .._language_model import LanguageModel, evaluate_lm, train_lm_epoch
 from .._reporting import device_name, progress_bar
@@ -73,19 +74,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", default=None, metavar="DIR",
                         help="folder with ptb.{train,valid,test}.txt (default: "
                              "$LAMINA_DATA/ptb or ../shared/data/ptb)")
-    parser.add_argument("--hidden", type=int, default=200, help="embedding and hidden width")
-    parser.add_argument("--layers", type=int, default=2, help="recurrent layers")
-    parser.add_argument("--bptt", type=int, default=35, help="truncated-BPTT length")
-    parser.add_argument("--dropout", type=float, default=0.0, help="dropout probability")
-    parser.add_argument("--clip", type=float, default=5.0, help="max gradient norm")
-    parser.add_argument("--init-range", type=float, default=0.1,
+    parser.add_argument("--hidden", type=integer(1), default=200,
+                        help="embedding and hidden width")
+    parser.add_argument("--layers", type=integer(1), default=2, help="recurrent layers")
+    parser.add_argument("--bptt", type=integer(1), default=35, help="truncated-BPTT length")
+    parser.add_argument("--dropout", type=real(0.0, 1.0), default=0.0,
+                        help="dropout probability")
+    parser.add_argument("--clip", type=real(0.0), default=5.0,
+                        help="max gradient norm; 0 disables clipping")
+    parser.add_argument("--init-range", type=real(0.0), default=0.1,
                         help="uniform init range of every parameter")
-    parser.add_argument("--lr-decay", type=float, default=0.5,
+    parser.add_argument("--lr-decay", type=real(0.0), default=0.5,
                         help="learning-rate factor per epoch past --decay-after")
-    parser.add_argument("--decay-after", type=int, default=4,
+    parser.add_argument("--decay-after", type=integer(0), default=4,
                         help="epochs at the full learning rate")
     parser.add_argument("--tied", action="store_true", help="tie embedding and decoder")
-    parser.add_argument("--max-batches", type=int, default=None,
+    parser.add_argument("--max-batches", type=integer(1), default=None,
                         help="stop each epoch after this many batches (quick runs)")
 
 
@@ -109,7 +113,9 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Train, validating every epoch and testing at the end; one record per epoch."""
     autograd.manual_seed(args.seed)
     corpus = PTB(args.data or default_data_dir())
-    epochs, batch_size, lr = args.epochs or 13, args.batch_size or 20, args.lr or 1.0
+    epochs = 13 if args.epochs is None else args.epochs
+    batch_size = 20 if args.batch_size is None else args.batch_size
+    lr = 1.0 if args.lr is None else args.lr
     model = build_model(len(corpus.vocab), args)
     train = _Limited(BPTTBatches(batchify(corpus.train, batch_size), args.bptt, args.device),
                      args.max_batches)
@@ -134,7 +140,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                            not args.no_progress, initial=totals["batch"] if totals else 0)
         current_lr = opt.param_groups[0]["lr"]
         start = time.perf_counter() - elapsed_before
-        tr = train_lm_epoch(model, train, opt, batch_size, args.clip, progress=bar,
+        tr = train_lm_epoch(model, train, opt, batch_size, args.clip or None, progress=bar,
                             totals=totals, after_batch=None if checkpoints is None else
                             _stop_check(checkpoints, epoch, history, start))
         elapsed = time.perf_counter() - start

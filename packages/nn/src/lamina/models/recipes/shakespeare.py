@@ -24,6 +24,7 @@ import numpy as np
 from lamina import autograd, nn, optim
 from lamina.data import Shakespeare
 
+from .._argtypes import integer, real
 from .._checkpoint import rng_state, set_rng_state
 from .._generate import generate
 from .._gpt import GPT, GPTConfig
@@ -65,7 +66,9 @@ def estimate_loss(model: GPT, data: Shakespeare, batches: int, batch_size: int,
 def model_from_config(config: dict[str, Any], device: Any = None) -> GPT:
     """The GPT of a checkpoint's ``model_config`` (a :class:`GPTConfig` as a dict)."""
     model = GPT(GPTConfig(**config))
-    return model.to(device) if device is not None else model
+    if device is not None:
+        model.to(device)  # in place, as in PyTorch
+    return model
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -74,21 +77,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", default=None, metavar="DIR",
                         help="folder with input.txt (default: $LAMINA_DATA/shakespeare or "
                              "../shared/data/shakespeare)")
-    parser.add_argument("--iters", type=int, default=2000, help="training iterations")
-    parser.add_argument("--eval-interval", type=int, default=200,
+    parser.add_argument("--iters", type=integer(1), default=2000, help="training iterations")
+    parser.add_argument("--eval-interval", type=integer(1), default=200,
                         help="iterations between validation estimates")
-    parser.add_argument("--eval-iters", type=int, default=50,
+    parser.add_argument("--eval-iters", type=integer(1), default=50,
                         help="validation batches per estimate")
-    parser.add_argument("--n-layer", type=int, default=4, help="transformer blocks")
-    parser.add_argument("--n-head", type=int, default=4, help="attention heads")
-    parser.add_argument("--n-embd", type=int, default=128, help="embedding width")
-    parser.add_argument("--block-size", type=int, default=64, help="context length")
-    parser.add_argument("--dropout", type=float, default=0.0, help="dropout probability")
-    parser.add_argument("--weight-decay", type=float, default=0.1, help="AdamW decay (matrices)")
-    parser.add_argument("--warmup-iters", type=int, default=100, help="linear warmup iterations")
-    parser.add_argument("--min-lr-ratio", type=float, default=0.1, help="final lr / peak lr")
-    parser.add_argument("--grad-clip", type=float, default=1.0, help="0 disables clipping")
-    parser.add_argument("--sample-tokens", type=int, default=200,
+    parser.add_argument("--n-layer", type=integer(1), default=4, help="transformer blocks")
+    parser.add_argument("--n-head", type=integer(1), default=4, help="attention heads")
+    parser.add_argument("--n-embd", type=integer(1), default=128, help="embedding width")
+    parser.add_argument("--block-size", type=integer(1), default=64, help="context length")
+    parser.add_argument("--dropout", type=real(0.0, 1.0, below_maximum=True), default=0.0,
+                        help="dropout probability")
+    parser.add_argument("--weight-decay", type=real(0.0), default=0.1,
+                        help="AdamW decay (matrices)")
+    parser.add_argument("--warmup-iters", type=integer(0), default=100,
+                        help="linear warmup iterations")
+    parser.add_argument("--min-lr-ratio", type=real(0.0, 1.0), default=0.1,
+                        help="final lr / peak lr")
+    parser.add_argument("--grad-clip", type=real(0.0), default=1.0,
+                        help="0 disables clipping")
+    parser.add_argument("--sample-tokens", type=integer(0), default=200,
                         help="characters to sample after training (0: none)")
 
 
@@ -104,7 +112,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     model = GPT(config)
     if args.device is not None:
         model.to(args.device)
-    lr, batch_size = args.lr or 1e-3, args.batch_size or 12
+    lr = 1e-3 if args.lr is None else args.lr
+    batch_size = 12 if args.batch_size is None else args.batch_size
     opt = optim.AdamW(model.parameter_groups(args.weight_decay), lr=lr, betas=(0.9, 0.99))
     sched = optim.lr_scheduler.LambdaLR(
         opt, warmup_cosine(args.warmup_iters, args.iters, args.min_lr_ratio))
