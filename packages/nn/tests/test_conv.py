@@ -24,6 +24,8 @@ GRID = [
     (3, 2, 3, 1, "same", 2, False, (1, 3, 7, 7)),
     (2, 2, 3, 1, "valid", 1, True, (2, 2, 5, 5)),
     (4, 6, 7, 4, 3, 1, True, (3, 4, 32, 32)),
+    (3, 4, 3, 1, 1, 1, True, (0, 3, 8, 8)),  # an empty batch: zero weight and bias grads
+    (2, 3, 3, 2, 0, 2, False, (0, 2, 9, 9)),
 ]
 
 

@@ -527,8 +527,10 @@ def softmax(a: NDArray, axis: int = -1) -> NDArray:
     """exp(a) / sum(exp(a)) along ``axis``, shifted by the max for stability."""
     _check_floating(a._dtype, "softmax")
     ax = normalize_axis(axis, len(a._shape), "softmax")
+    if 0 in a._shape:  # nothing to normalise (an empty axis too), as in PyTorch
+        return a._empty(a._shape, a._dtype, a._device)
     kernels = a._device.kernels
-    if ax == len(a._shape) - 1 and kernels.softmax_last is not None and 0 not in a._shape:
+    if ax == len(a._shape) - 1 and kernels.softmax_last is not None:
         src = a if a._compact else a.compact()
         out = src._like()
         kernels.softmax_last(src._buf, out._buf, a._shape[-1])
@@ -609,6 +611,12 @@ def logsumexp(a: NDArray, axis: Any = -1, keepdims: bool = False) -> NDArray:
     """log(sum(exp(a))) over ``axis``, stable for large and -inf entries."""
     _check_floating(a._dtype, "logsumexp")
     axes = normalize_axes(axis, a.ndim, "logsumexp")
+    if a.ndim and not prod(a._shape[i] for i in axes):  # log(0), as in PyTorch
+        shape = tuple(1 if i in axes else n for i, n in enumerate(a._shape))
+        out = a._empty(shape, a._dtype, a._device)
+        if out.size:
+            a._device.kernels.fill(out._buf, float("-inf"))
+        return out if keepdims else out.squeeze(axes)
     kernels = a._device.kernels
     if axes == (a.ndim - 1,) and kernels.logsumexp_last is not None and a.size:
         src = a.compact()

@@ -77,7 +77,8 @@ def reduction_axes(dim: int | Sequence[int] | None, ndim: int, op: str) -> tuple
     """The axes a reduction sums over: ``None`` and ``()`` mean all of them, as in PyTorch."""
     if dim is not None and not isinstance(dim, int) and len(dim) == 0:
         dim = None
-    return normalize_axes(dim, ndim, op)
+    axes = normalize_axes(dim, ndim, op)
+    return axes if ndim else ()  # a 0-d tensor takes dim 0 or -1 and has nothing to reduce
 
 
 def shape_arg(shape: Sequence[Any]) -> tuple[int, ...]:

@@ -139,7 +139,8 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 
     n, o = x.shape[0], weight.shape[0]
     cols = Im2Col.apply(x, kernel=params[0], stride=params[1], padding=params[2],
                         dilation=params[3])
-    rows = cols.reshape(n * oh * ow, -1) @ weight.reshape(o, -1).mT  # (N*OH*OW, O)
+    taps = weight.shape[1] * weight.shape[2] * weight.shape[3]  # not -1: N may be 0
+    rows = cols.reshape(n * oh * ow, taps) @ weight.reshape(o, taps).mT  # (N*OH*OW, O)
     out = rows.reshape(n, oh, ow, o).permute(0, 3, 1, 2)
     if bias is not None:
         if bias.shape != (o,):

@@ -262,7 +262,8 @@ class Relu(Function):
         return a.maximum(0)
 
     def backward(self, g: Tensor) -> tuple[Tensor]:
-        return (g * (self.inputs[0] > 0),)
+        # PyTorch's threshold rule: 0 where x <= 0, g elsewhere, so a NaN input passes g
+        return (where(self.inputs[0] <= 0, 0.0, g),)
 
 
 class Erf(Function):
@@ -526,7 +527,10 @@ def sign(x: Tensor) -> Tensor:
 
 
 def relu(x: Tensor) -> Tensor:
-    """``max(x, 0)``; its gradient at 0 is 0."""
+    """``max(x, 0)``; its gradient at 0 is 0, at NaN 1 (as PyTorch's). Not for bool."""
+    if x.dtype == nd.bool_:
+        raise nd.DTypeError("relu: bool inputs are not supported (as in PyTorch); convert "
+                            "with .long() or .float()")
     return Relu.apply(x)
 
 
@@ -656,14 +660,27 @@ def gelu_reference(x: Tensor, approximate: str = "none") -> Tensor:
 
 
 def clamp(x: Tensor, min: float | None = None, max: float | None = None) -> Tensor:  # noqa: A002
-    """Limits ``x`` to ``[min, max]``; the gradient is 1 inside, 0 outside (as PyTorch)."""
+    """Limits ``x`` to ``[min, max]``, as ``torch.clamp``.
+
+    ``min(max(x, min), max)`` (so ``max`` wins when ``min > max``); a NaN in
+    ``x`` or a NaN bound gives NaN. The gradient is 1 where ``min <= x <= max``
+    (bounds included) and 0 elsewhere, NaN inputs and NaN bounds included.
+    """
     if min is None and max is None:
         raise ValueError("clamp: at least one of min and max must be given")
     if min is not None:
-        x = where(x < min, min, x)
-    if max is not None:
-        x = where(x > max, max, x)
+        x = _clamp_side(x, min, x >= min, x < min)
+    if max is not None:  # tested on the clamped x: when min > max, max wins
+        x = _clamp_side(x, max, x <= max, x > max)
     return x
+
+
+def _clamp_side(x: Tensor, bound: float, keep: Tensor, beyond: Tensor) -> Tensor:
+    """``x`` where ``keep``; elsewhere ``bound`` where ``beyond``, else (a NaN in ``x`` or
+    a NaN bound) NaN. Only the kept elements get a gradient, as in PyTorch."""
+    if bound != bound:
+        return where(keep, x, bound)  # keep is all false: NaN everywhere
+    return where(keep, x, where(beyond, bound, x.detach()))
 
 
 def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:

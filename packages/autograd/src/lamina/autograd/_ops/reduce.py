@@ -11,6 +11,7 @@ from lamina.ndarray import NDArray
 from .._function import Function
 from .._tensor import Tensor
 from ._util import NOT_GIVEN, kept_shape, normalize_axis, reduction_args, reduction_axes
+from .elementwise import where
 from .shape import cat
 
 Dim = int | Sequence[int] | None
@@ -90,8 +91,6 @@ class _Extremum(Function):
     save_output = True
 
     def forward(self, a: NDArray, axes: tuple[int, ...], keepdim: bool) -> NDArray:
-        if a.size == 0:
-            raise ValueError(f"{self.name}: cannot reduce an empty tensor of shape {a.shape}")
         self.axes, self.kept = axes, kept_shape(a.shape, axes)
         if not axes:
             return a.copy()
@@ -102,6 +101,29 @@ class _Extremum(Function):
         (x,) = self.inputs
         hit = x == self.output.reshape(self.kept)
         return (g.reshape(self.kept) * hit / hit.sum(dim=self.axes, keepdim=True),)
+
+
+class EmptyReductionError(nd.ShapeError, IndexError):
+    """A max or min over an axis of size 0, which has no identity element.
+
+    Both a ShapeError (a ValueError, Lamina's kind for shape mistakes) and an
+    IndexError (what PyTorch raises), as numpy's AxisError is both.
+    """
+
+
+def _check_extremum(op: str, x: Tensor, dim: Dim, axes: tuple[int, ...]) -> None:
+    """As PyTorch: an empty input reduces to an empty result, but not over a size-0 dim."""
+    if x.data.size:  # no dim has size 0
+        return
+    if dim is None or (not isinstance(dim, int) and len(dim) == 0):
+        raise EmptyReductionError(
+            f"{op}: cannot reduce the empty tensor of shape {x.shape} over all dims; "
+            f"pass dim= naming only dims of nonzero size")
+    empty = [a for a in axes if x.shape[a] == 0]
+    if empty:
+        raise EmptyReductionError(
+            f"{op}: cannot reduce dim {empty[0]} of size 0 (input shape {x.shape}); reduce "
+            f"over dims of nonzero size, or use sum or logsumexp, which have an identity")
 
 
 class Amax(_Extremum):
@@ -215,16 +237,24 @@ def cumsum(x: Tensor, dim: int | None = None, *, axis: int | None = NOT_GIVEN) -
 
 def amax(x: Tensor, dim: Dim = None, keepdim: bool = False, *, axis: Dim = NOT_GIVEN,
          keepdims: bool | None = None) -> Tensor:
-    """Maximum over ``dim``; tied maxima share the gradient evenly."""
+    """Maximum over ``dim``; tied maxima share the gradient evenly.
+
+    An empty input gives an empty result, but a dim of size 0 cannot be reduced
+    (``EmptyReductionError``, an IndexError as PyTorch's and a ShapeError).
+    """
     dim, keepdim = reduction_args("amax", dim, keepdim, axis, keepdims)
-    return Amax.apply(x, axes=reduction_axes(dim, x.ndim, "amax"), keepdim=keepdim)
+    axes = reduction_axes(dim, x.ndim, "amax")
+    _check_extremum("amax", x, dim, axes)
+    return Amax.apply(x, axes=axes, keepdim=keepdim)
 
 
 def amin(x: Tensor, dim: Dim = None, keepdim: bool = False, *, axis: Dim = NOT_GIVEN,
          keepdims: bool | None = None) -> Tensor:
-    """Minimum over ``dim``; tied minima share the gradient evenly."""
+    """Minimum over ``dim``; tied minima share the gradient evenly. Empty inputs as ``amax``."""
     dim, keepdim = reduction_args("amin", dim, keepdim, axis, keepdims)
-    return Amin.apply(x, axes=reduction_axes(dim, x.ndim, "amin"), keepdim=keepdim)
+    axes = reduction_axes(dim, x.ndim, "amin")
+    _check_extremum("amin", x, dim, axes)
+    return Amin.apply(x, axes=axes, keepdim=keepdim)
 
 
 def logsumexp(x: Tensor, dim: Dim = -1, keepdim: bool = False, *, axis: Dim = NOT_GIVEN,
@@ -293,9 +323,14 @@ def var(x: Tensor, dim: Dim = None, unbiased: bool | None = None, keepdim: bool 
 def std(x: Tensor, dim: Dim = None, unbiased: bool | None = None, keepdim: bool = False, *,
         correction: int | None = None, axis: Dim = NOT_GIVEN,
         keepdims: bool | None = None) -> Tensor:
-    """Standard deviation, ``sqrt(var(...))``; same arguments as ``var``."""
-    return var(x, dim, unbiased, keepdim, correction=correction, axis=axis,
-               keepdims=keepdims).sqrt()
+    """Standard deviation, ``sqrt(var(...))``; same arguments as ``var``.
+
+    Where the variance is 0 (a constant slice) the gradient is 0, as PyTorch's,
+    not ``0 * inf``: sqrt's slope at 0 is masked out on both sides of the sqrt.
+    """
+    v = var(x, dim, unbiased, keepdim, correction=correction, axis=axis, keepdims=keepdims)
+    zero = v == 0
+    return where(zero, 0.0, where(zero, 1.0, v).sqrt())
 
 
 def log_softmax(x: Tensor, dim: int = -1) -> Tensor:

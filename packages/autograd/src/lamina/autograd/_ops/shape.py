@@ -179,9 +179,18 @@ def slice_scatter(x: Tensor, key: Any, shape: Sequence[int]) -> Tensor:
 
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """Joins tensors along an existing axis. Shapes: ``(A, C)``, ``(B, C)`` -> ``(A+B, C)``."""
+    """Joins tensors along an existing axis. Shapes: ``(A, C)``, ``(B, C)`` -> ``(A+B, C)``.
+
+    Mixed dtypes promote as ``torch.cat`` (``torch.result_type``: int64 and
+    float32 give float32, bool and int64 int64); each float input gets its
+    gradient in its own dtype.
+    """
     if not tensors:
         raise ValueError("cat: expected a non-empty sequence of tensors")
+    dtype = tensors[0].dtype
+    if any(t.dtype != dtype for t in tensors):
+        dtype = nd.result_type(*(t.dtype for t in tensors))
+        tensors = [to(t, dtype=dtype) for t in tensors]
     return Cat.apply(*tensors, axis=normalize_axis(dim, tensors[0].ndim, "cat"))
 
 
@@ -238,7 +247,9 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """Joins same-shaped tensors along a new axis. Shapes: k x ``(A, B)`` -> ``(k, A, B)``."""
+    """Joins same-shaped tensors along a new axis. Shapes: k x ``(A, B)`` -> ``(k, A, B)``.
+
+    Mixed dtypes promote as in :func:`cat`."""
     if not tensors:
         raise ValueError("stack: expected a non-empty sequence of tensors")
     first = tensors[0].shape
