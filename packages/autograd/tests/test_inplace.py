@@ -46,6 +46,7 @@ CASES: dict[str, Callable[[Any, Any, Any], Any]] = {
     "copy_": lambda lib, x, y: (x * 1).copy_(y * 2),
     "copy_into_plain": lambda lib, x, y: (x * 0).detach().copy_(y.exp()),
     "iadd_chain": lambda lib, x, y: _augmented(x * 1, y),
+    "ipow_imod": lambda lib, x, y: _pow_mod(x * 1, y),
     "inplace_then_used_twice": lambda lib, x, y: _twice(x * 1, y),
 }
 
@@ -56,6 +57,13 @@ def _augmented(a: Any, b: Any) -> Any:
     a -= 1.0
     a /= 2.0
     return a
+
+
+def _pow_mod(a: Any, b: Any) -> Any:
+    a **= 2  # in place, as PyTorch (not a = a ** 2): the old a is kept for the gradient
+    a %= 3.0
+    a **= 1.5
+    return a * b
 
 
 def _twice(a: Any, b: Any) -> Any:
@@ -215,3 +223,105 @@ def test_copy_converts_dtype_and_broadcasts() -> None:
     ids = ag.tensor([0, 0])
     ids.fill_(3)
     assert ids.tolist() == [3, 3]
+
+
+# In-place results keep the tensor's dtype: PyTorch refuses a result that torch.can_cast
+# cannot cast to it (bool -> int64 -> float, never back) with a RuntimeError.
+def _bool(lib: Any, device: str) -> Any:
+    return _on(lib.tensor([True, False]), device)
+
+
+def _long(lib: Any, device: str) -> Any:
+    return _on(lib.tensor([3, -4]), device)
+
+
+def _float(lib: Any, device: str) -> Any:
+    return _on(lib.tensor([1.5, -2.0]), device)
+
+
+def _on(t: Any, device: str) -> Any:
+    return t if isinstance(t, torch.Tensor) else t.to(device)
+
+
+_OTHER = {"bool": [False, True], "long": [2, 5], "float": [0.5, 4.0]}
+
+
+def _other(lib: Any, t: Any, kind: str, dtype: str | None = None) -> Any:
+    """A second operand of ``kind`` on ``t``'s device."""
+    made = lib.tensor(_OTHER[kind], dtype=getattr(lib, dtype) if dtype else None)
+    return made if lib is torch else made.to(t.device)
+
+
+def _iadd(t: Any, v: Any) -> Any:
+    t += v
+    return t
+
+
+def _ipow(t: Any, v: Any) -> Any:
+    t **= v
+    return t
+
+
+def _ifloordiv(t: Any, v: Any) -> Any:
+    t //= v
+    return t
+
+
+def _ior(t: Any, v: Any) -> Any:
+    t |= v
+    return t
+
+
+REFUSED_CASTS: dict[str, tuple[Callable[[Any, str], Any], Callable[[Any, Any], Any]]] = {
+    "bool_add_int": (_bool, lambda lib, t: t.add_(1)),
+    "bool_iadd_int": (_bool, lambda lib, t: _iadd(t, 1)),
+    "bool_add_long_tensor": (_bool, lambda lib, t: t.add_(_other(lib, t, "long"))),
+    "bool_mul_float": (_bool, lambda lib, t: t.mul_(0.5)),
+    "bool_clamp_int": (_bool, lambda lib, t: t.clamp_(0, 1)),
+    "bool_ior_int": (_bool, lambda lib, t: _ior(t, 1)),
+    "long_mul_float": (_long, lambda lib, t: t.mul_(0.5)),
+    "long_div_int": (_long, lambda lib, t: t.div_(2)),
+    "long_iadd_float": (_long, lambda lib, t: _iadd(t, 0.5)),
+    "long_add_float_tensor": (_long, lambda lib, t: t.add_(_other(lib, t, "float"))),
+    "long_ipow_float": (_long, lambda lib, t: _ipow(t, 0.5)),
+    "long_ifloordiv_float": (_long, lambda lib, t: _ifloordiv(t, 1.5)),
+}
+
+ALLOWED_CASTS: dict[str, tuple[Callable[[Any, str], Any], Callable[[Any, Any], Any]]] = {
+    "bool_add_bool": (_bool, lambda lib, t: t.add_(True)),
+    "bool_mul_bool_tensor": (_bool, lambda lib, t: t.mul_(_other(lib, t, "bool"))),
+    "bool_ior_bool": (_bool, lambda lib, t: _ior(t, True)),
+    "long_add_bool_tensor": (_long, lambda lib, t: t.add_(_other(lib, t, "bool"))),
+    "long_iadd_int": (_long, lambda lib, t: _iadd(t, 2)),
+    "long_ifloordiv_int": (_long, lambda lib, t: _ifloordiv(t, 2)),
+    "long_ipow_int": (_long, lambda lib, t: _ipow(t, 2)),
+    "float_add_long_tensor": (_float, lambda lib, t: t.add_(_other(lib, t, "long"))),
+    "float_mul_float64": (_float, lambda lib, t: t.mul_(_other(lib, t, "float", "float64"))),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("case", sorted(REFUSED_CASTS))
+def test_inplace_result_that_cannot_be_cast_raises_like_torch(case: str, device: str) -> None:
+    make, op = REFUSED_CASTS[case]
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+        op(torch, make(torch, device))
+    t = make(ag, device)
+    before = t.tolist()
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type") as info:
+        op(ag, t)
+    assert isinstance(info.value, DTypeError)  # Lamina's dtype mistakes are DTypeErrors too
+    assert t.tolist() == before and t._version == 0  # refused before writing anything
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("case", sorted(ALLOWED_CASTS))
+def test_inplace_result_that_can_be_cast_is_written_like_torch(case: str, device: str) -> None:
+    make, op = ALLOWED_CASTS[case]
+    expected = make(torch, device)
+    assert op(torch, expected) is expected
+    t = make(ag, device)
+    assert op(ag, t) is t
+    assert f"torch.{t.dtype.name}" == str(expected.dtype)
+    np.testing.assert_array_equal(t.numpy(), expected.numpy())
+    assert t._version == 1

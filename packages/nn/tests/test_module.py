@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from lamina import autograd as ag
 from lamina import nn
 
@@ -108,6 +109,48 @@ def test_state_dict_round_trip():
         np.testing.assert_array_equal(pa.numpy(), pb.numpy())
     x = ag.randn(2, 3)
     np.testing.assert_array_equal(a(x).detach().numpy(), b(x).detach().numpy())
+
+
+def test_load_state_dict_between_forward_and_backward_raises_like_torch(device):
+    # The graph saved the old weights; backward must not mix them with the loaded ones.
+    ref = torch.nn.Linear(3, 2)
+    out_t = ref(torch.ones(4, 3, requires_grad=True)).sum()
+    ref.load_state_dict({k: v * 2 for k, v in ref.state_dict().items()})
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out_t.backward()
+    layer = nn.Linear(3, 2).to(device)
+    out = layer(ag.ones(4, 3, requires_grad=True, device=device)).sum()
+    before = layer.weight._version, layer.bias._version
+    layer.load_state_dict({k: v.numpy() * 2 for k, v in layer.state_dict().items()})
+    assert (layer.weight._version, layer.bias._version) == (before[0] + 1, before[1] + 1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.backward()
+
+
+def test_load_state_dict_writes_in_place_like_torch(device):
+    net = Block().to(device)
+    weight, counter = net.fc.weight, net.counter
+    storage, row = weight.data, weight[0].detach()  # a view taken before the load
+    state = {k: v.numpy() + 1 for k, v in net.state_dict().items()}
+    net.load_state_dict(state)
+    assert net.fc.weight is weight and weight.data is storage  # same tensor, same storage
+    np.testing.assert_array_equal(row.numpy(), state["fc.weight"][0])
+    np.testing.assert_array_equal(counter.numpy(), state["counter"])
+    assert counter._version == 1  # buffers too (a zeros buffer: no init wrote it)
+    state["fc.weight"][...] = 0  # the module does not share storage with its source
+    assert weight.detach().numpy().any()
+
+
+def test_init_between_forward_and_backward_raises_like_torch(device):
+    layer = nn.Linear(3, 2).to(device)
+    out = layer(ag.ones(1, 3, requires_grad=True, device=device)).sum()
+    nn.init.normal_(layer.weight)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.backward()
+    out = layer(ag.ones(1, 3, requires_grad=True, device=device)).sum()
+    nn.init.zeros_(layer.bias)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.backward()
 
 
 def test_load_state_dict_reports_every_problem_and_loads_nothing():

@@ -208,9 +208,11 @@ def test_clip_grad_norm_propagates_a_nonfinite_gradient_like_torch(norm_type, ba
 def test_lamina_train_with_lr_nan_fails_before_training(capsys):
     from lamina.models._cli import main
 
-    assert main(["mnist", "--lr", "nan", "--epochs", "1", "--device", "numpy"]) == 1
+    with pytest.raises(SystemExit) as exc:  # refused by the option parser (exit status 2)
+        main(["mnist", "--lr", "nan", "--epochs", "1", "--device", "numpy"])
+    assert exc.value.code == 2
     out, err = capsys.readouterr()
-    assert "lamina-train mnist: error: Adam: invalid lr nan" in err
+    assert "lamina-train mnist: error: argument --lr: must be a finite number >= 0, got nan" in err
     assert "epoch" not in out.lower()
 
 
@@ -233,6 +235,21 @@ def test_backward_through_a_graph_saved_before_a_step_raises():
     (w * w).sum().backward()
     pending = (w * w).sum()  # saves w
     opt.step()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        pending.backward()
+
+
+@pytest.mark.parametrize("name,ours,_,kwargs", OPTIMIZERS, ids=[o[0] for o in OPTIMIZERS])
+def test_every_optimizer_step_bumps_the_version_on_every_device(name, ours, _, kwargs, device):
+    # Adam/AdamW go through the fused adam_step (amsgrad through its composite).
+    model, _ref = _models(device)
+    opt = ours(model.parameters(), **kwargs)
+    x = ag.tensor(X, device=device, requires_grad=True)
+    model(x).sum().backward()
+    pending = model(x).sum()  # saves the weights
+    versions = [p._version for p in model.parameters()]
+    opt.step()
+    assert [p._version for p in model.parameters()] == [v + 1 for v in versions]
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         pending.backward()
 

@@ -11,7 +11,12 @@ the change) and bumps the tensor's version counter. The checks are PyTorch's:
   so gradients flow through the modification; the op's own node keeps a copy
   of the old value if its rule needs it (``mul_`` by a tensor);
 - any other node that saved the old value notices the version change when
-  backward reads it and raises instead of giving a wrong gradient.
+  backward reads it and raises instead of giving a wrong gradient;
+- the result keeps the tensor's dtype: one that ``torch.can_cast`` could not
+  cast to it (``bool_t.add_(1)``, ``int_t.mul_(0.5)``, ``int_t **= 0.5``)
+  raises :class:`InPlaceCastError` before anything is written. ``fill_`` and
+  ``t[k] = v`` convert their value, as PyTorch's do (``copy_`` too, except
+  float into int, which it refuses).
 
 An in-place op recorded on a view (a slice, reshape or permute of another
 tensor; ``y[0].mul_(2)``, ``y[0][1] = 3``) rewrites the base tensor's graph,
@@ -40,6 +45,15 @@ from ._tensor import Tensor
 _NUMBER = (int, float)
 
 
+class InPlaceCastError(DTypeError, RuntimeError):
+    """An in-place op whose result dtype does not fit the tensor (``bool_t.add_(1)``).
+
+    PyTorch's rule (``torch.can_cast``: bool -> int64 -> float, never back)
+    and its exception type, RuntimeError; a DTypeError like Lamina's other
+    dtype mistakes.
+    """
+
+
 def _check_leaf(t: Tensor, op: str) -> None:
     if not grad_mode._state.enabled:
         return
@@ -64,9 +78,11 @@ def _write(t: Tensor, out: Tensor, op: str) -> Tensor:
         raise ShapeError(f"{op}: the result has shape {out.shape} (broadcast), which does not "
                          f"fit in place into a tensor of shape {t.shape}")
     if out.dtype != t.dtype:
-        if not t.dtype.is_floating and out.dtype.is_floating:
-            raise DTypeError(f"{op}: result type {out.dtype.name} can't be cast to the "
-                             f"tensor's type {t.dtype.name} in place; convert with .float()")
+        if out.dtype.category > t.dtype.category:
+            raise InPlaceCastError(
+                f"{op}: result type {out.dtype.name} can't be cast to the desired output type "
+                f"{t.dtype.name} (an in-place op keeps the tensor's dtype); convert the "
+                f"tensor first (.to({out.dtype.name!r})) or use the out-of-place op")
         if out._requires_grad:
             out = S.to(out, dtype=t.dtype)
     if not out._requires_grad:
@@ -177,6 +193,36 @@ def mul_(t: Tensor, other: Any) -> Tensor:
 def div_(t: Tensor, other: Any) -> Tensor:
     """``t /= other``."""
     return _binary(t, other, "div_", E.div)
+
+
+def pow_(t: Tensor, exponent: Any) -> Tensor:
+    """``t **= exponent``."""
+    return _binary(t, exponent, "pow_", E.pow)
+
+
+def floor_divide_(t: Tensor, other: Any) -> Tensor:
+    """``t //= other``."""
+    return _binary(t, other, "floor_divide_", E.floor_divide)
+
+
+def remainder_(t: Tensor, other: Any) -> Tensor:
+    """``t %= other``."""
+    return _binary(t, other, "remainder_", E.remainder)
+
+
+def bitwise_and_(t: Tensor, other: Any) -> Tensor:
+    """``t &= other`` (bool and int64 tensors)."""
+    return _binary(t, other, "bitwise_and_", E.bitwise_and)
+
+
+def bitwise_or_(t: Tensor, other: Any) -> Tensor:
+    """``t |= other``."""
+    return _binary(t, other, "bitwise_or_", E.bitwise_or)
+
+
+def bitwise_xor_(t: Tensor, other: Any) -> Tensor:
+    """``t ^= other``."""
+    return _binary(t, other, "bitwise_xor_", E.bitwise_xor)
 
 
 def clamp_(t: Tensor, min: float | None = None, max: float | None = None) -> Tensor:  # noqa: A002

@@ -35,6 +35,11 @@ def _bytes(n: int) -> str:
     return f"{n} bytes"
 
 
+def _from_pickle(cls: type[A], values: np.ndarray, dtype: DType, device: Device) -> A:
+    """Rebuilds a pickled array: its values copied onto ``device``."""
+    return cls._from_host(values, dtype, device)
+
+
 class ArrayBase:
     """Layout, views, host transfer and indexing of :class:`NDArray` (its only subclass).
 
@@ -291,6 +296,14 @@ class ArrayBase:
             self._device.kernels.compact(self._buf, out._buf, self._shape, self._strides,
                                          self._offset)
         return out
+
+    # Pickling goes through the host: a compiled backend's buffer is an opaque handle.
+    # The device is pickled by name and resolved again on load (see Device.__reduce__).
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return _from_pickle, (type(self), self.numpy(), self._dtype, self._device)
+
+    def __deepcopy__(self: A, memo: dict[int, Any]) -> A:
+        return self.copy()  # on the device, without a round trip through the host
 
     def astype(self: A, dtype: Any) -> A:
         """This array converted to ``dtype`` (itself when it already has it)."""

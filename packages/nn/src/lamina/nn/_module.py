@@ -283,10 +283,10 @@ class Module:
     def state_dict(self, prefix: str = "") -> OrderedDict[str, Tensor]:
         """Parameters and persistent buffers by dotted name, detached.
 
-        The values share storage with the module when the dict is made;
-        optimizers and ``load_state_dict`` replace a parameter's storage
-        rather than writing into it, so the dict stays a snapshot. Save it
-        with ``lamina.nn.save``.
+        The values share storage with the module, as in PyTorch: optimizer
+        steps and ``load_state_dict`` write into that storage, so the dict
+        follows them. Save it with ``lamina.nn.save``, or clone its values,
+        to keep a snapshot.
         """
         out: OrderedDict[str, Tensor] = OrderedDict()
         for module_prefix, module in self.named_modules(prefix):
@@ -315,7 +315,9 @@ class Module:
 
         Every key is checked before anything is copied: missing keys,
         unexpected keys and shape mismatches are collected and raised at once,
-        leaving the module untouched.
+        leaving the module untouched. The values are written in place, as an
+        optimizer step writes them: a graph recorded before the load refuses
+        to backward (its saved parameters changed) instead of mixing weights.
 
         Args:
             state_dict: name -> Tensor or numpy array.

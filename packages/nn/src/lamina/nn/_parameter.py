@@ -1,17 +1,20 @@
-"""Parameter, and the few places where lamina.nn touches Tensor storage.
+"""Parameter, and the one place where lamina.nn writes Tensor storage.
 
-Modules, init and optimizers replace a tensor's values by assigning a new
-NDArray to ``tensor.data``: no graph is recorded and the Tensor object (which
-optimizers and the module tree hold) stays the same.
+``load_state_dict``, ``init`` and the optimizers overwrite a parameter's or
+buffer's values with :func:`assign_array`: in place and without recording,
+like PyTorch's ``with no_grad(): p.copy_(value)``. The Tensor object (which
+optimizers and the module tree hold) and its storage stay the same, so views
+of it see the new values, and its version counter goes up, so a graph that
+saved the old values refuses to backward instead of using the new ones.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from lamina import ndarray as nd
-from lamina.autograd import Tensor
+from lamina.autograd import Tensor, no_grad
 
 __all__ = ["Parameter", "as_array", "assign_array", "new_tensor"]
 
@@ -40,6 +43,10 @@ class Parameter(Tensor):
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> Parameter:
+        # PyTorch's Parameter copies values and requires_grad, not .grad (a Tensor keeps it).
+        return cast(Parameter, self._deepcopy(memo, keep_grad=False))
+
 
 def new_tensor(data: nd.NDArray, requires_grad: bool = False) -> Tensor:
     """A Tensor wrapping ``data`` (no copy)."""
@@ -60,9 +67,10 @@ def as_array(value: Any, like: Tensor) -> nd.NDArray:
 
 
 def assign_array(tensor: Tensor, value: nd.NDArray) -> None:
-    """Replace ``tensor``'s values by a copy of ``value`` (same shape), recording no graph.
+    """Writes ``value`` (``tensor``'s shape, or broadcastable to it) into ``tensor``'s
+    storage, recording no graph, and bumps its version counter.
 
-    The copy keeps the module from sharing storage with the state dict it was
-    loaded from.
+    ``value`` is copied: the tensor never shares storage with it.
     """
-    tensor.data = value.copy()
+    with no_grad():
+        tensor.copy_(Tensor(value))

@@ -21,6 +21,7 @@ from lamina import ndarray as nd
 from lamina.autograd import Tensor
 
 from ._errors import ShapeError
+from ._parameter import assign_array
 
 __all__ = [
     "calculate_gain", "constant_", "kaiming_normal_", "kaiming_uniform_", "normal_", "ones_",
@@ -64,7 +65,7 @@ def _fans(tensor: Tensor, op: str) -> tuple[int, int]:
 def _fill_random(tensor: Tensor, kind: str, scale: float, shift: float) -> Tensor:
     maker = nd.rand if kind == "uniform" else nd.randn
     sample = maker(*tensor.shape, dtype=tensor.dtype, device=tensor.device)
-    tensor.data = sample * scale + shift
+    assign_array(tensor, sample * scale + shift)
     return tensor
 
 
@@ -84,7 +85,8 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
     """Fill with ``val``."""
-    tensor.data = nd.full(tuple(tensor.shape), val, dtype=tensor.dtype, device=tensor.device)
+    assign_array(tensor, nd.full(tuple(tensor.shape), val, dtype=tensor.dtype,
+                                 device=tensor.device))
     return tensor
 
 

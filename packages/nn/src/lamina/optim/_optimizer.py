@@ -16,6 +16,7 @@ from typing import Any
 from lamina import autograd
 from lamina import ndarray as nd
 from lamina.autograd import Tensor
+from lamina.nn._parameter import assign_array
 
 __all__ = ["Optimizer", "ParamState"]
 
@@ -121,7 +122,7 @@ class Optimizer:
                         continue
                     if p not in self.state:
                         self.state[p] = {}
-                    p.copy_(Tensor(self._update(p, p.grad.data, group, self.state[p])))
+                    assign_array(p, self._update(p, p.grad.data, group, self.state[p]))
         return loss
 
     def _update(self, param: Tensor, grad: nd.NDArray, group: dict[str, Any],
