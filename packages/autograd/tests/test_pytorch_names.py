@@ -24,7 +24,9 @@ for _dim in (1, -1, (0, 2), [2, 0], None, ()):
              lambda t, d=_t_dim, k=_keep: t.sum(dim=d, keepdim=k)),
             (f"mean{_dim}{_keep}", lambda x, d=_dim, k=_keep: ag.mean(x, axis=d, keepdims=k),
              lambda t, d=_t_dim, k=_keep: t.mean(dim=d, keepdim=k)),
-            (f"max{_dim}{_keep}", lambda x, d=_dim, k=_keep: x.max(axis=d, keepdim=k),
+            # max(dim) is a (values, indices) pair for an int dim, as in torch; amax otherwise
+            (f"max{_dim}{_keep}", lambda x, d=_dim, k=_keep: x.max(axis=d, keepdim=k).values
+             if isinstance(d, int) else x.amax(axis=d, keepdim=k),
              lambda t, d=_t_dim, k=_keep: torch.amax(t, dim=() if d is None else d, keepdim=k)),
             (f"amin{_dim}{_keep}", lambda x, d=_dim, k=_keep: ag.amin(x, d, keepdims=k),
              lambda t, d=_t_dim, k=_keep: torch.amin(t, dim=() if d is None else d, keepdim=k)),

@@ -136,3 +136,69 @@ def test_a_value_on_another_device_is_refused():
         a[[0]] = nd.ones(4, device=others[0])
     with pytest.raises(nd.DeviceError, match="getitem: an index is on"):
         a[nd.array([0], device=others[0]), 1]
+
+
+def _reads_like_numpy(a, host, key):
+    got = a[key]
+    want = host[key]
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got.numpy(), want)
+
+
+@pytest.mark.parametrize("key", [[-1, 0], [[-2], [1]], (slice(None), [-1]), (slice(None), [-3, 2]),
+                                 ([-1, 0], slice(None), [-1, -4])], ids=repr)
+def test_negative_entries_of_an_index_read_from_the_end(device, key):
+    host = np.arange(24.0, dtype=np.float32).reshape(2, 3, 4)
+    _reads_like_numpy(nd.array(host, device=device), host, key)
+
+
+def test_negative_entries_of_a_device_index_read_from_the_end(device):
+    host = np.arange(24.0, dtype=np.float32).reshape(2, 3, 4)
+    a = nd.array(host, device=device)
+    np.testing.assert_array_equal(a[nd.array([-1, 0, -2], device=device)].numpy(),
+                                  host[[-1, 0, -2]])
+    np.testing.assert_array_equal(nd.wrap_index(nd.array([-3, -1, 0, 2], device=device), 3,
+                                                a).numpy(), [0, 2, 0, 2])
+
+
+@pytest.mark.parametrize("key", [[2], [-3], (slice(None), [0, -4])], ids=repr)
+def test_an_index_out_of_range_still_raises_with_the_index_and_the_size(device, key):
+    a = nd.zeros((2, 3), device=device)
+    bad = key[-1][-1] if isinstance(key, tuple) else key[0]
+    with pytest.raises(IndexError, match=rf"index {bad} is out of (bounds|range).*size"):
+        a[key]
+    for index in ([5], [-3]):  # a device index: the kernel reports the entry as given
+        with pytest.raises(IndexError, match=rf"index {index[0]}\b.*out of .*size 2"):
+            a[nd.array(index, device=device)]
+
+
+BOOL_KEYS = [  # (key, the result's shape for an array of shape (2, 3, 4)), as PyTorch
+    (True, (1, 2, 3, 4)), (False, (0, 2, 3, 4)), ((slice(None), True), (2, 1, 3, 4)),
+    ((Ellipsis, False), (2, 3, 4, 0)), ((True, 0), (1, 3, 4)), ((0, True, 1), (1, 4)),
+    ((True, [0, 1]), (2, 3, 4)), ((slice(None), [0, 1], True), (2, 2, 4)),
+    ((True, slice(None), [0, 1]), (2, 2, 4)), ((True, None, True), (1, 1, 2, 3, 4)),
+    (np.bool_(True), (1, 2, 3, 4)), (np.array(False), (0, 2, 3, 4)),
+]
+
+
+@pytest.mark.parametrize(("key", "shape"), BOOL_KEYS, ids=repr)
+def test_a_bool_index_is_a_0d_mask_not_an_int(device, key, shape):
+    host = np.arange(24.0, dtype=np.float32).reshape(2, 3, 4)
+    a = nd.array(host, device=device)
+    got = a[key]
+    assert got.shape == shape
+    np.testing.assert_array_equal(got.numpy(), host[key])
+
+
+def test_a_bool_index_writes_all_or_nothing(device):
+    host = np.arange(24.0, dtype=np.float32).reshape(2, 3, 4)
+    a = nd.array(host, device=device)
+    a[False] = -1.0
+    np.testing.assert_array_equal(a.numpy(), host)  # x[0] stays as it was
+    a[0, True] = nd.zeros((1, 3, 4), device=device)
+    a[(slice(None), False)] = 5.0
+    want = host.copy()
+    want[0] = 0.0
+    np.testing.assert_array_equal(a.numpy(), want)
+    a[True] = 1.0
+    np.testing.assert_array_equal(a.numpy(), np.ones_like(host))

@@ -31,7 +31,12 @@ from ._creation import (
     ones,
     ones_like,
     rand,
+    rand_like,
+    randint,
+    randint_like,
     randn,
+    randn_like,
+    randperm,
     tensor,
     zeros,
     zeros_like,
@@ -46,14 +51,17 @@ from ._grad_mode import (
     set_grad_enabled,
 )
 from ._gradcheck import GradcheckError, gradcheck
-from ._ops import (
+from ._ops import (  # noqa: A004  (max, min: PyTorch's names)
+    ValuesIndices,
     abs,
     add,
     amax,
     amin,
     argmax,
+    argsort,
     avg_pool2d,
     batch_norm,
+    bernoulli,
     bitwise_and,
     bitwise_not,
     bitwise_or,
@@ -93,14 +101,18 @@ from ._ops import (
     masked_fill,
     masked_select,
     matmul,
+    max,
     max_pool2d,
     maximum,
     mean,
+    min,
     minimum,
     mul,
+    multinomial,
     ne,
     neg,
     nonzero,
+    normal,
     one_hot,
     pad,
     permute,
@@ -115,6 +127,7 @@ from ._ops import (
     sign,
     sin,
     softmax,
+    sort,
     split,
     sqrt,
     squeeze,
@@ -124,12 +137,23 @@ from ._ops import (
     sum,
     take,
     tanh,
+    topk,
     transpose,
     undilate,
     unsqueeze,
     var,
     view,
     where,
+)
+from ._ops.rearrange import (  # noqa: A004  (all, any: PyTorch's names)
+    all,
+    any,
+    index_select,
+    narrow,
+    numel,
+    roll,
+    tile,
+    unbind,
 )
 from ._tensor import Tensor
 
@@ -159,6 +183,10 @@ __all__ = [
     "sign", "sin",
     "softmax", "split", "sqrt", "squeeze", "stack", "std", "sub", "sum", "take", "tanh",
     "transpose", "undilate", "unsqueeze", "var", "view", "where", "cumsum", "prod",
+    "all", "any", "index_select", "narrow", "numel", "roll", "tile", "unbind",
+    # sampling, sorting and selection
+    "randint", "randint_like", "randperm", "rand_like", "randn_like", "multinomial",
+    "bernoulli", "normal", "sort", "argsort", "topk", "max", "min", "ValuesIndices",
     # recurrent layers
     "lstm_layer",
     # normalisation

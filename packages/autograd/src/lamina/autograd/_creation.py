@@ -142,6 +142,88 @@ def ones_like(x: Tensor, dtype: Any = None, device: Any = None,
                 requires_grad=requires_grad)
 
 
+def _check_floating(dtype: Any, op: str) -> None:
+    if not nd.as_dtype(dtype, op).is_floating:
+        raise nd.DTypeError(f"{op}: expects a floating point dtype, got {dtype}; use "
+                            f"randint_like for integers")
+
+
+def rand_like(x: Tensor, dtype: Any = None, device: Any = None,
+              requires_grad: bool = False) -> Tensor:
+    """Uniform samples in ``[0, 1)`` with ``x``'s shape (and dtype and device unless given)."""
+    dtype = dtype or x.dtype
+    _check_floating(dtype, "rand_like")
+    return rand(x.shape, dtype=dtype, device=device or x.device, requires_grad=requires_grad)
+
+
+def randn_like(x: Tensor, dtype: Any = None, device: Any = None,
+               requires_grad: bool = False) -> Tensor:
+    """Standard normal samples with ``x``'s shape (and dtype and device unless given)."""
+    dtype = dtype or x.dtype
+    _check_floating(dtype, "randn_like")
+    return randn(x.shape, dtype=dtype, device=device or x.device, requires_grad=requires_grad)
+
+
+def _randint_args(args: tuple[Any, ...], low: Any, high: Any, size: Any, op: str
+                  ) -> tuple[Any, Any, Any]:
+    """``(low, high, size)`` from PyTorch's spellings: ``(high, size)``, ``(low, high,
+    size)``, any of them as keywords; ``low`` defaults to 0."""
+    given = list(args)
+    if size is None and given:
+        size = given.pop()
+    if high is None and given:
+        high = given.pop()
+    if low is None and given:
+        low = given.pop()
+    if given or high is None or size is None:
+        raise TypeError(f"{op}: expected (high, size) or (low, high, size), got "
+                        f"{len(args)} positional arguments; e.g. {op}(0, 10, (2, 3))")
+    return (0 if low is None else low), high, size
+
+
+def randint(*args: Any, low: Any = None, high: Any = None, size: Any = None,
+            dtype: Any = "int64", device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Integers drawn uniformly from ``[low, high)``, as ``torch.randint``.
+
+    ``randint(high, size)`` or ``randint(low, high, size)``; ``size`` is a
+    tuple. int64 unless ``dtype`` says otherwise. Raises ``ValueError`` when
+    ``low >= high``.
+
+    Example:
+        >>> import lamina.autograd as ag
+        >>> ag.randint(3, 5, (2, 2)).dtype
+        lamina.int64
+    """
+    low, high, size = _randint_args(args, low, high, size, "randint")
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"randint: size must be a tuple of ints, got {type(size).__name__} "
+                        f"{size!r}; write ({size!r},)")
+    return _leaf(nd.randint(low, high, tuple(size), dtype=dtype, device=device),
+                 requires_grad)
+
+
+def randint_like(x: Tensor, *args: Any, low: Any = None, high: Any = None, dtype: Any = None,
+                 device: Any = None, requires_grad: bool = False) -> Tensor:
+    """``randint`` with ``x``'s shape (and dtype and device unless given):
+    ``randint_like(x, high)`` or ``randint_like(x, low, high)``."""
+    low, high, _ = _randint_args(args, low, high, x.shape, "randint_like")
+    return _leaf(nd.randint(low, high, x.shape, dtype=dtype or x.dtype,
+                            device=device or x.device), requires_grad)
+
+
+def randperm(n: int, *, dtype: Any = "int64", device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    """A random permutation of ``0 .. n - 1``, as ``torch.randperm`` (int64 by default).
+
+    Example:
+        >>> import lamina.autograd as ag
+        >>> sorted(ag.randperm(4).tolist())
+        [0, 1, 2, 3]
+    """
+    return _leaf(nd.randperm(n, dtype=dtype, device=device), requires_grad)
+
+
 def manual_seed(seed: int) -> None:
-    """Seeds the generator behind ``rand``, ``randn`` and ``dropout``."""
+    """Seeds the generator behind ``rand``, ``randn``, ``dropout`` and every other sampler
+    (``randint``, ``randperm``, ``multinomial``, ``bernoulli``, ``normal``, ``uniform_``...)."""
     nd.manual_seed(seed)

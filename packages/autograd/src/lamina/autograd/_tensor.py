@@ -14,6 +14,7 @@ safety net: see ``_inplace``.
 from __future__ import annotations
 
 import builtins
+import copy
 import itertools
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -238,7 +239,9 @@ class Tensor:
         return self.shape[0]
 
     def __iter__(self) -> Iterator[Tensor]:
-        return (self[i] for i in range(len(self)))
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
 
     def numpy(self) -> np.ndarray:
         """A numpy copy of the values (refuses tensors that require grad, like PyTorch)."""
@@ -265,23 +268,29 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self.data.size != 1:
-            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+            many = "no values" if self.data.size == 0 else "more than one value"
+            raise RuntimeError(f"Boolean value of Tensor with {many} is ambiguous")
         return bool(self.item())
 
     __hash__ = object.__hash__  # identity, as PyTorch: tensors can be dict keys
 
-    def to(self, *args: Any, device: Any = None, dtype: Any = None) -> Tensor:
+    def to(self, *args: Any, device: Any = None, dtype: Any = None,
+           non_blocking: builtins.bool = False, copy: builtins.bool = False) -> Tensor:
         """Moves to a device and/or converts the dtype (differentiable for floats).
 
-        ``t.to("cpu")``, ``t.to("float64")``, ``t.to(device="cpu", dtype="float32")``.
-        Returns ``self`` when nothing changes.
+        ``t.to("cpu")``, ``t.to("float64")``, ``t.to("cpu", "float64")``,
+        ``t.to(other)`` (other's device and dtype), ``t.to(device="cpu",
+        dtype="float32")``. Returns ``self`` when nothing changes, unless
+        ``copy``; ``non_blocking`` is accepted for PyTorch's signature.
         """
         for a in args:
-            if isinstance(a, nd.DType) or a in ("float32", "float64", "int64", "bool"):
+            if isinstance(a, Tensor):
+                device, dtype = a.device, a.dtype
+            elif isinstance(a, nd.DType) or a in ("float32", "float64", "int64", "bool"):
                 dtype = a
             else:
                 device = a
-        return _ops_shape.to(self, device=device, dtype=dtype)
+        return _ops_shape.to(self, device=device, dtype=dtype, copy=copy)
 
     def float(self) -> Tensor:
         return self.to(dtype="float32")
@@ -297,6 +306,44 @@ class Tensor:
 
     def contiguous(self) -> Tensor:
         return self if self.data.is_compact() else self.clone()
+
+    # ----- copy and pickle: PyTorch's rules -------------------------------------------
+
+    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
+        # Values (through the host, see NDArray.__reduce__), dtype, device and
+        # requires_grad; not the graph or .grad: any tensor unpickles as a leaf.
+        return _rebuild, (type(self), self.data, self.requires_grad,
+                          getattr(self, "__dict__", None))
+
+    def __copy__(self) -> Tensor:
+        """A leaf sharing this tensor's storage and version counter (requires_grad kept)."""
+        out = _rebuild(type(self), self.data, self.requires_grad, getattr(self, "__dict__", None))
+        if self._vc is None:
+            self._vc = Version()
+        out._vc = self._vc
+        return out
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Tensor:
+        return self._deepcopy(memo, keep_grad=True)
+
+    def _deepcopy(self, memo: dict[int, Any], keep_grad: builtins.bool) -> Tensor:
+        """A leaf with a copy of the values (on the same device), requires_grad and,
+        with ``keep_grad``, a copy of ``.grad``; the graph, hooks and version stay behind."""
+        requires_grad = self.requires_grad  # a view refreshes a grad_fn it was given
+        if self.grad_fn is not None:
+            raise RuntimeError(
+                "deepcopy: Only Tensors created explicitly by the user (graph leaves) support "
+                f"the deepcopy protocol; this one (shape {self.shape}) was made by "
+                f"{self.grad_fn.name()}: deepcopy .detach() for its values, or use .clone() "
+                "to copy it inside the graph")
+        out = _rebuild(type(self), self.data.copy(), requires_grad, None)
+        memo[id(self)] = out
+        if keep_grad and self.grad is not None:
+            out.grad = copy.deepcopy(self.grad, memo)
+        state = getattr(self, "__dict__", None)
+        if state:
+            out.__dict__.update(copy.deepcopy(state, memo))
+        return out
 
     def __repr__(self) -> str:
         values = self.data.numpy()
@@ -540,13 +587,16 @@ class Tensor:
     def cumsum(self, dim: Any = None, **numpy_names: Any) -> Tensor:
         return F.cumsum(self, dim, **numpy_names)
 
-    def max(self, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:
-        """Maximum over ``dim`` (values only, like ``torch.amax``)."""
-        return F.amax(self, dim, keepdim, **numpy_names)
+    def max(self, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Any:
+        """As ``torch.max``: ``max()`` the maximum of all elements, ``max(dim)`` a
+        ``(values, indices)`` pair, ``max(other)`` the elementwise maximum
+        (see :func:`lamina.autograd.max`)."""
+        return F.max(self, dim, keepdim, **numpy_names)
 
-    def min(self, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:
-        """Minimum over ``dim`` (values only, like ``torch.amin``)."""
-        return F.amin(self, dim, keepdim, **numpy_names)
+    def min(self, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Any:
+        """As ``torch.min``: ``min()``, ``min(dim)`` -> ``(values, indices)``, ``min(other)``
+        (see :func:`lamina.autograd.min`)."""
+        return F.min(self, dim, keepdim, **numpy_names)
 
     def amax(self, dim: Any = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:
         return F.amax(self, dim, keepdim, **numpy_names)
@@ -574,6 +624,18 @@ class Tensor:
     def argmax(self, dim: int | None = None, keepdim: bool = False,
                **numpy_names: Any) -> Tensor:
         return F.argmax(self, dim, keepdim, **numpy_names)
+
+    def sort(self, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Any:
+        """``(values, indices)`` sorted along ``dim`` (see :func:`lamina.autograd.sort`)."""
+        return F.sort(self, dim, descending, stable=stable)
+
+    def argsort(self, dim: int = -1, descending: bool = False, *, stable: bool = False
+                ) -> Tensor:
+        return F.argsort(self, dim, descending, stable=stable)
+
+    def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:
+        """``(values, indices)`` of the ``k`` largest along ``dim`` (see ``ag.topk``)."""
+        return F.topk(self, k, dim, largest, sorted)
 
     def reshape(self, *shape: Any) -> Tensor:
         return F.reshape(self, *shape)
@@ -612,8 +674,8 @@ class Tensor:
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         return F.flatten(self, start_dim, end_dim)
 
-    def flip(self, dims: Any) -> Tensor:
-        return F.flip(self, dims)
+    def flip(self, *dims: Any) -> Tensor:
+        return F.flip(self, dims[0] if len(dims) == 1 else dims)  # flip(0, 1) or flip((0, 1))
 
     def split(self, split_size: Any, dim: int = 0) -> tuple[Tensor, ...]:
         return F.split(self, split_size, dim)
@@ -642,6 +704,138 @@ class Tensor:
     def nonzero(self) -> Tensor:
         return F.nonzero(self)
 
+    # ----- PyTorch's Tensor one-liners (the ops live in _ops.rearrange) ------------------
+
+    def view_as(self, other: Tensor) -> Tensor:
+        """``self.view(other.shape)``."""
+        return F.view(self, other.shape)
+
+    def reshape_as(self, other: Tensor) -> Tensor:
+        """``self.reshape(other.shape)``."""
+        return F.reshape(self, other.shape)
+
+    def expand_as(self, other: Tensor) -> Tensor:
+        """``self.expand(other.shape)``."""
+        return F.expand(self, other.shape)
+
+    def _new(self, size: tuple[Any, ...], fill: Any, dtype: Any, device: Any,
+             requires_grad: builtins.bool) -> Tensor:
+        """A new leaf of ``size`` filled with ``fill`` (uninitialised for ``None``), with
+        this tensor's dtype and device unless given."""
+        shape = tuple(size[0]) if len(size) == 1 and not isinstance(size[0], int) else size
+        dtype = self.dtype if dtype is None else dtype
+        device = self.device if device is None else device
+        data = (nd.empty(shape, dtype=dtype, device=device) if fill is None
+                else nd.full(shape, fill, dtype=dtype, device=device))
+        return Tensor(data, requires_grad=requires_grad)
+
+    def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None,
+                  requires_grad: builtins.bool = False) -> Tensor:
+        """Zeros of ``size`` (``new_zeros(2, 3)`` or ``new_zeros((2, 3))``), with this
+        tensor's dtype and device unless given."""
+        return self._new(size, 0, dtype, device, requires_grad)
+
+    def new_ones(self, *size: Any, dtype: Any = None, device: Any = None,
+                 requires_grad: builtins.bool = False) -> Tensor:
+        """Ones of ``size``, with this tensor's dtype and device unless given."""
+        return self._new(size, 1, dtype, device, requires_grad)
+
+    def new_empty(self, *size: Any, dtype: Any = None, device: Any = None,
+                  requires_grad: builtins.bool = False) -> Tensor:
+        """An uninitialised tensor of ``size``, with this tensor's dtype and device."""
+        return self._new(size, None, dtype, device, requires_grad)
+
+    def new_full(self, size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
+                 requires_grad: builtins.bool = False) -> Tensor:
+        """``fill_value`` in every element of ``size``, with this tensor's dtype and device."""
+        return self._new((size,), fill_value, dtype, device, requires_grad)
+
+    def new_tensor(self, data: Any, *, dtype: Any = None, device: Any = None,
+                   requires_grad: builtins.bool = False) -> Tensor:
+        """A leaf copy of ``data`` (a list, number, numpy array or Tensor), with this
+        tensor's dtype and device unless given (PyTorch's rule, even for int data)."""
+        values = data.data.numpy() if isinstance(data, Tensor) else data
+        return Tensor(nd.array(values, dtype=self.dtype if dtype is None else dtype,
+                               device=self.device if device is None else device),
+                      requires_grad=requires_grad)
+
+    def type(self, dtype: Any = None, non_blocking: builtins.bool = False) -> Any:
+        """Without ``dtype``, the type name PyTorch would print, with ``lamina`` for
+        ``torch``: ``"lamina.FloatTensor"`` (float32), ``DoubleTensor``,
+        ``LongTensor``, ``BoolTensor``; ``"lamina.cuda.FloatTensor"`` on cuda.
+        With a dtype (or such a name), this tensor converted to it (``self`` when
+        it already has it)."""
+        if dtype is None:
+            where = ".cuda" if self.device.type == "cuda" else ""
+            return f"lamina{where}.{_TYPE_NAMES[self.dtype.name]}"
+        if not (isinstance(dtype, str) and dtype.startswith("lamina.")):
+            return self.to(dtype=dtype)
+        by_name = {n: d for d, n in _TYPE_NAMES.items()}
+        parts = dtype.split(".")
+        if parts[-1] not in by_name or parts[1:-1] not in ([], ["cuda"]):
+            raise ValueError(f"type: invalid type {dtype!r}; expected a dtype or one of "
+                             f"{sorted('lamina.' + n for n in by_name)} (or lamina.cuda.*)")
+        out = self.to(dtype=by_name[parts[-1]])
+        if parts[1:-1] == ["cuda"]:
+            return out.to("cuda")
+        return out.cpu()
+
+    def element_size(self) -> int:
+        """Bytes per element: 4 for float32, 8 for float64 and int64, 1 for bool."""
+        return int(self.dtype.itemsize)
+
+    def narrow(self, dim: int, start: Any, length: int) -> Tensor:
+        return _rearrange.narrow(self, dim, start, length)
+
+    def roll(self, shifts: Any, dims: Any = None) -> Tensor:
+        return _rearrange.roll(self, shifts, dims)
+
+    def repeat(self, *sizes: Any) -> Tensor:
+        return _rearrange.repeat(self, *sizes)
+
+    def tile(self, *dims: Any) -> Tensor:
+        return _rearrange.tile(self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int)
+                               else dims)
+
+    def index_select(self, dim: int, index: Tensor) -> Tensor:
+        return _rearrange.index_select(self, dim, index)
+
+    def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
+        return _rearrange.unbind(self, dim)
+
+    def all(self, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
+        return _rearrange.all(self, dim, keepdim)
+
+    def any(self, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
+        return _rearrange.any(self, dim, keepdim)
+
+    def where(self, condition: Any, other: Any) -> Tensor:
+        """``where(condition, self, other)``: this tensor where ``condition``, else ``other``."""
+        return F.where(condition, self, other)
+
+    def masked_fill_(self, mask: Any, value: Any) -> Tensor:
+        """:meth:`masked_fill` in place."""
+        _inplace._check_leaf(self, "masked_fill_")
+        return _inplace._write(self, F.masked_fill(self, mask, value), "masked_fill_")
+
+    def __index__(self) -> int:
+        """A one-element integer (or bool) tensor as a Python index: ``items[t]``."""
+        if self.data.size != 1 or self.dtype.is_floating:
+            raise TypeError(f"only integer tensors of a single element can be converted to "
+                            f"an index, got {self.dtype.name} of shape {self.shape}")
+        return int(self.item())
+
+    def __format__(self, spec: str) -> str:
+        """``f"{loss:.4f}"`` formats the value of a one-element tensor (PyTorch: 0-d only),
+        ``f"{t}"`` of a larger one is ``str(t)``; a 0-d tensor formats as its value."""
+        if self.ndim == 0 or (spec and self.data.size == 1):
+            return format(self.item(), spec)
+        if spec:
+            raise TypeError(f"unsupported format string passed to Tensor.__format__: "
+                            f"{spec!r} needs one element, got shape {self.shape}; format "
+                            f"t.item() or t.tolist() instead")
+        return str(self)
+
     # ----- in-place ops: they write into this tensor's storage (see _inplace) ----------
 
     def add_(self, other: Any, *, alpha: Any = 1) -> Tensor:
@@ -665,6 +859,22 @@ class Tensor:
 
     def zero_(self) -> Tensor:
         return _inplace.fill_(self, 0)
+
+    def uniform_(self, from_: builtins.float = 0.0, to: builtins.float = 1.0) -> Tensor:
+        """Fills with samples drawn uniformly from ``[from_, to)`` (PyTorch's ``from``)."""
+        return _inplace_random.uniform_(self, from_, to)
+
+    def normal_(self, mean: builtins.float = 0.0, std: builtins.float = 1.0) -> Tensor:
+        """Fills with normal samples of mean ``mean`` and standard deviation ``std``."""
+        return _inplace_random.normal_(self, mean, std)
+
+    def bernoulli_(self, p: Any = 0.5) -> Tensor:
+        """Fills with 1 with probability ``p`` (a number or a tensor), else 0."""
+        return _inplace_random.bernoulli_(self, p)
+
+    def random_(self, from_: int | None = None, to: int | None = None) -> Tensor:
+        """Fills with integers from ``[from_, to)``; ``random_(to)`` from ``[0, to)``."""
+        return _inplace_random.random_(self, from_, to)
 
     def copy_(self, src: Any) -> Tensor:
         return _inplace.copy_(self, src)
@@ -691,10 +901,39 @@ class Tensor:
     def __itruediv__(self, other: Any) -> Tensor:
         return _inplace.div_(self, other)
 
+    # The other augmented operators write in place too, as PyTorch's (not x = x op y).
+    def __ipow__(self, other: Any) -> Tensor:
+        return _inplace.pow_(self, other)
+
+    def __ifloordiv__(self, other: Any) -> Tensor:
+        return _inplace.floor_divide_(self, other)
+
+    def __imod__(self, other: Any) -> Tensor:
+        return _inplace.remainder_(self, other)
+
+    def __iand__(self, other: Any) -> Tensor:
+        return _inplace.bitwise_and_(self, other)
+
+    def __ior__(self, other: Any) -> Tensor:
+        return _inplace.bitwise_or_(self, other)
+
+    def __ixor__(self, other: Any) -> Tensor:
+        return _inplace.bitwise_xor_(self, other)
+
     # Last in the class body: the name would shadow the builtin in annotations above.
     def bool(self) -> Tensor:
         """This tensor as bool (not differentiable)."""
         return self.to(dtype="bool")
+
+
+def _rebuild(cls: type[Tensor], data: NDArray, requires_grad: bool,
+             state: dict[str, Any] | None) -> Tensor:
+    """A leaf of class ``cls`` over ``data`` (unpickling, copy; ``state``: a subclass's
+    attributes)."""
+    t = cls._make(data, requires_grad)
+    if state:
+        t.__dict__.update(state)
+    return t
 
 
 class RemovableHandle:
@@ -711,7 +950,12 @@ class RemovableHandle:
 
 
 # The op modules build Tensors, so they are imported once Tensor exists.
-from . import _engine, _inplace  # noqa: E402
+from . import _engine, _inplace, _inplace_random  # noqa: E402
 from . import _ops as F  # noqa: E402
 from ._function import Version  # noqa: E402
+from ._ops import rearrange as _rearrange  # noqa: E402
 from ._ops import shape as _ops_shape  # noqa: E402
+
+# Tensor.type()'s names, as PyTorch's "torch.FloatTensor"
+_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor",
+               "bool": "BoolTensor"}

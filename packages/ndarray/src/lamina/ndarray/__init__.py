@@ -74,6 +74,7 @@ from ._indexing import (
     index_put,
     put,
     scatter,
+    wrap_index,
 )
 from ._interface import API_MINOR_VERSION, API_VERSION, BackendProtocol, KernelTable
 from ._layout import broadcast_shapes
@@ -86,7 +87,9 @@ from ._registry import (
     list_backends,
     set_default_device,
 )
+from ._sampling import bernoulli, multinomial, normal, randint, randperm, uniform
 from ._select import concatenate, stack, where
+from ._sorting import argsort, max_with_indices, min_with_indices, sort, topk
 
 bool = bool_  # noqa: A001  (torch.bool's spelling; the builtin is not used below)
 
@@ -107,5 +110,8 @@ __all__ = [
     "mask_indices", "masked_fill", "matmul", "maximum", "mean", "minimum", "nonzero",
     "normalize_axes", "normalize_axis", "normalize_permutation", "one_hot", "ones", "pad", "pair",
     "promote_types", "put", "rand", "randn", "result_type", "scatter", "scatter_add",
-    "set_default_device", "softmax", "stack", "take", "where", "zeros",
+    "set_default_device", "softmax", "stack", "take", "where", "wrap_index", "zeros",
+    # sampling and sorting
+    "argsort", "bernoulli", "max_with_indices", "min_with_indices", "multinomial", "normal",
+    "randint", "randperm", "sort", "topk", "uniform",
 ]

@@ -13,6 +13,10 @@ The key's semantics are PyTorch's: ints (and 0-d integer arrays) select
 first, as views; the remaining integer arrays broadcast together, and bool
 masks stand for the integer arrays of their ``nonzero()``. Their dims replace
 the indexed dims in place when those are adjacent, else they come first.
+Negative entries of an integer array count from the end. A bool scalar
+(``True``, ``False`` or a 0-d bool array) is a 0-d mask: it indexes no dim
+and adds one of size 1 (``True``) or 0 (``False``), so ``a[True]`` is
+``a[None]`` as a copy and ``a[False]`` selects nothing.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import numpy as np
 from . import _layout as L
 from ._base import ArrayBase, _index_view
 from ._checks import check_kernel_dtype, normalize_axis
-from ._compute import take
+from ._compute import index_read, take
 from ._dtypes import int64
 from ._errors import DeviceError, DTypeError, ShapeError
 from ._select import where
@@ -36,13 +40,15 @@ A = TypeVar("A", bound=ArrayBase)
 Shape = tuple[int, ...]
 
 _ARRAY_KEYS = (ArrayBase, list, np.ndarray)
+# bool is an int to Python, but an index of its own to PyTorch and numpy (a 0-d mask)
+_ADVANCED_KEYS = (*_ARRAY_KEYS, bool, np.bool_)
 
 
 def is_advanced(key: Any) -> bool:
-    """Whether ``key`` holds an integer array or a mask (not a view's key)."""
+    """Whether ``key`` holds an integer array, a mask or a bool (not a view's key)."""
     if isinstance(key, tuple):
-        return any(isinstance(k, _ARRAY_KEYS) for k in key)
-    return isinstance(key, _ARRAY_KEYS)
+        return any(isinstance(k, _ADVANCED_KEYS) for k in key)
+    return isinstance(key, _ADVANCED_KEYS)
 
 
 def _host_key(k: Any, like: ArrayBase, op: str) -> np.ndarray:
@@ -64,7 +70,8 @@ def _host_key(k: Any, like: ArrayBase, op: str) -> np.ndarray:
 def index_positions(a: ArrayBase, key: Any, op: str = "getitem") -> np.ndarray:
     """The flat positions in ``a``'s row-major layout that ``a[key]`` reads, as an
     int64 host array of the result's shape (any key: views and advanced)."""
-    parts = [_host_key(k, a, op) if isinstance(k, _ARRAY_KEYS) else k
+    parts = [_host_key(k, a, op) if isinstance(k, _ARRAY_KEYS)
+             else np.array(k) if isinstance(k, (bool, np.bool_)) else k
              for k in (key if isinstance(key, tuple) else (key,))]
     basic: list[Any] = []
     arrays: list[tuple[int, np.ndarray]] = []  # (position in the basic key, index)
@@ -84,9 +91,13 @@ def index_positions(a: ArrayBase, key: Any, op: str = "getitem") -> np.ndarray:
         elif not isinstance(k, np.ndarray):
             basic.append(k)
             dim += k is not None
+        elif k.dtype == np.bool_ and k.ndim == 0:
+            # a 0-d mask: a new dim of size 1 (as None) that it indexes at 0, or not at all
+            arrays.append((len(basic), np.zeros(int(k), dtype=np.int64)))
+            basic.append(None)
         elif k.dtype == np.bool_:
             covered = a.shape[dim:dim + k.ndim]
-            if k.ndim == 0 or covered != k.shape:
+            if covered != k.shape:
                 raise IndexError(f"{op}: the shape of the mask {k.shape} does not match "
                                  f"the shape {covered} of the indexed dims {dim}.. of an "
                                  f"array of shape {a.shape}")
@@ -167,6 +178,59 @@ def _device_index(host: np.ndarray, like: A) -> A:
 def read(a: NDArray, pos: np.ndarray) -> NDArray:
     """The elements of ``a`` at row-major ``positions`` (shaped like them)."""
     return take(a.compact().reshape(-1), _device_index(pos, a), 0)
+
+
+def wrap_index(index: Any, size: int, like: ArrayBase, op: str = "getitem", dim: int = 0
+               ) -> NDArray:
+    """An integer ``index`` (array, list or numpy array) into a dim of ``size``, as an
+    int64 array on ``like``'s device with each negative entry ``i`` replaced by
+    ``i + size``: what ``take`` reads for PyTorch's ``x[[-1, 0]]``.
+
+    A host index is checked here; entries of a device index outside
+    ``[-size, size)`` are left as they are, so the gather kernel reports them
+    as given.
+
+    Raises:
+        DTypeError: the index is not integer.
+        IndexError: an entry is outside ``[-size, size)``.
+        DeviceError: the index is on another device than ``like``.
+
+    Example:
+        >>> import lamina.ndarray as nd
+        >>> nd.wrap_index([-1, 0, 2], 3, nd.zeros(3)).tolist()
+        [2, 0, 2]
+    """
+    if not isinstance(index, ArrayBase):
+        host = _host_key(index, like, op)
+        bad = (host < -size) | (host >= size)
+        if bad.any():
+            raise IndexError(f"{op}: index {int(host[bad].flat[0])} is out of bounds for "
+                             f"dim {dim} with size {size}")
+        return _device_index(np.where(host < 0, host + size, host), cast("NDArray", like))
+    if index._device is not like._device:
+        raise DeviceError(f"{op}: an index is on {index._device.name}, the array on "
+                          f"{like._device.name}; move one with .to(device)")
+    if index._dtype is not int64:
+        raise DTypeError(f"{op}: index arrays must be integer (int64) or bool masks, got "
+                         f"{index._dtype.name}; convert with .astype(int64)")
+    idx = cast("NDArray", index)
+    # three small kernels on the index instead of a copy to the host
+    return where(idx < 0, where(idx < -size, idx, idx + size), idx)
+
+
+def read_array(a: NDArray, key: Any) -> NDArray:
+    """``a[key]`` for one array key, as PyTorch: an integer array gathers along dim
+    0 (negative entries count from the end), a bool mask selects."""
+    if not isinstance(key, ArrayBase):
+        key = np.asarray(key)
+        if key.size == 0 and key.dtype.kind == "f":  # [] is an empty integer index
+            key = key.astype(np.int64)
+    kind = key._dtype.np.kind if isinstance(key, ArrayBase) else key.dtype.kind
+    if kind in "iu" and a.ndim:
+        return take(a, wrap_index(key, a.shape[0], a), 0)
+    if kind == "b" and not key.ndim:  # a 0-d mask, as a[True]
+        return getitem(a, (key,))
+    return index_read(a, key)  # masks, and the errors
 
 
 def getitem(a: NDArray, key: Any) -> NDArray:

@@ -38,10 +38,11 @@ class NDArray(ArrayBase):
 
     def __getitem__(self, key: Any) -> NDArray:
         """Views for ints, slices, None and ``...``; as PyTorch, a bool array masks
-        (a copy of the selected elements) and an integer array gathers rows."""
+        (a copy of the selected elements), an integer array gathers rows and a
+        bool adds a dim of size 1 (``True``) or 0 (``False``)."""
         if isinstance(key, (ArrayBase, list, np.ndarray)):
-            return _compute.index_read(self, key)
-        if isinstance(key, tuple) and _ix.is_advanced(key):
+            return _ix.read_array(self, key)
+        if isinstance(key, (tuple, bool, np.bool_)) and _ix.is_advanced(key):
             return _ix.getitem(self, key)
         return ArrayBase.__getitem__(self, key)
 

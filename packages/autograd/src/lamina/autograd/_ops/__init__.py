@@ -80,6 +80,7 @@ from .reduce import (
     var,
 )
 from .rnn import lstm_layer, lstm_layer_reference
+from .sampling import bernoulli, multinomial, normal
 from .scattering import gather, index_put, scatter, scatter_add
 from .shape import (
     broadcast_to,
@@ -101,7 +102,10 @@ from .shape import (
     unsqueeze,
     view,
 )
+from .sorting import ValuesIndices, argsort, max, min, sort, topk  # noqa: A004
 
+# sampling and sorting are not families: their ops are host draws (no gradient) and
+# gathers of registered ops, tested in test_sampling.py and test_sorting.py.
 _FAMILIES = (elementwise, linalg, reduce, shape, index, scattering, conv, rnn, normalization)
 
 PRIMITIVES: dict[str, type[Function]] = {
@@ -123,4 +127,6 @@ __all__ = [
     "slice_scatter", "softmax", "split", "sqrt", "squeeze", "stack", "std", "sub", "sum", "take",
     "tanh", "transpose", "undilate", "unsqueeze", "var", "view", "where", "lstm_layer",
     "lstm_layer_reference", "layer_norm", "layer_norm_reference", "cumsum", "prod",
+    "ValuesIndices", "argsort", "bernoulli", "max", "min", "multinomial", "normal", "sort",
+    "topk",
 ]

@@ -100,6 +100,16 @@ def _is_index_array(k: Any) -> bool:
     return isinstance(k, (Tensor, NDArray, list, np.ndarray))
 
 
+def _is_bool_scalar(k: Any) -> bool:
+    """``True``, ``False`` or a 0-d bool array: a 0-d mask, not the int 0 or 1."""
+    if isinstance(k, (bool, np.bool_)):
+        return True
+    data = k.data if isinstance(k, Tensor) else k
+    if isinstance(data, NDArray):
+        return data.ndim == 0 and data.dtype == nd.bool_
+    return isinstance(data, np.ndarray) and data.ndim == 0 and data.dtype == np.bool_
+
+
 def _is_mask(k: Any) -> bool:
     data = k.data if isinstance(k, Tensor) else k
     if isinstance(data, NDArray):
@@ -140,21 +150,26 @@ def getitem(x: Tensor, key: Any) -> Tensor:
     :func:`masked_select`). Any other key with arrays (several arrays,
     broadcast together; masks and ints among them) reads at the positions of
     :func:`lamina.ndarray.index_positions`: one ``take`` of the flattened
-    tensor, whose gradient is a scatter-add.
+    tensor, whose gradient is a scatter-add. Negative entries of an integer
+    array count from the end; a bool (``x[True]``, ``x[False]``) is a 0-d mask
+    that adds a dim of size 1 or 0, as in PyTorch.
     """
     if type(key) is int or type(key) is slice:  # the common cases: a view, nothing to sort out
         return Slice.apply(x, key=key)
+    parts = key if isinstance(key, tuple) else (key,)
+    if any(_is_bool_scalar(k) for k in parts):
+        return read(x, nd.index_positions(x.data, unwrap(key), "getitem"))
     if _is_mask(key):
         return masked_select(x, key)
-    parts = key if isinstance(key, tuple) else (key,)
     arrays = [i for i, k in enumerate(parts) if _is_index_array(k)]
     if not arrays:
         return Slice.apply(x, key=key)
     p = arrays[0]
-    if len(arrays) > 1 or _is_mask(parts[p]) or \
+    if len(arrays) > 1 or _is_mask(parts[p]) or p >= x.ndim or \
             any(not isinstance(k, slice) or k != slice(None) for k in parts[:p]):
         return read(x, nd.index_positions(x.data, unwrap(key), "getitem"))
-    out = take(x, parts[p], p)
+    index = parts[p].data if isinstance(parts[p], Tensor) else parts[p]
+    out = take(x, nd.wrap_index(index, x.shape[p], x.data, "getitem", p), p)
     rest = parts[p + 1:]
     if not rest:
         return out
