@@ -233,7 +233,7 @@ def test_the_issues_accuracy_line_on_ndarray():
 
 def test_a_v10_backend_names_the_op_dtype_and_device():
     for info in nd.list_backends():
-        if info.status != "available" or info.api_minor_version >= 1:
+        if info.status != "available" or (info.api_version, info.api_minor_version) != (1, 0):
             continue
         i = nd.arange(3, device=info.name)
         with pytest.raises(nd.DTypeError, match=f"^add: device {info.name} has no int64 "

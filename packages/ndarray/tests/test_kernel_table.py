@@ -22,8 +22,8 @@ from lamina.ndarray._interface import (
     V11_KERNELS,
     resolve_kernels,
 )
-from lamina.ndarray._numpy_backend import BINARY_UFUNCS
 from lamina.ndarray._numpy_backend import backend as numpy_backend
+from lamina.ndarray._optable import OPS
 from test_registry import _DELEGATE, install, run_json
 
 
@@ -37,7 +37,8 @@ def test_names_derive_from_the_table() -> None:
     singles = {f.name for f in fields(KernelTable) if "ops" not in f.metadata}
     optional = {f.name for f in fields(KernelTable) if f.default is None}
     optional_ops = ({f"ewise_{op}" for op in OPTIONAL_BINARY_OPS + OPTIONAL_UNARY_OPS}
-                    | {f"reduce_{op}" for op in OPTIONAL_REDUCE_OPS})
+                    | {f"reduce_{op}" for op in OPTIONAL_REDUCE_OPS}
+                    | {f"ewise_strided_{op}" for op in BINARY_OPS + OPTIONAL_BINARY_OPS})
     assert optional_ops <= set(OPTIONAL) and set(V11_KERNELS) <= set(OPTIONAL)
     assert {"reduce_prod", "cumsum_last"} <= set(V11_KERNELS)
     assert optional == set(OPTIONAL) - optional_ops
@@ -47,7 +48,7 @@ def test_names_derive_from_the_table() -> None:
 
 
 def test_numpy_backend_defines_every_kernel_it_lists() -> None:
-    assert set(BINARY_UFUNCS) == set(BINARY_OPS + OPTIONAL_BINARY_OPS)
+    assert {n for n, op in OPS.items() if op.arity == 2} == set(BINARY_OPS + OPTIONAL_BINARY_OPS)
     absent = [n for n in REQUIRED + OPTIONAL if not hasattr(numpy_backend, n)]
     assert absent == ["ewise_erf", *DEVICE_FUNCTIONS]
     for name in REQUIRED:  # plain definitions on the class, not attached at import
@@ -86,7 +87,7 @@ COUNTING = {"counting": ("fake-counting", "0.1", "fake_counting", "LOOKUPS = []\
                          .replace("    def __getattr__(self, attr):\n",
                                   "    def __getattr__(self, attr):\n"
                                   "        LOOKUPS.append(attr)\n")
-                         .format(name="counting", api_version=1,
+                         .format(name="counting", api_version=2,
                                  hidden=("softmax_last", "matmul_strided"), available=True,
                                  extra=""))}
 
@@ -112,7 +113,7 @@ dev.synchronize()
 print(json.dumps({"resolved": resolved, "after": len(fake_counting.LOOKUPS),
                   "same": get_device("counting:0") is dev and get_device("counting").kernels
                   is dev.kernels, "optional": [dev.kernels.softmax_last is None,
-                  dev.kernels.matmul_strided is None, dev.kernels.ewise_strided is None],
+                  dev.kernels.matmul_strided is None, not dev.kernels.ewise_strided],
                   "values": values, "errors": errors}))
 """
 

@@ -45,24 +45,24 @@ PLUGINS = {
     "broken": ("fake-broken", "0.1", "fake_broken",
                "raise ImportError('libfake.so.1: cannot open shared object file')\n"),
     "oldapi": ("fake-oldapi", "0.2", "fake_oldapi",
-               _DELEGATE.format(name="oldapi", api_version=2, hidden=(), available=True,
+               _DELEGATE.format(name="oldapi", api_version=3, hidden=(), available=True,
                                 extra="")),
     "partial": ("fake-partial", "0.3", "fake_partial",
-                _DELEGATE.format(name="partial", api_version=1,
+                _DELEGATE.format(name="partial", api_version=2,
                                  hidden=("matmul", "reduce_argmax"), available=True,
                                  extra="")),
     "fakegpu": ("lamina-backend-fakegpu", "0.1.0", "fake_gpu",
-                _DELEGATE.format(name="fakegpu", api_version=1, hidden=(), available=False,
+                _DELEGATE.format(name="fakegpu", api_version=2, hidden=(), available=False,
                                  extra="")),
     "multi": ("fake-multi", "1.0", "fake_multi",
-              _DELEGATE.format(name="multi", api_version=1, hidden=(), available=True,
+              _DELEGATE.format(name="multi", api_version=2, hidden=(), available=True,
                                extra="    def device_count(self):\n        return 2\n")),
 }
 
 # A stand-in for the real cpu plugin: it must come from the distribution that owns
 # the name (see RESERVED), or the registry refuses it.
 CPU = {"cpu": ("lamina-backend-cpu", "9.9", "fake_cpu",
-               _DELEGATE.format(name="cpu", api_version=1, hidden=(), available=True,
+               _DELEGATE.format(name="cpu", api_version=2, hidden=(), available=True,
                                 extra=""))}
 
 
@@ -171,9 +171,10 @@ def test_list_backends_statuses_and_reasons(fakes):
                                 "shared object file")
     assert "Traceback" in broken["traceback"] and "fake_broken.py" in broken["traceback"]
     assert broken["api_version"] is None and broken["dtypes"] == []
-    assert out["oldapi"]["api_version"] == 2
-    assert out["oldapi"]["reason"].startswith("declares api_version 2, but lamina.ndarray "
-                                              "implements api_version 1")
+    assert out["oldapi"]["api_version"] == 3
+    assert out["oldapi"]["reason"].startswith("declares api_version 3, but lamina.ndarray "
+                                              "implements api_version 2 (and 1, through an "
+                                              "adapter)")
     assert out["partial"]["reason"].startswith("missing required kernels: matmul, "
                                                "reduce_argmax")
     assert out["fakegpu"]["reason"] == "no CUDA-capable device is detected"
@@ -195,7 +196,8 @@ def test_get_device_errors_name_the_plugin_version_and_reason(fakes):
         "import failed: ImportError: libfake.so.1: cannot open shared object file; ")
     assert out["oldapi"][1].startswith(
         "device 'oldapi' is incompatible: plugin fake-oldapi 0.2 (fake_oldapi:backend): "
-        "declares api_version 2, but lamina.ndarray implements api_version 1; install ")
+        "declares api_version 3, but lamina.ndarray implements api_version 2 (and 1, "
+        "through an adapter); install ")
     assert "missing required kernels: matmul, reduce_argmax" in out["partial"][1]
     assert out["nosuch"] == ["DeviceError", "unknown device 'nosuch': installed backends "
                              "are broken, fakegpu, multi, numpy, oldapi, partial; install "
@@ -260,7 +262,7 @@ def test_cpu_is_the_default_when_available(tmp_path):
 
 def test_cpu_unavailable_falls_back_to_numpy(tmp_path):
     dist, version, module, _ = CPU["cpu"]
-    source = _DELEGATE.format(name="cpu", api_version=1, hidden=(), available=False,
+    source = _DELEGATE.format(name="cpu", api_version=2, hidden=(), available=False,
                               extra="")
     root = install(tmp_path / "cpu-off", {"cpu": (dist, version, module, source)})
     code = DEFAULT_NAME
@@ -314,7 +316,7 @@ def test_duplicate_name_is_listed_and_the_first_wins(tmp_path):
 
 # A plugin that registers the built-in names, with an add that subtracts.
 HOSTILE = {name: ("evil-plugin", "6.6", f"evil_{name}",
-                  _DELEGATE.format(name=name, api_version=1, hidden=(), available=True,
+                  _DELEGATE.format(name=name, api_version=2, hidden=(), available=True,
                                    extra="    def ewise_add(self, a, b, out):\n"
                                          "        _numpy.ewise_sub(a, b, out)\n"))
            for name in ("numpy", "cpu")}

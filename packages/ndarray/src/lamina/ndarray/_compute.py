@@ -24,7 +24,8 @@ from ._checks import (
 )
 from ._dtypes import DEFAULT_FLOAT, DType, bool_, int64, promote_types, scalar_dtype
 from ._errors import DeviceError, DTypeError, ShapeError
-from ._interface import COMPARISON_OPS, OPTIONAL_BINARY_OPS, KernelTable
+from ._interface import KernelTable
+from ._optable import OPS, ops
 from ._select import _scalar, where
 
 if TYPE_CHECKING:
@@ -32,15 +33,19 @@ if TYPE_CHECKING:
 
 A = TypeVar("A", bound=ArrayBase)
 
-_ARITHMETIC = frozenset({"add", "sub", "mul", "div", "power", "maximum", "minimum"})
-_COMPARISONS = frozenset(COMPARISON_OPS)
-_NO_SCALAR_KERNEL = frozenset(OPTIONAL_BINARY_OPS)  # floordiv, remainder, bitwise: ewise only
-_BITWISE = frozenset({"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not"})
-_FLOAT_UNARY = frozenset({"exp", "log", "sqrt", "tanh", "sin", "cos", "erf"})
+# The op table's rules as sets, built once: a set test per call is what an
+# elementwise op can afford (each attribute lookup costs a tenth of a small op).
+_ARITHMETIC = frozenset(ops(fast=True))
+_COMPARISONS = frozenset(ops(result="bool"))
+_FLOAT_RESULT = frozenset(ops(arity=2, result="float"))  # true division
+_NO_SCALAR_KERNEL = frozenset(ops(arity=2, scalar=False))  # a scalar becomes a 0-d array
+_INTEGRAL = frozenset(ops(dtypes="integral"))
+_FLOAT_UNARY = frozenset(ops(arity=1, result="float"))
+_BOOL_ERRORS = {op.name: op.bool_error for op in OPS.values() if op.bool_error}
 _SCALARS = (Number, np.number, np.bool_)
 # Kernel names by op, built once: an f-string per call costs a tenth of a small op.
-_KERNEL = {(family, op): f"{family}_{op}" for family in ("ewise", "scalar")
-           for op in (*_ARITHMETIC, *COMPARISON_OPS, *OPTIONAL_BINARY_OPS)}
+_KERNEL = {(family, op): f"{family}_{op}" for family in ("ewise", "scalar", "ewise_strided")
+           for op in ops(arity=2)}
 
 
 def _check_floating(dtype: DType, op: str) -> None:
@@ -70,19 +75,19 @@ def _scalar_promote(dtype: DType, value: Any) -> DType:
 def _operand_dtype(dtype: DType, op: str) -> DType:
     """The dtype ``op`` computes in, given its operands' promoted dtype (as PyTorch:
     true division of integers is in the default float dtype)."""
-    if op == "div":
+    if op in _FLOAT_RESULT:
         return dtype if dtype.is_floating else DEFAULT_FLOAT
-    if op in _BITWISE and dtype.is_floating:
+    if op in _INTEGRAL and dtype.is_floating:
         raise DTypeError(f"{op}: needs integer or bool arrays, got {dtype.name}")
     return dtype
 
 
-def _check_sub(a: ArrayBase, b: Any) -> None:
-    """As PyTorch, no subtraction with a bool operand (array or Python bool)."""
+def _check_bool(a: ArrayBase, b: Any, op: str) -> None:
+    """As PyTorch, no ``op`` with a bool operand (array or Python bool) for the ops
+    whose table entry says why (subtraction)."""
     if a._dtype is bool_ or isinstance(b, (bool, np.bool_)) or \
             (isinstance(b, ArrayBase) and b._dtype is bool_):
-        raise DTypeError("sub: subtraction with a bool operand is not supported; use ^ "
-                         "(bitwise_xor) or logical_xor instead")
+        raise DTypeError(f"{op}: {_BOOL_ERRORS[op]}")
 
 
 def _result_dtype(dtype: DType, op: str, device: Any) -> DType:
@@ -113,8 +118,8 @@ def binary(a: NDArray, b: Any, op: str) -> NDArray:
         return NotImplemented
     if op not in _ARITHMETIC or not dtype.is_floating:
         dtype = _operand_dtype(dtype, op)
-    if op == "sub":
-        _check_sub(a, b)
+    if op in _BOOL_ERRORS:
+        _check_bool(a, b, op)
     device = a._device
     out_dtype = _result_dtype(dtype, op, device) if op in _COMPARISONS else dtype
     kernel = _KERNEL[family, op]
@@ -200,12 +205,11 @@ def _binary_views(a: NDArray, b: ArrayBase, op: str, out_dtype: DType) -> NDArra
     if not out._buf.size:
         return out
     if not ((a._compact or a.is_compact()) and (b._compact or b.is_compact())) \
-            and kernels.ewise_strided is not None \
-            and op not in _NO_SCALAR_KERNEL \
-            and a._dtype.name in device.kernel_dtypes["ewise_strided"]:
+            and op in kernels.ewise_strided \
+            and a._dtype.name in device.kernel_dtypes[_KERNEL["ewise_strided", op]]:
         # A broadcast or permuted operand is read where it lies, not copied first.
-        kernels.ewise_strided(op, a._buf, b._buf, out._buf, shape, a._strides, a._offset,
-                              b._strides, b._offset)
+        kernels.ewise_strided[op](a._buf, b._buf, out._buf, shape, a._strides, a._offset,
+                                  b._strides, b._offset)
     else:
         # is_compact() above cached _compact: compact() is called only where it copies
         a = a if a._compact else a.compact()
@@ -227,8 +231,8 @@ def reversed_scalar(a: NDArray, value: Any, op: str) -> NDArray:
     if not isinstance(value, _SCALARS) or isinstance(value, complex):
         return NotImplemented
     dtype = _operand_dtype(_scalar_promote(a._dtype, value), op)
-    if op == "sub":
-        _check_sub(a, value)
+    if op in _BOOL_ERRORS:
+        _check_bool(a, value, op)
     if op in _NO_SCALAR_KERNEL:
         return binary(_scalar(a, value, dtype), a.astype(dtype), op)
     device = a._device
@@ -250,13 +254,14 @@ def unary(a: NDArray, op: str) -> NDArray:
         elif dtype is bool_:
             if op == "sign":
                 return a.copy()  # sign(True) is True
-            if op in ("neg", "abs"):
-                raise DTypeError(f"{op}: not supported for bool arrays; to invert a mask "
-                                 f"use ~ (bitwise_not) or logical_not")
-    elif op == "bitwise_not":
-        raise DTypeError(f"bitwise_not: needs integer or bool arrays, got {dtype.name}")
+            if op in _BOOL_ERRORS:
+                raise DTypeError(f"{op}: {_BOOL_ERRORS[op]}")
+    elif op in _INTEGRAL:
+        raise DTypeError(f"{op}: needs integer or bool arrays, got {dtype.name}")
     device = a._device
     if dtype.name not in device.kernel_dtypes["ewise_" + op]:
+        if op in _COMPOSED and op not in device.kernels.ewise:
+            return _COMPOSED[op](a)
         check_kernel_dtype(device, "ewise_" + op, dtype, op)
     a = a.compact()
     out = a._like()
@@ -269,19 +274,22 @@ def logical_not(a: NDArray) -> NDArray:
     return binary(a, False if a._dtype is bool_ else 0, "eq")
 
 
-def logical_and(a: NDArray, b: Any) -> NDArray:
-    """``(a != 0) & (b != 0)`` as bool."""
-    return binary(_truth(a), _truth(b), "bitwise_and")
+def _logical(bitwise: str, name: str) -> Callable[[NDArray, Any], NDArray]:
+    """``logical_X``: the bitwise op on the operands' truth values, as bool."""
+
+    def logical(a: NDArray, b: Any) -> NDArray:
+        return binary(_truth(a), _truth(b), bitwise)
+
+    logical.__name__ = logical.__qualname__ = name
+    logical.__doc__ = f"``(a != 0) {bitwise} (b != 0)`` as bool (as ``torch.{name}``)."
+    return logical
 
 
-def logical_or(a: NDArray, b: Any) -> NDArray:
-    """``(a != 0) | (b != 0)`` as bool."""
-    return binary(_truth(a), _truth(b), "bitwise_or")
-
-
-def logical_xor(a: NDArray, b: Any) -> NDArray:
-    """``(a != 0) ^ (b != 0)`` as bool."""
-    return binary(_truth(a), _truth(b), "bitwise_xor")
+LOGICAL = {op.logical: _logical(op.name, op.logical) for op in OPS.values() if op.logical}
+"""``logical_and``, ``logical_or`` and ``logical_xor``, from the bitwise ops of the op table."""
+logical_and = LOGICAL["logical_and"]
+logical_or = LOGICAL["logical_or"]
+logical_xor = LOGICAL["logical_xor"]
 
 
 def _truth(a: Any) -> Any:
@@ -598,13 +606,17 @@ def erf(a: NDArray) -> NDArray:
     kernels, with absolute error below 1.5e-7 (float32 round-off, not float64
     precision).
     """
-    if not a._dtype.is_floating:
-        a = a.astype(DEFAULT_FLOAT)
-    if "erf" in a._device.kernels.ewise:
-        return unary(a, "erf")
+    return unary(a, "erf")
+
+
+def _erf_composed(a: NDArray) -> NDArray:
     t = 1 / (1 + _ERF_P * a.abs())
     poly = t * (_ERF_A[0] + t * (_ERF_A[1] + t * (_ERF_A[2] + t * (_ERF_A[3] + t * _ERF_A[4]))))
     return a.sign() * (1 - poly * (-(a * a)).exp())
+
+
+# Optional unary ops composed of required kernels where a backend lacks them.
+_COMPOSED: dict[str, Callable[[NDArray], NDArray]] = {"erf": _erf_composed}
 
 
 def logsumexp(a: NDArray, axis: Any = -1, keepdims: bool = False) -> NDArray:

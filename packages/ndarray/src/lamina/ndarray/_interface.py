@@ -1,4 +1,4 @@
-"""The backend interface, version 1: the kernel table and the typed Protocol.
+"""The backend interface, version 2: the kernel table and the typed Protocol.
 
 ``docs/backend-interface.md`` is the prose form of this contract. A backend
 owns flat 1-D buffers of one dtype and kernels over them; arguments come in
@@ -10,7 +10,8 @@ kernels never allocate and never return.
 backend's checks, the cuda backend's ``KERNELS`` and the conformance kit's.
 The registry resolves a table once per device (:func:`resolve_kernels`), so
 compute ops call ``device.kernels.matmul(...)`` instead of looking a name up
-on the backend at every call.
+on the backend at every call. The elementwise op lists come from the op
+table (``_optable.OPS``); a v1.x plugin is read through ``_adapter_v1``.
 """
 
 from __future__ import annotations
@@ -20,28 +21,31 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
-API_VERSION = 1
-API_MINOR_VERSION = 1
-"""Interface v1.1 adds bool and int64 arithmetic: a backend declares
-``api_minor_version = 1`` and, in ``kernel_dtypes``, which dtypes each kernel
-accepts. A v1.0 backend (no ``api_minor_version``) still loads: its
-arithmetic kernels count as accepting its float dtypes only."""
+from ._optable import ops
+
+API_VERSION = 2
+API_MINOR_VERSION = 0
+"""Interface v2.0 passes no op names to kernels: v1.1's ``ewise_strided(op, ...)``
+became one kernel per op, ``ewise_strided_OP(...)``, and every backend declares
+its kernels' dtypes in ``kernel_dtypes``. v1.0 and v1.1 plugins still load,
+through the adapter of ``_adapter_v1``."""
 
 Shape = tuple[int, ...]
 Kernel = Callable[..., Any]
 
-# The ops of each kernel family, by the suffix of ``<family>_<op>``.
-BINARY_OPS = ("add", "sub", "mul", "div", "power", "maximum", "minimum",
-              "eq", "ne", "lt", "le", "gt", "ge")
-COMPARISON_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
-REVERSED_SCALAR_OPS = ("rsub", "rdiv", "rpower")
-UNARY_OPS = ("neg", "abs", "exp", "log", "sqrt", "tanh", "sin", "cos", "sign")
-OPTIONAL_BINARY_OPS = ("floordiv", "remainder", "bitwise_and", "bitwise_or", "bitwise_xor")
-OPTIONAL_UNARY_OPS = ("erf", "bitwise_not")
+# The ops of each kernel family, by the suffix of ``<family>_<op>``: from the op table.
+BINARY_OPS = ops(arity=2, required=True)
+COMPARISON_OPS = ops(arity=2, result="bool")
+REVERSED_SCALAR_OPS = tuple("r" + name for name in ops(reversed=True))
+UNARY_OPS = ops(arity=1, required=True)
+OPTIONAL_BINARY_OPS = ops(arity=2, required=False)
+OPTIONAL_UNARY_OPS = ops(arity=1, required=False)
+SCALAR_OPS = ops(scalar=True)
+STRIDED_OPS = ops(arity=2)
 REDUCE_OPS = ("sum", "max", "min", "argmax")
 OPTIONAL_REDUCE_OPS = ("prod",)
 
-V11_KERNELS = (tuple(f"ewise_{op}" for op in OPTIONAL_BINARY_OPS + ("bitwise_not",))
+V11_KERNELS = (tuple(f"ewise_{name}" for name in ops(since=(1, 1)))
                + tuple(f"reduce_{op}" for op in OPTIONAL_REDUCE_OPS)
                + ("cumsum_last", "index_copy"))
 """The optional kernels interface v1.1 added (a v1.0 backend has none of them)."""
@@ -85,14 +89,15 @@ class KernelTable:
     matmul_batched: Kernel
     # families: <family>_<op> by op
     ewise: Mapping[str, Kernel] = _family(BINARY_OPS + UNARY_OPS,
-                                                OPTIONAL_BINARY_OPS + OPTIONAL_UNARY_OPS)
-    scalar: Mapping[str, Kernel] = _family(BINARY_OPS + REVERSED_SCALAR_OPS)
+                                          OPTIONAL_BINARY_OPS + OPTIONAL_UNARY_OPS)
+    scalar: Mapping[str, Kernel] = _family(SCALAR_OPS + REVERSED_SCALAR_OPS)
+    # v2: ewise_strided_OP reads broadcast or permuted operands where they lie
+    ewise_strided: Mapping[str, Kernel] = _family((), STRIDED_OPS)
     reduce: Mapping[str, Kernel] = _family(REDUCE_OPS, OPTIONAL_REDUCE_OPS)
     # v1.1, optional without a composite: an op needing it raises DTypeError where absent
     cumsum_last: Kernel | None = _optional()
     # optional fast paths (NDArray composes required kernels without them)
     index_copy: Kernel | None = _optional()  # v1.1: item assignment in O(written)
-    ewise_strided: Kernel | None = _optional()
     matmul_strided: Kernel | None = _optional()
     matmul_batched_strided: Kernel | None = _optional()  # v1.1
     adam_step: Kernel | None = _optional()  # v1.1: one pass of an Adam/AdamW update
@@ -141,18 +146,6 @@ DEVICE_FUNCTIONS = ("device_count", "synchronize", "set_num_threads", "num_threa
 """The optional names that are device functions, not kernels over buffers."""
 
 
-# The kernels interface v1.0 asked to accept float dtypes only (its int64 arrays
-# were for indexing and comparisons); a v1.0 backend is read that way.
-_V10_FLOAT_ONLY = frozenset(
-    [f"{family}_{op}" for family in ("ewise", "scalar")
-     for op in ("add", "sub", "mul", "div", "power", "maximum", "minimum")]
-    + [f"scalar_{op}" for op in REVERSED_SCALAR_OPS]
-    + [f"ewise_{op}" for op in UNARY_OPS + OPTIONAL_UNARY_OPS]
-    + ["reduce_sum", "reduce_max", "reduce_min", "reduce_argmax", "matmul", "matmul_batched",
-       "ewise_strided", "matmul_strided", "reduce_sum_axis", "softmax_last", "logsumexp_last",
-       "layer_norm_last", "im2col", "col2im"])
-
-
 def api_minor_version(backend: object) -> int:
     """The minor interface version ``backend`` declares (0 when it declares none)."""
     minor = getattr(backend, "api_minor_version", 0)
@@ -162,22 +155,15 @@ def api_minor_version(backend: object) -> int:
 def kernel_dtypes(backend: object) -> dict[str, frozenset[str]]:
     """The dtypes each kernel of ``backend`` accepts, by kernel name (``"ewise_add"``).
 
-    A v1.1 backend declares them in ``kernel_dtypes`` (a mapping from kernel
+    The backend declares them in ``kernel_dtypes`` (a mapping from kernel
     name to dtype names); a kernel it does not name accepts every dtype the
-    backend lists. A v1.0 backend's arithmetic kernels accept its float
-    dtypes only, as interface v1.0 specified.
+    backend lists, and one it lacks accepts none.
     """
-    listed = tuple(str(d) for d in getattr(backend, "dtypes", ()))
-    everything = frozenset(listed)
-    none: frozenset[str] = frozenset()  # an optional kernel the backend lacks
-    if api_minor_version(backend) >= 1:
-        declared = dict(getattr(backend, "kernel_dtypes", {}) or {})
-        names = [n for n in REQUIRED + OPTIONAL if n not in METADATA]
-        return {n: none if not hasattr(backend, n)
-                else frozenset(str(d) for d in declared[n]) & everything if n in declared
-                else everything for n in names}
-    floats = frozenset(d for d in listed if d.startswith("float"))
-    return {n: none if not hasattr(backend, n) else floats if n in _V10_FLOAT_ONLY
+    everything = frozenset(str(d) for d in getattr(backend, "dtypes", ()))
+    declared = dict(getattr(backend, "kernel_dtypes", {}) or {})
+    none: frozenset[str] = frozenset()
+    return {n: none if not hasattr(backend, n)
+            else frozenset(str(d) for d in declared[n]) & everything if n in declared
             else everything for n in REQUIRED + OPTIONAL if n not in METADATA}
 
 
@@ -219,7 +205,7 @@ class Buffer(Protocol):
 
 @runtime_checkable
 class BackendProtocol(Protocol):
-    """What a ``lamina.backends`` entry point must provide (version 1).
+    """What a ``lamina.backends`` entry point must provide (version 2).
 
     Only a representative part is spelled out as typed methods; the full list
     of kernel names is ``REQUIRED`` (and ``OPTIONAL``) above, and every
@@ -229,9 +215,9 @@ class BackendProtocol(Protocol):
 
     name: str
     api_version: int
-    api_minor_version: int  # 1 from interface v1.1; absent (0) before
+    api_minor_version: int
     dtypes: tuple[str, ...]
-    kernel_dtypes: Mapping[str, tuple[str, ...]]  # v1.1: kernel name -> accepted dtypes
+    kernel_dtypes: Mapping[str, tuple[str, ...]]  # kernel name -> accepted dtypes
 
     def is_available(self) -> bool: ...
     def unavailable_reason(self) -> str: ...

@@ -15,18 +15,16 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import _compute
 from . import _indexing as _ix
 from ._base import ArrayBase
-from ._compute import binary as _binary
-from ._compute import binary_operator as _operator
-from ._compute import reversed_operator as _reversed
-from ._compute import unary as _unary
 from ._cumulative import cumsum as _cumsum
+from ._optable import OPS
 
 Axes = int | tuple[int, ...] | None
 
@@ -55,23 +53,42 @@ class NDArray(ArrayBase):
         else:
             ArrayBase.__setitem__(self, key, value)
 
-    # Operators with an array or scalar operand: binary_operator's methods.
-    __add__ = __radd__ = _operator("add")
-    __sub__ = _operator("sub")
+    # The elementwise operators and methods (__add__, __mod__, exp, maximum,
+    # logical_xor, ...) are set from the op table below the class; declared
+    # here for type checkers only.
+    if TYPE_CHECKING:
+        def __add__(self, other: Any) -> NDArray: ...
+        def __radd__(self, other: Any) -> NDArray: ...
+        def __sub__(self, other: Any) -> NDArray: ...
+        def __rsub__(self, other: Any) -> NDArray: ...
+        def __mul__(self, other: Any) -> NDArray: ...
+        def __rmul__(self, other: Any) -> NDArray: ...
+        def __truediv__(self, other: Any) -> NDArray: ...
+        def __rtruediv__(self, other: Any) -> NDArray: ...
+        def __floordiv__(self, other: Any) -> NDArray: ...
+        def __rfloordiv__(self, other: Any) -> NDArray: ...
+        def __mod__(self, other: Any) -> NDArray: ...
+        def __rmod__(self, other: Any) -> NDArray: ...
+        def __pow__(self, other: Any) -> NDArray: ...
+        def __rpow__(self, other: Any) -> NDArray: ...
+        def __and__(self, other: Any) -> NDArray: ...
+        def __rand__(self, other: Any) -> NDArray: ...
+        def __or__(self, other: Any) -> NDArray: ...
+        def __ror__(self, other: Any) -> NDArray: ...
+        def __xor__(self, other: Any) -> NDArray: ...
+        def __rxor__(self, other: Any) -> NDArray: ...
+        def __eq__(self, other: Any) -> NDArray: ...  # type: ignore[override]
+        def __ne__(self, other: Any) -> NDArray: ...  # type: ignore[override]
+        def __lt__(self, other: Any) -> NDArray: ...
+        def __le__(self, other: Any) -> NDArray: ...
+        def __gt__(self, other: Any) -> NDArray: ...
+        def __ge__(self, other: Any) -> NDArray: ...
+        def __neg__(self) -> NDArray: ...
+        def __abs__(self) -> NDArray: ...
+        def __invert__(self) -> NDArray: ...
 
-    def __rsub__(self, other: Any) -> NDArray:
-        return _compute.reversed_scalar(self, other, "sub")
-
-    __mul__ = __rmul__ = _operator("mul")
-    __truediv__ = _operator("div")
-
-    def __rtruediv__(self, other: Any) -> NDArray:
-        return _compute.reversed_scalar(self, other, "div")
-
-    __pow__ = _operator("power")
-
-    def __rpow__(self, other: Any) -> NDArray:
-        return _compute.reversed_scalar(self, other, "power")
+        def __getattr__(self, name: str) -> Callable[..., NDArray]:
+            """The op table's methods (``a.exp()``, ``a.maximum(b)``, ...)."""
 
     def __matmul__(self, other: Any) -> NDArray:
         return _compute.matmul(self, other)
@@ -79,75 +96,8 @@ class NDArray(ArrayBase):
     def __rmatmul__(self, other: Any) -> NDArray:
         return _compute.matmul(other, self)
 
-    def __neg__(self) -> NDArray:
-        return _unary(self, "neg")
-
-    def __abs__(self) -> NDArray:
-        return _unary(self, "abs")
-
-    __floordiv__ = _operator("floordiv")
-    __rfloordiv__ = _reversed("floordiv")
-    __mod__ = _operator("remainder")
-    __rmod__ = _reversed("remainder")
-    __and__ = __rand__ = _operator("bitwise_and")
-    __or__ = __ror__ = _operator("bitwise_or")
-    __xor__ = __rxor__ = _operator("bitwise_xor")
-
-    def __invert__(self) -> NDArray:
-        return _unary(self, "bitwise_not")
-
-    # comparisons return bool (1/0 in the operands' dtype on a v1.0 backend without bool)
-    __eq__ = _operator("eq")  # type: ignore[assignment]
-    __ne__ = _operator("ne")  # type: ignore[assignment]
-    __lt__ = _operator("lt")
-    __le__ = _operator("le")
-    __gt__ = _operator("gt")
-    __ge__ = _operator("ge")
-
-    def maximum(self, other: Any) -> NDArray:
-        return _binary(self, other, "maximum")
-
-    def minimum(self, other: Any) -> NDArray:
-        return _binary(self, other, "minimum")
-
     def logical_not(self) -> NDArray:
         return _compute.logical_not(self)
-
-    def logical_and(self, other: Any) -> NDArray:
-        return _compute.logical_and(self, other)
-
-    def logical_or(self, other: Any) -> NDArray:
-        return _compute.logical_or(self, other)
-
-    def logical_xor(self, other: Any) -> NDArray:
-        return _compute.logical_xor(self, other)
-
-    def abs(self) -> NDArray:
-        return _unary(self, "abs")
-
-    def exp(self) -> NDArray:
-        return _unary(self, "exp")
-
-    def log(self) -> NDArray:
-        return _unary(self, "log")
-
-    def sqrt(self) -> NDArray:
-        return _unary(self, "sqrt")
-
-    def tanh(self) -> NDArray:
-        return _unary(self, "tanh")
-
-    def sin(self) -> NDArray:
-        return _unary(self, "sin")
-
-    def cos(self) -> NDArray:
-        return _unary(self, "cos")
-
-    def sign(self) -> NDArray:
-        return _unary(self, "sign")
-
-    def erf(self) -> NDArray:
-        return _compute.erf(self)
 
     def sum(self, axis: Axes = None, keepdims: bool = False) -> NDArray:
         return _compute.reduce(self, axis, keepdims, "sum")
@@ -200,3 +150,35 @@ class NDArray(ArrayBase):
 
     def pad(self, pad_width: Any, value: float = 0.0) -> NDArray:
         return _compute.pad(self, pad_width, value)
+
+
+def _unary_method(op: str) -> Callable[[NDArray], NDArray]:
+    def method(a: NDArray) -> NDArray:
+        return _compute.unary(a, op)
+
+    method.__name__ = method.__qualname__ = op
+    return method
+
+
+def _install_ops(cls: type[NDArray]) -> None:
+    """Sets the operators and methods of every op of the op table on ``cls``."""
+    for op in OPS.values():
+        if op.arity == 1:
+            method = _unary_method(op.name)
+            reflected = None
+        else:
+            method = _compute.binary_operator(op.name)
+            reflected = (method if op.reflected == "same" else
+                         _compute.reversed_operator(op.name) if op.reflected == "reversed"
+                         else None)
+        if op.operator:
+            setattr(cls, f"__{op.operator}__", method)
+        if reflected is not None:
+            setattr(cls, f"__r{op.operator}__", reflected)
+        if op.method:
+            setattr(cls, op.name, method)
+        if op.logical:
+            setattr(cls, op.logical, _compute.LOGICAL[op.logical])
+
+
+_install_ops(NDArray)

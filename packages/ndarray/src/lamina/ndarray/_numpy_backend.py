@@ -1,4 +1,4 @@
-"""The numpy reference backend: the executable specification of interface v1.
+"""The numpy reference backend: the executable specification of interface v2.
 
 Registered as device ``numpy`` through the ``lamina.backends`` entry point of
 lamina-ndarray's own pyproject, exactly like any third-party plugin. Buffers
@@ -16,6 +16,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ._checks import conv_output_size
 from ._interface import API_MINOR_VERSION, API_VERSION
+from ._optable import DTYPE_SETS, OPS, ops
 
 Shape = tuple[int, ...]
 
@@ -76,23 +77,12 @@ def _check_size(op: str, out: NumpyArray, *arrays: NumpyArray) -> int:
     return size
 
 
-# Ops whose IEEE results (inf, nan) numpy would announce with a RuntimeWarning;
-# only these pay for an errstate context, keeping add/mul/compare cheap.
-_MAY_WARN = frozenset({"div", "power", "log", "sqrt", "exp", "sin", "cos", "floordiv",
-                       "remainder"})
-
-BINARY_UFUNCS: dict[str, Any] = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
-    "power": np.power, "maximum": np.maximum, "minimum": np.minimum,
-    "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
-    "gt": np.greater, "ge": np.greater_equal,
-    "floordiv": np.floor_divide, "remainder": np.remainder, "bitwise_and": np.bitwise_and,
-    "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
-}
-"""The ufunc behind ``ewise_OP``/``scalar_OP``, for every op of ``BINARY_OPS``."""
-
-
-_COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
+# Ops whose IEEE results (inf, nan) numpy would announce with a RuntimeWarning
+# (the op table's may_warn); only these pay for an errstate context, keeping
+# add/mul/compare cheap.
+_MAY_WARN = frozenset(ops(may_warn=True))
+_COMPARISONS = frozenset(ops(result="bool"))
+_DIVIDES = frozenset(ops(domain="divisor"))
 
 
 def _plain(ufunc: Any, x: Any, y: Any, out: np.ndarray) -> None:
@@ -105,18 +95,18 @@ def _quiet(ufunc: Any, x: Any, y: Any, out: np.ndarray) -> None:
 
 
 # The elementwise kernels are one numpy ufunc call each with out=, made by the
-# three factories below and named one by one in NumpyBackend's body. They
+# factories below and set on NumpyBackend from the op table. They
 # return IEEE results (inf, nan) silently, like PyTorch's kernels, instead of
 # numpy's RuntimeWarnings for log(0), x/0 and friends.
 def _binary(op: str) -> tuple[Any, Any]:
     """``(ewise_OP, scalar_OP)`` as static methods."""
-    ufunc = BINARY_UFUNCS[op]
+    ufunc = OPS[op].reference
     quiet = op in _MAY_WARN
     # Only int64 / int64 (a float64 result into an int64 out) needs casting="unsafe";
     # the keyword costs a tenth of a small op, so the other ops go without it.
-    casting = "unsafe" if op == "div" else "same_kind"
+    casting = "unsafe" if OPS[op].result == "float" else "same_kind"
     # Integer // and % by zero raise, as PyTorch's (numpy would quietly give 0).
-    divides = op in ("floordiv", "remainder")
+    divides = op in _DIVIDES and OPS[op].result == "same"
 
     # Operands may be longer than out (a compact prefix view): only then slice,
     # since a slice costs as much as the ufunc call on a few elements.
@@ -156,7 +146,7 @@ def _binary(op: str) -> tuple[Any, Any]:
 
 def _reversed(op: str) -> Any:
     """``scalar_rOP``: ``out = value OP a``."""
-    ufunc = BINARY_UFUNCS[op]
+    ufunc = OPS[op].reference
 
     def scalar(a: NumpyArray, value: float, out: NumpyArray) -> None:
         n = _check_size(f"scalar_r{op}", out, a)
@@ -189,27 +179,33 @@ def _unary(op: str, ufunc: Any) -> Any:
 
 _FLOATS = ("float32", "float64")
 _NUMBERS = ("float32", "float64", "int64")
-_INTEGRAL = ("int64", "bool")
+
+def _elementwise_dtypes() -> dict[str, tuple[str, ...]]:
+    """The op table's dtype sets, for each elementwise kernel this backend has."""
+    out: dict[str, tuple[str, ...]] = {}
+    for op in OPS.values():
+        if op.reference is None or op.dtypes == "all":
+            continue
+        names = [f"ewise_{op.name}"] + [f"scalar_{op.name}"] * op.scalar \
+            + [f"scalar_r{op.name}"] * op.reversed + [f"ewise_strided_{op.name}"] * (op.arity == 2)
+        out.update(dict.fromkeys(names, DTYPE_SETS[op.dtypes]))
+    return out
+
 
 KERNEL_DTYPES: dict[str, tuple[str, ...]] = {
     **{name: _FLOATS for name in (
-        "ewise_div", "scalar_div", "scalar_rdiv", "ewise_exp", "ewise_log", "ewise_sqrt",
-        "ewise_tanh", "ewise_sin", "ewise_cos", "matmul", "matmul_batched", "matmul_strided",
-        "matmul_batched_strided", "softmax_last", "logsumexp_last", "layer_norm_last", "im2col",
-        "col2im", "adam_step")},
+        "matmul", "matmul_batched", "matmul_strided", "matmul_batched_strided", "softmax_last",
+        "logsumexp_last", "layer_norm_last", "im2col", "col2im", "adam_step")},
     # numpy has no bool loop for these (the ndarray layer casts bool sums to int64)
     **{name: _NUMBERS for name in (
-        "ewise_sub", "scalar_sub", "scalar_rsub", "ewise_neg", "ewise_abs", "ewise_sign",
-        "ewise_power", "scalar_power", "scalar_rpower", "ewise_floordiv", "ewise_remainder",
         "reduce_sum", "reduce_sum_axis", "reduce_argmax", "reduce_prod", "cumsum_last")},
-    **{f"ewise_{op}": _INTEGRAL for op in ("bitwise_and", "bitwise_or", "bitwise_xor",
-                                           "bitwise_not")},
+    **_elementwise_dtypes(),
 }
-"""Interface v1.1: the kernels that accept fewer dtypes than ``dtypes`` lists."""
+"""The kernels that accept fewer dtypes than ``dtypes`` lists."""
 
 
 class NumpyBackend:
-    """Interface v1.1 implemented with numpy (see docs/backend-interface.md)."""
+    """Interface v2 implemented with numpy (see docs/backend-interface.md)."""
 
     name = "numpy"
     api_version = API_VERSION
@@ -296,60 +292,8 @@ class NumpyBackend:
             raise ValueError(f"scalar_setitem: size {size} != prod(shape {shape})")
         view[...] = value
 
-    # ----------------------------------------------------------- elementwise
-    ewise_add, scalar_add = _binary("add")
-    ewise_sub, scalar_sub = _binary("sub")
-    ewise_mul, scalar_mul = _binary("mul")
-    ewise_div, scalar_div = _binary("div")
-    ewise_power, scalar_power = _binary("power")
-    ewise_maximum, scalar_maximum = _binary("maximum")
-    ewise_minimum, scalar_minimum = _binary("minimum")
-    ewise_eq, scalar_eq = _binary("eq")
-    ewise_ne, scalar_ne = _binary("ne")
-    ewise_lt, scalar_lt = _binary("lt")
-    ewise_le, scalar_le = _binary("le")
-    ewise_gt, scalar_gt = _binary("gt")
-    ewise_ge, scalar_ge = _binary("ge")
-    ewise_floordiv = _binary("floordiv")[0]
-    ewise_remainder = _binary("remainder")[0]
-    ewise_bitwise_and = _binary("bitwise_and")[0]
-    ewise_bitwise_or = _binary("bitwise_or")[0]
-    ewise_bitwise_xor = _binary("bitwise_xor")[0]
-    ewise_bitwise_not = _unary("bitwise_not", np.invert)
-    scalar_rsub = _reversed("sub")
-    scalar_rdiv = _reversed("div")
-    scalar_rpower = _reversed("power")
-    ewise_neg = _unary("neg", np.negative)
-    ewise_abs = _unary("abs", np.abs)
-    ewise_exp = _unary("exp", np.exp)
-    ewise_log = _unary("log", np.log)
-    ewise_sqrt = _unary("sqrt", np.sqrt)
-    ewise_tanh = _unary("tanh", np.tanh)
-    ewise_sin = _unary("sin", np.sin)
-    ewise_cos = _unary("cos", np.cos)
-    ewise_sign = _unary("sign", np.sign)
-
-    @staticmethod
-    def ewise_strided(op: str, a: NumpyArray, b: NumpyArray, out: NumpyArray, shape: Shape,
-                      a_strides: Shape, a_offset: int, b_strides: Shape, b_offset: int) -> None:
-        ufunc = BINARY_UFUNCS.get(op)
-        if ufunc is None:
-            raise ValueError(f"ewise_strided: unknown op {op!r}; expected one of "
-                             f"{', '.join(BINARY_UFUNCS)}")
-        # v1.1: a comparison may write bool; otherwise out has the operands' dtype
-        if a.data.dtype != b.data.dtype or not (
-                out.data.dtype == a.data.dtype
-                or (op in _COMPARISONS and out.data.dtype == np.bool_)):
-            raise TypeError(f"ewise_strided: dtypes differ: {a.data.dtype}, {b.data.dtype} "
-                            f"-> {out.data.dtype}")
-        shape = tuple(shape)
-        av = _view(a, shape, tuple(a_strides), a_offset, "ewise_strided")
-        bv = _view(b, shape, tuple(b_strides), b_offset, "ewise_strided")
-        n = int(np.prod(shape))
-        if out.data.size < n:
-            raise ValueError(f"ewise_strided: out has {out.data.size} elements, shape {shape} "
-                             f"needs {n}")
-        (_quiet if op in _MAY_WARN else _plain)(ufunc, av, bv, out.data[:n].reshape(shape))
+    # The elementwise kernels (ewise_OP, scalar_OP, scalar_rOP, ewise_strided_OP)
+    # are set from the op table below the class.
 
     # ----------------------------------------------------------- where and cast
     @staticmethod
@@ -661,4 +605,49 @@ def _check_matmul(a: NumpyArray, b: NumpyArray, out: NumpyArray, batch: int, m: 
 
 
 
+def _strided(op: str) -> Any:
+    """``ewise_strided_OP``: ``out = a OP b`` over two strided views of one shape."""
+    name = f"ewise_strided_{op}"
+    ufunc = OPS[op].reference
+    apply = _quiet if op in _MAY_WARN else _plain
+    comparison = op in _COMPARISONS
+
+    def strided(a: NumpyArray, b: NumpyArray, out: NumpyArray, shape: Shape,
+                a_strides: Shape, a_offset: int, b_strides: Shape, b_offset: int) -> None:
+        # a comparison may write bool; otherwise out has the operands' dtype
+        if a.data.dtype != b.data.dtype or not (
+                out.data.dtype == a.data.dtype or (comparison and out.data.dtype == np.bool_)):
+            raise TypeError(f"{name}: dtypes differ: {a.data.dtype}, {b.data.dtype} "
+                            f"-> {out.data.dtype}")
+        shape = tuple(shape)
+        av = _view(a, shape, tuple(a_strides), a_offset, name)
+        bv = _view(b, shape, tuple(b_strides), b_offset, name)
+        n = int(np.prod(shape))
+        if out.data.size < n:
+            raise ValueError(f"{name}: out has {out.data.size} elements, shape {shape} "
+                             f"needs {n}")
+        apply(ufunc, av, bv, out.data[:n].reshape(shape))
+
+    strided.__name__ = strided.__qualname__ = name
+    return staticmethod(strided)
+
+
+def _install_elementwise(cls: type) -> None:
+    """Sets every elementwise kernel of the op table that numpy can run on ``cls``."""
+    for op in OPS.values():
+        if op.reference is None:  # no numpy ufunc (erf): NDArray composes it
+            continue
+        if op.arity == 1:
+            setattr(cls, f"ewise_{op.name}", _unary(op.name, op.reference))
+            continue
+        ewise, scalar = _binary(op.name)
+        setattr(cls, f"ewise_{op.name}", ewise)
+        setattr(cls, f"ewise_strided_{op.name}", _strided(op.name))
+        if op.scalar:
+            setattr(cls, f"scalar_{op.name}", scalar)
+        if op.reversed:
+            setattr(cls, f"scalar_r{op.name}", _reversed(op.name))
+
+
+_install_elementwise(NumpyBackend)
 backend = NumpyBackend()

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
+from ._adapter_v1 import V1Backend
 from ._dtypes import DTYPES
 from ._errors import DeviceError
 from ._interface import (
@@ -71,7 +72,7 @@ class BackendInfo:
         reason: why the backend is not available (empty when it is).
         traceback: the original traceback when loading failed, else empty.
         dtypes: the dtypes the backend lists (empty when unknown).
-        api_minor_version: the minor interface version it declares (0 for v1.0).
+        api_minor_version: the minor interface version it declares (0 for v1.0 and v2.0).
     """
 
     name: str
@@ -90,7 +91,7 @@ class BackendInfo:
         """What the backend does not support of Lamina's dtypes: a dtype it does not
         list, or ``"int64 arithmetic"`` for a v1.0 backend (int64 for indices only)."""
         out = tuple(d.name for d in DTYPES if d.name not in self.dtypes)
-        if self.api_minor_version < 1 and "int64" in self.dtypes:
+        if self.api_version == 1 and self.api_minor_version < 1 and "int64" in self.dtypes:
             out += ("int64 arithmetic",)
         return out
 
@@ -322,11 +323,14 @@ def _load_entry(ep: EntryPoint) -> tuple[BackendInfo, Any]:
         dtypes = tuple(str(d) for d in getattr(obj, "dtypes", ()))
     except Exception:
         dtypes = ()
-    if api != API_VERSION:
+    if api == 1:  # a v1.0 or v1.1 plugin: through the adapter (_adapter_v1)
+        obj = V1Backend(obj)
+    elif api != API_VERSION:
         return _info(ep, "incompatible",
                      f"declares api_version {api!r}, but lamina.ndarray implements "
-                     f"api_version {API_VERSION}; install a release of the plugin built "
-                     f"for interface {API_VERSION}", api_version=api, dtypes=dtypes), None
+                     f"api_version {API_VERSION} (and 1, through an adapter); install a "
+                     f"release of the plugin built for interface {API_VERSION}",
+                     api_version=api, dtypes=dtypes), None
     missing = missing_kernels(obj)
     lacking = [d for d in _REQUIRED_DTYPES if d not in dtypes]
     if missing or lacking:

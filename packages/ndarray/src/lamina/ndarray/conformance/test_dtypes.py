@@ -17,6 +17,7 @@ from lamina.ndarray._interface import (
     REVERSED_SCALAR_OPS,
     kernel_dtypes,
 )
+from lamina.ndarray._optable import OPS
 from lamina.ndarray.conformance._harness import (
     LARGE,
     OUT,
@@ -64,9 +65,10 @@ def _out_dtype(op: str, dtype: str, backend) -> str:
 def test_ewise_binary_exact(lamina_backend, lamina_reference, dtype, op, size):
     _need(lamina_backend, f"ewise_{op}", dtype)
     _need(lamina_reference, f"ewise_{op}", dtype)
-    a = _values(dtype, size, 1, 0 if op == "power" else -5)
-    b = _values(dtype, size, 2, 0 if op == "power" else -5, 4 if op == "power" else 6,
-                nonzero=op in ("floordiv", "remainder"))
+    exponent = OPS[op].domain == "exponent"
+    a = _values(dtype, size, 1, 0 if exponent else -5)
+    b = _values(dtype, size, 2, 0 if exponent else -5, 4 if exponent else 6,
+                nonzero=OPS[op].domain == "divisor")
     compare(lamina_backend, lamina_reference, f"ewise_{op}", [a, b, OUT],
             (size, _out_dtype(op, dtype, lamina_backend)), kind="exact")
 
@@ -163,15 +165,13 @@ def test_where_with_a_bool_condition(lamina_backend, lamina_reference, dtype):
 
 @pytest.mark.parametrize("op", ["lt", "eq", "add"])
 def test_ewise_strided_exact(lamina_backend, lamina_reference, op):
-    _need(lamina_backend, "ewise_strided", "int64")
-    if op in COMPARISON_OPS:
-        _need(lamina_backend, "ewise_strided", "bool")
+    _need(lamina_backend, f"ewise_strided_{op}", "int64")
     base = _values("int64", 60, 13)
     view = base.reshape(3, 4, 5).transpose(2, 0, 1)
     other = _values("int64", 60, 14).reshape(5, 3, 4)
     shape, strides, offset = layout_of(base, view)
-    args = [op, base, other.reshape(-1), OUT, shape, strides, offset, (12, 4, 1), 0]
-    compare(lamina_backend, lamina_reference, "ewise_strided", args,
+    args = [base, other.reshape(-1), OUT, shape, strides, offset, (12, 4, 1), 0]
+    compare(lamina_backend, lamina_reference, f"ewise_strided_{op}", args,
             (60, _out_dtype(op, "int64", lamina_backend)), kind="exact")
 
 

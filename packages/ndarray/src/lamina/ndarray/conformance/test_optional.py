@@ -6,7 +6,8 @@ import math
 
 import numpy as np
 import pytest
-from lamina.ndarray._interface import OPTIONAL
+from lamina.ndarray._interface import BINARY_OPS, OPTIONAL, STRIDED_OPS
+from lamina.ndarray._optable import OPS, ops
 from lamina.ndarray.conformance._harness import (
     LARGE,
     OUT,
@@ -345,57 +346,56 @@ def _strided_case(op, dtype, case):
     va, vb = view_a(base_a), view_b(base_b)
     shape, sa, oa = layout_of(base_a, va)
     _, sb, ob = layout_of(base_b, vb)
-    return base_a, base_b, va, vb, ["op", base_a, base_b, OUT, shape, sa, oa, sb, ob]
+    return base_a, base_b, va, vb, [base_a, base_b, OUT, shape, sa, oa, sb, ob]
 
 
-_COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
-_NUMPY_OPS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
-              "power": np.power, "maximum": np.maximum, "minimum": np.minimum,
-              "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
-              "gt": np.greater, "ge": np.greater_equal}
+_COMPARE = ops(arity=2, result="bool")
 
 
 @pytest.mark.parametrize("case", sorted(EWISE_STRIDED))
-@pytest.mark.parametrize("op", sorted(_NUMPY_OPS))
+@pytest.mark.parametrize("op", BINARY_OPS)
 def test_ewise_strided(lamina_backend, lamina_reference, lamina_float, op, case):
-    _need(lamina_backend, "ewise_strided")
+    _need(lamina_backend, f"ewise_strided_{op}")
     base_a, base_b, va, vb, args = _strided_case(op, lamina_float, case)
-    args[0] = op
-    got = compare(lamina_backend, lamina_reference, "ewise_strided", args,
+    got = compare(lamina_backend, lamina_reference, f"ewise_strided_{op}", args,
                   (va.size, lamina_float))
     with np.errstate(all="ignore"):
-        want = _NUMPY_OPS[op](va, vb).astype(lamina_float).reshape(-1)
-    assert_close(got, want, "ewise", f"ewise_strided {op} {case}")
+        want = OPS[op].reference(va, vb).astype(lamina_float).reshape(-1)
+    assert_close(got, want, "ewise", f"ewise_strided_{op} {case}")
 
 
 @pytest.mark.parametrize("op", _COMPARE)
 def test_ewise_strided_compares_int64(lamina_backend, op):
-    _need(lamina_backend, "ewise_strided")
+    _need(lamina_backend, f"ewise_strided_{op}")
     _, _, va, vb, args = _strided_case(op, "int64", "channel broadcast")
-    args[0] = op
-    got = call(lamina_backend, "ewise_strided", args, (va.size, "int64"))
-    np.testing.assert_array_equal(got, _NUMPY_OPS[op](va, vb).astype(np.int64).reshape(-1))
+    got = call(lamina_backend, f"ewise_strided_{op}", args, (va.size, "int64"))
+    np.testing.assert_array_equal(got, OPS[op].reference(va, vb).astype(np.int64).reshape(-1))
 
 
-@pytest.mark.parametrize("bad", ["unknown op", "a past the end", "b before the start",
-                                 "rank mismatch", "small out"])
+def test_ewise_strided_kernels_are_one_per_op(lamina_backend):
+    """Interface v2: no string-keyed ewise_strided; a kernel per op, its dtypes declared."""
+    assert not hasattr(lamina_backend, "ewise_strided")
+    assert all(name.removeprefix("ewise_strided_") in STRIDED_OPS
+               for name in dir(lamina_backend) if name.startswith("ewise_strided_"))
+
+
+@pytest.mark.parametrize("bad", ["a past the end", "b before the start", "rank mismatch",
+                                 "small out"])
 def test_ewise_strided_rejects_bad_layouts(lamina_backend, bad):
-    _need(lamina_backend, "ewise_strided")
+    _need(lamina_backend, "ewise_strided_add")
     a, b = sample("float32", 12, 1), sample("float32", 12, 2)
-    args: list = ["add", a, b, OUT, (3, 4), (4, 1), 0, (4, 1), 0]
+    args: list = [a, b, OUT, (3, 4), (4, 1), 0, (4, 1), 0]
     out = (12, "float32")
-    if bad == "unknown op":
-        args[0] = "hypot"
-    elif bad == "a past the end":
-        args[6] = 1
+    if bad == "a past the end":
+        args[5] = 1
     elif bad == "b before the start":
-        args[7], args[8] = (-4, 1), 3
+        args[6], args[7] = (-4, 1), 3
     elif bad == "rank mismatch":
-        args[5] = (4, 1, 1)
+        args[4] = (4, 1, 1)
     else:
         out = (11, "float32")
-    with pytest.raises(ValueError, match="ewise_strided"):
-        call(lamina_backend, "ewise_strided", args, out)
+    with pytest.raises(ValueError, match="ewise_strided_add"):
+        call(lamina_backend, "ewise_strided_add", args, out)
 
 
 @pytest.mark.parametrize("size", [0, 1, 7, LARGE], ids=str)

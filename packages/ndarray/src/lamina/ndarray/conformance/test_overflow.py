@@ -138,13 +138,13 @@ def test_array_too_large_to_allocate_raises(lamina_backend, dtype, size):
 @pytest.mark.parametrize("case", VIEWS, ids=[c[0] for c in VIEWS])
 @pytest.mark.parametrize("operand", ["a", "b"])
 def test_ewise_strided_with_overflowing_layout_raises(lamina_backend, operand, case):
-    _need(lamina_backend, "ewise_strided")
+    _need(lamina_backend, "ewise_strided_add")
     _, shape, strides, offset = case
     a, b, out = (put(lamina_backend, np.ones(12, np.float32)) for _ in range(3))
     plain = ((0,) * len(shape), 0)  # the other operand: one element, broadcast
     views = (strides, offset) + plain if operand == "a" else plain + (strides, offset)
     with pytest.raises(ValueError):
-        lamina_backend.ewise_strided("add", a, b, out, shape, *views)
+        lamina_backend.ewise_strided_add(a, b, out, shape, *views)
 
 
 # (id, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw) over 12-element buffers.
