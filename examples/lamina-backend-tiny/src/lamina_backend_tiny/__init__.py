@@ -1,4 +1,4 @@
-"""lamina-backend-tiny: the whole backend interface v1 on one screen.
+"""lamina-backend-tiny: the whole backend interface v2 on one screen.
 
 A Lamina backend is a flat buffer type and kernels over it. NDArray above it
 owns every shape, stride and broadcasting rule, so a backend only ever sees:
@@ -9,9 +9,10 @@ owns every shape, stride and broadcasting rule, so a backend only ever sees:
 * arguments in the order *inputs, output, layout*; kernels write into
   ``out`` and return nothing.
 
-Device ``tiny`` lists float32 (required) and int64 (for indices and labels);
-it leaves float64 out, which the interface allows. It is registered by the
-``lamina.backends`` entry point in this package's pyproject.toml.
+Device ``tiny`` lists float32 (required) and int64 (for indices, labels and
+comparisons); it leaves float64 and bool out, which the interface allows, and
+says in ``kernel_dtypes`` which kernels take float32 only. It is registered
+by the ``lamina.backends`` entry point in this package's pyproject.toml.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from typing import Any
 import numpy as np
 
 name = "tiny"
-api_version = 1
+api_version = 2
+api_minor_version = 0
 dtypes = ("float32", "int64")
 
 
@@ -154,16 +156,38 @@ def _kernels(op: str, f: Any) -> dict[str, Any]:
         with np.errstate(all="ignore"):
             out.data[:] = f(x)
 
+    def strided(a: Array, b: Array, out: Array, shape: tuple, a_strides: tuple, a_offset: int,
+                b_strides: tuple, b_offset: int) -> None:
+        n = count(f"ewise_strided_{op}", shape, out.size, "out")  # before any allocation
+        x = a.data[positions(a, shape, a_strides, a_offset, f"ewise_strided_{op}")]
+        y = b.data[positions(b, shape, b_strides, b_offset, f"ewise_strided_{op}")]
+        with np.errstate(all="ignore"):
+            out.data[:n] = f(x, y).reshape(-1)
+
     if op in UNARY:
         return {f"ewise_{op}": unary}
     if op in REVERSED:
         return {f"scalar_{op}": scalar}
-    return {f"ewise_{op}": ewise, f"scalar_{op}": scalar}
+    return {f"ewise_{op}": ewise, f"scalar_{op}": scalar, f"ewise_strided_{op}": strided}
 
 
-# One kernel per (op, family) with one spelling: ewise_add, scalar_add, ...
+# One kernel per (op, family) with one spelling: ewise_add, scalar_add,
+# ewise_strided_add (the optional kernel that reads broadcast or transposed
+# operands where they lie), ...
 for _op, _f in {**BINARY, **UNARY, **REVERSED}.items():
     vars(sys.modules[__name__]).update(_kernels(_op, _f))
+
+# Arithmetic, the float functions, sums and matmul take float32 only; every
+# other kernel takes both listed dtypes (int64 compares, copies and indexes).
+_COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
+kernel_dtypes = {
+    **{f"{family}_{op}": ("float32",) for op in BINARY if op not in _COMPARE
+       for family in ("ewise", "scalar", "ewise_strided")},
+    **{f"ewise_{op}": ("float32",) for op in UNARY},
+    **{f"scalar_{op}": ("float32",) for op in REVERSED},
+    **{k: ("float32",) for k in ("reduce_sum", "reduce_max", "reduce_min", "reduce_argmax",
+                                 "matmul", "matmul_batched")},
+}
 
 
 def ewise_where(cond: Array, a: Array, b: Array, out: Array) -> None:

@@ -163,6 +163,7 @@ def _unary_method(op: str) -> Callable[[NDArray], NDArray]:
 def _install_ops(cls: type[NDArray]) -> None:
     """Sets the operators and methods of every op of the op table on ``cls``."""
     for op in OPS.values():
+        method: Callable[..., NDArray]
         if op.arity == 1:
             method = _unary_method(op.name)
             reflected = None
