@@ -1,6 +1,6 @@
 // bindings.cc: the one place where the extension lamina_backend_cpu._core is
 // defined: every exported kernel, the Array class, the metadata of interface
-// v1.1 and the exception mapping (std::invalid_argument -> ValueError,
+// v2.0 and the exception mapping (std::invalid_argument -> ValueError,
 // TypeError -> TypeError, IndexError -> IndexError, ZeroDivisionError ->
 // ZeroDivisionError, std::runtime_error -> RuntimeError). Kernels that take
 // no Python objects release the GIL.
@@ -24,7 +24,7 @@ py::tuple dtype_names(DTypeMask mask) {
   return py::tuple(names);
 }
 
-// Interface v1.1's kernel_dtypes: every kernel that takes fewer dtypes than
+// The interface's kernel_dtypes: every kernel that takes fewer dtypes than
 // the backend lists, from the masks its code dispatches over (ewise_ops.h,
 // kernels.h), so the declaration cannot drift from the kernels.
 py::dict kernel_dtypes() {
@@ -34,11 +34,14 @@ py::dict kernel_dtypes() {
   };
 #define LAMINA_EWISE_DTYPES(OP, NAME) add("ewise_" #NAME, ops::OP::kDtypes);
 #define LAMINA_SCALAR_DTYPES(OP, NAME) add("scalar_" #NAME, ops::OP::kDtypes);
+#define LAMINA_STRIDED_DTYPES(OP, NAME) add("ewise_strided_" #NAME, ops::OP::kDtypes);
   LAMINA_EWISE_BINARY_LIST(LAMINA_EWISE_DTYPES)
+  LAMINA_EWISE_BINARY_LIST(LAMINA_STRIDED_DTYPES)
   LAMINA_EWISE_UNARY_LIST(LAMINA_EWISE_DTYPES)
   LAMINA_SCALAR_BINARY_LIST(LAMINA_SCALAR_DTYPES)
 #undef LAMINA_EWISE_DTYPES
 #undef LAMINA_SCALAR_DTYPES
+#undef LAMINA_STRIDED_DTYPES
   add("reduce_sum", kReduceSumDtypes);
   add("reduce_sum_axis", kReduceSumDtypes);
   add("reduce_max", kReduceExtremeDtypes);
@@ -55,7 +58,7 @@ py::dict kernel_dtypes() {
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
-  m.doc() = "Lamina's cpu backend (interface v1.1): C++17 kernels with AVX2/FMA, AVX-512 and OpenMP";
+  m.doc() = "Lamina's cpu backend (interface v2.0): C++17 kernels with AVX2/FMA, AVX-512 and OpenMP";
 
   py::register_exception_translator([](std::exception_ptr p) {
     try {
@@ -71,10 +74,11 @@ PYBIND11_MODULE(_core, m) {
 
   // metadata
   m.attr("name") = "cpu";
-  m.attr("api_version") = 1;
-  // Interface v1.1: bool buffers, comparisons writing bool, int64 arithmetic;
-  // kernel_dtypes names the kernels that take fewer dtypes than `dtypes`.
-  m.attr("api_minor_version") = 1;
+  m.attr("api_version") = 2;
+  // Interface v2.0: v1.1 (bool buffers, comparisons writing bool, int64
+  // arithmetic; kernel_dtypes names the kernels that take fewer dtypes than
+  // `dtypes`) with one ewise_strided_OP kernel per binary op.
+  m.attr("api_minor_version") = 0;
   m.attr("dtypes") = dtype_names(kAllDtypes);
   m.attr("kernel_dtypes") = kernel_dtypes();
   m.def("is_available", [] { return true; });
@@ -181,12 +185,15 @@ PYBIND11_MODULE(_core, m) {
   // and unary, one export per entry of the op lists of ewise_ops.h
 #define LAMINA_DEF_NOGIL(OP, NAME) m.def("ewise_" #NAME, &ewise_##NAME, nogil());
 #define LAMINA_DEF_SCALAR(OP, NAME) m.def("scalar_" #NAME, &scalar_##NAME);
+#define LAMINA_DEF_STRIDED(OP, NAME) \
+  m.def("ewise_strided_" #NAME, &ewise_strided_##NAME, nogil());
   LAMINA_EWISE_BINARY_LIST(LAMINA_DEF_NOGIL)
+  LAMINA_EWISE_BINARY_LIST(LAMINA_DEF_STRIDED)
   LAMINA_EWISE_UNARY_LIST(LAMINA_DEF_NOGIL)
   LAMINA_SCALAR_BINARY_LIST(LAMINA_DEF_SCALAR)
 #undef LAMINA_DEF_NOGIL
 #undef LAMINA_DEF_SCALAR
-  m.def("ewise_strided", &ewise_strided, nogil());
+#undef LAMINA_DEF_STRIDED
   // elementwise: others
   m.def("ewise_where", &ewise_where, nogil());
   m.def("ewise_cast", &ewise_cast, nogil());

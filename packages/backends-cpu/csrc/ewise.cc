@@ -1,21 +1,20 @@
 // ewise.cc: elementwise kernels over compact operands (size = out.size):
 // ewise_OP(a, b, out), scalar_OP(a, value, out), unary ewise_OP(a, out),
-// ewise_where and ewise_cast; and ewise_strided, a binary op over two strided
-// views (broadcast, permuted) into a compact out. The loops (ewise_loops.h) exist in a baseline
-// copy and an AVX2 copy picked at run time (active_isa()); float32 exp, tanh
-// and erf use the vector polynomials of exp_simd.h (AVX2 or AVX-512). Memory-bound ops use threads from 2 x kCopyGrain elements,
-// transcendentals from 2 x 32K: below that a woken thread costs more than it
-// saves, above all on a shared, busy machine.
+// ewise_where and ewise_cast; and ewise_strided_OP, a binary op over two
+// strided views (broadcast, permuted) into a compact out. The loops
+// (ewise_loops.h) exist in a baseline copy and an AVX2 copy, reached through
+// the active ISA's table (isa_table.h); float32 exp, tanh and erf use the
+// vector polynomials of exp_simd.h (AVX2 or AVX-512). Memory-bound ops use
+// threads from 2 x kCopyGrain elements, transcendentals from 2 x 32K: below
+// that a woken thread costs more than it saves, above all on a shared, busy
+// machine.
 #include "ewise_ops.h"
 
 #include <algorithm>
-#include <array>
 #include <cstring>
-#include <string>
 #include <vector>
 
-#include "ewise_dispatch.h"
-#include "gemm.h"
+#include "isa_table.h"
 #include "kernels.h"
 #include "threading.h"
 
@@ -23,6 +22,8 @@ namespace lamina_cpu {
 
 namespace base {
 #include "ewise_loops.h"
+
+void fill_ewise(IsaKernels& k) { fill_loops<false>(k); }
 }  // namespace base
 
 namespace {
@@ -32,58 +33,29 @@ int64_t grain() {
   return ops::kTranscendental<Op> ? kParallelGrain : kCopyGrain;
 }
 
-// The AVX2 copy on the avx2 and avx512 paths where the op has one for T
-// (its kSimd; see ewise_isa.h for why AVX-512 runs it too); float32 exp, tanh
-// and erf take the polynomials of exp_simd.h at the active width.
-template <class Op, class T, class O = T>
-constexpr bool kHasSimdCopy = (Op::kSimd & dtype_bit(dtype_of<T>())) != 0 &&
-                              (std::is_same_v<O, T> || (Op::kCompare && std::is_same_v<O, bool>));
+// The active ISA's loops of Op (isa_table.h): its vector copy where the op
+// has one for T (its kSimd), the baseline loop otherwise; float32 exp, tanh
+// and erf are the polynomials of exp_simd.h at the ISA's width.
+template <class T, class O>
+const BinaryLoops<T, O>& binary_loops() {
+  const TypeKernels<T>& t = isa_kernels().of<T>();
+  if constexpr (std::is_same_v<O, T>) return t.binary;
+  else return t.to_bool;
+}
 
 template <class Op, class T, class O>
 BinaryLoop<T, O> binary_fn() {
-#if defined(LAMINA_HAVE_AVX2_TU)
-  if constexpr (kHasSimdCopy<Op, T, O>)
-    if (use_avx2()) return avx2_binary_loop<Op, T, O>();
-#endif
-  return &base::binary_loop<Op, T, O>;
+  return binary_loops<T, O>().ewise[ops::kOpId<Op>];
 }
 
 template <class Op, class T, class O>
 ScalarLoop<T, O> scalar_fn() {
-#if defined(LAMINA_HAVE_AVX2_TU)
-  if constexpr (kHasSimdCopy<Op, T, O>)
-    if (use_avx2()) return avx2_scalar_loop<Op, T, O>();
-#endif
-  return &base::scalar_loop<Op, T, O>;
-}
-
-// The vector float32 exp, tanh or erf of the active width (nullptr for others).
-template <class Op>
-UnaryLoop<float> vector_f32(Isa isa) {
-  constexpr int which = std::is_same_v<Op, ops::Exp> ? 0 : std::is_same_v<Op, ops::Tanh> ? 1
-                        : std::is_same_v<Op, ops::Erf> ? 2 : -1;
-  if constexpr (which < 0) {
-    return nullptr;
-  } else {
-#if defined(LAMINA_HAVE_AVX512_TU)
-    if (isa == Isa::Avx512) return std::array{exp_f32_avx512, tanh_f32_avx512, erf_f32_avx512}[which];
-#endif
-#if defined(LAMINA_HAVE_AVX2_TU)
-    if (isa >= Isa::Avx2) return std::array{exp_f32_avx2, tanh_f32_avx2, erf_f32_avx2}[which];
-#endif
-    return nullptr;
-  }
+  return binary_loops<T, O>().scalar[ops::kOpId<Op>];
 }
 
 template <class Op, class T>
 UnaryLoop<T> unary_fn() {
-  if constexpr (std::is_same_v<T, float>)
-    if (const UnaryLoop<float> fn = vector_f32<Op>(active_isa())) return fn;
-#if defined(LAMINA_HAVE_AVX2_TU)
-  if constexpr (kHasSimdCopy<Op, T>)
-    if (use_avx2()) return avx2_unary_loop<Op, T>();
-#endif
-  return &base::unary_loop<Op, T>;
+  return isa_kernels().of<T>().unary[ops::kOpId<Op>];
 }
 
 void require_operand(const char* op, int i, const Array& x, const Array& out) {
@@ -290,18 +262,18 @@ void binary_strided(const char* name, const Array& a, const Array& b, Array& out
 
 }  // namespace
 
-void ewise_strided(const std::string& op, const Array& a, const Array& b, Array& out,
-                   const Shape& shape, const Shape& a_strides, int64_t a_offset,
-                   const Shape& b_strides, int64_t b_offset) {
-  const char* name = "ewise_strided";
-  // (check_view_bounds checks each stride list against shape's length.)
-#define LAMINA_STRIDED(OP, NAME) \
-  if (op == #NAME) return binary_strided<ops::OP>(name, a, b, out, shape, a_strides, a_offset, b_strides, b_offset);
-  LAMINA_EWISE_BINARY_LIST(LAMINA_STRIDED)
+// ewise_strided_NAME: one kernel per binary op (interface v2), resolved when
+// the module is loaded; no op name is looked at per call. (check_view_bounds
+// checks each stride list against shape's length.)
+#define LAMINA_STRIDED(OP, NAME)                                                               \
+  void ewise_strided_##NAME(const Array& a, const Array& b, Array& out, const Shape& shape,    \
+                            const Shape& a_strides, int64_t a_offset, const Shape& b_strides, \
+                            int64_t b_offset) {                                               \
+    binary_strided<ops::OP>("ewise_strided_" #NAME, a, b, out, shape, a_strides, a_offset,    \
+                            b_strides, b_offset);                                             \
+  }
+LAMINA_EWISE_BINARY_LIST(LAMINA_STRIDED)
 #undef LAMINA_STRIDED
-  value_error(name, ": unknown op '", op, "'; expected add, sub, mul, div, power, maximum, minimum, eq, ne, lt, le, "
-              "gt, ge, floordiv, remainder, bitwise_and, bitwise_or or bitwise_xor");
-}
 
 #define LAMINA_EWISE(OP, NAME)                                   \
   void ewise_##NAME(const Array& a, const Array& b, Array& out) { \

@@ -1,4 +1,4 @@
-// ewise_avx512.cc: the float32 exp and tanh compiled with -mavx512f/dq/bw/vl
-// (ewise_isa.h), called only when active_isa() is avx512.
+// ewise_avx512.cc: the float32 exp, tanh and erf compiled with
+// -mavx512f/dq/bw/vl (ewise_isa.h), in the avx512 table.
 #define LAMINA_ISA avx512
 #include "ewise_isa.h"

@@ -2,10 +2,10 @@
 // per instruction set: ewise.cc includes this file inside namespace
 // lamina_cpu::base (baseline x86-64 / any CPU) and ewise_avx2.cc inside
 // lamina_cpu::avx2 (-mavx2 -mfma), so the two copies never collide at link
-// time. No include guard on purpose. `ivdep`: out may be the same buffer as
+// time; fill_loops puts each copy into its ISA's table. No include guard on purpose. `ivdep`: out may be the same buffer as
 // an input (same index only), which is no loop-carried dependence.
 // O is T, or bool for a comparison writing a bool out.
-// (Included after ewise_ops.h and <cstdint>.)
+// (Included after isa_table.h.)
 
 template <class Op, class T, class O>
 void binary_loop(const T* a, const T* b, O* o, int64_t n) {
@@ -23,4 +23,45 @@ template <class Op, class T>
 void unary_loop(const T* a, T* o, int64_t n) {
 #pragma GCC ivdep
   for (int64_t i = 0; i < n; ++i) o[i] = Op::f(a[i], T(0));
+}
+
+// This copy's loops into an ISA table (isa_table.h): for every op and dtype
+// it takes (kDtypes), or only those of its kSimd for a vector copy (the
+// table keeps the baseline loops for the others).
+template <bool kSimdOnly, class Op, class T>
+constexpr bool kFills = (Op::kDtypes & (kSimdOnly ? Op::kSimd : Op::kDtypes) &
+                         dtype_bit(dtype_of<T>())) != 0;
+
+template <bool kSimdOnly, class Op, class T>
+void fill_binary(IsaKernels& k) {
+  if constexpr (kFills<kSimdOnly, Op, T>) {
+    TypeKernels<T>& t = k.of<T>();
+    t.binary.ewise[ops::kOpId<Op>] = &binary_loop<Op, T, T>;
+    t.binary.scalar[ops::kOpId<Op>] = &scalar_loop<Op, T, T>;
+    if constexpr (Op::kCompare) {
+      t.to_bool.ewise[ops::kOpId<Op>] = &binary_loop<Op, T, bool>;
+      t.to_bool.scalar[ops::kOpId<Op>] = &scalar_loop<Op, T, bool>;
+    }
+  }
+}
+
+template <bool kSimdOnly, class Op, class T>
+void fill_unary(IsaKernels& k) {
+  if constexpr (kFills<kSimdOnly, Op, T>) k.of<T>().unary[ops::kOpId<Op>] = &unary_loop<Op, T>;
+}
+
+template <bool kSimdOnly>
+void fill_loops(IsaKernels& k) {
+#define LAMINA_FILL(KIND, OP)                    \
+  fill_##KIND<kSimdOnly, ops::OP, float>(k);     \
+  fill_##KIND<kSimdOnly, ops::OP, double>(k);    \
+  fill_##KIND<kSimdOnly, ops::OP, int64_t>(k);   \
+  fill_##KIND<kSimdOnly, ops::OP, bool>(k);
+#define LAMINA_FILL_BINARY(OP, NAME) LAMINA_FILL(binary, OP)
+#define LAMINA_FILL_UNARY(OP, NAME) LAMINA_FILL(unary, OP)
+  LAMINA_BINARY_LOOP_LIST(LAMINA_FILL_BINARY)
+  LAMINA_EWISE_UNARY_LIST(LAMINA_FILL_UNARY)
+#undef LAMINA_FILL_UNARY
+#undef LAMINA_FILL_BINARY
+#undef LAMINA_FILL
 }

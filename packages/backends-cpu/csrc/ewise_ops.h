@@ -1,9 +1,8 @@
 // ewise_ops.h: the elementwise operator table. Each op is a struct with a
 // static `f` templated on the element type, `kDtypes`, the dtypes its
-// kernels take (interface v1.1's kernel_dtypes is built from these), and
-// `kSimd`, the dtypes the AVX2 copy of the loops holds (ewise_isa.h lists
-// the same instantiations; the others run the baseline loops, which the
-// compiler vectorises where the op allows). Comparisons return bool, so
+// kernels take (the interface's kernel_dtypes is built from these), and
+// `kSimd`, the dtypes the AVX2 copy of the loops holds (the others run the
+// baseline loops, which the compiler vectorises where the op allows). Comparisons return bool, so
 // their kernels can write a bool out or 1/0 in the operands' dtype.
 #pragma once
 
@@ -180,21 +179,37 @@ inline O to_out(R r) {
   else return static_cast<O>(r);
 }
 
-// X(Op, name) for every kernel of each family: ewise_NAME(a, b, out),
-// scalar_NAME(a, value, out) and ewise_NAME(a, out). kernels.h declares,
-// ewise.cc defines and bindings.cc exports (with its kDtypes) from these.
-#define LAMINA_EWISE_BINARY_LIST(X)                                                        \
+// X(Op, name) for every kernel of each family: ewise_NAME(a, b, out) and
+// ewise_strided_NAME(...), scalar_NAME(a, value, out) and ewise_NAME(a, out).
+// kernels.h declares, ewise.cc defines and bindings.cc exports (with its
+// kDtypes) from these; isa_table.h sizes the per-ISA loop tables by them.
+#define LAMINA_ARITH_CMP_LIST(X)                                                           \
   X(Add, add) X(Sub, sub) X(Mul, mul) X(Div, div) X(Power, power) X(Maximum, maximum)     \
-  X(Minimum, minimum) X(Eq, eq) X(Ne, ne) X(Lt, lt) X(Le, le) X(Gt, gt) X(Ge, ge)         \
-  X(FloorDiv, floordiv) X(Remainder, remainder) X(BitwiseAnd, bitwise_and)                \
-  X(BitwiseOr, bitwise_or) X(BitwiseXor, bitwise_xor)
-#define LAMINA_SCALAR_BINARY_LIST(X)                                                       \
-  X(Add, add) X(Sub, sub) X(Mul, mul) X(Div, div) X(Power, power) X(Maximum, maximum)     \
-  X(Minimum, minimum) X(Eq, eq) X(Ne, ne) X(Lt, lt) X(Le, le) X(Gt, gt) X(Ge, ge)         \
-  X(Rsub, rsub) X(Rdiv, rdiv) X(Rpower, rpower)
+  X(Minimum, minimum) X(Eq, eq) X(Ne, ne) X(Lt, lt) X(Le, le) X(Gt, gt) X(Ge, ge)
+#define LAMINA_EWISE_BINARY_LIST(X)                                                   \
+  LAMINA_ARITH_CMP_LIST(X) X(FloorDiv, floordiv) X(Remainder, remainder)              \
+  X(BitwiseAnd, bitwise_and) X(BitwiseOr, bitwise_or) X(BitwiseXor, bitwise_xor)
+#define LAMINA_REVERSED_LIST(X) X(Rsub, rsub) X(Rdiv, rdiv) X(Rpower, rpower)
+#define LAMINA_SCALAR_BINARY_LIST(X) LAMINA_ARITH_CMP_LIST(X) LAMINA_REVERSED_LIST(X)
 #define LAMINA_EWISE_UNARY_LIST(X)                                                         \
   X(Neg, neg) X(Abs, abs) X(Exp, exp) X(Log, log) X(Sqrt, sqrt) X(Tanh, tanh) X(Sin, sin) \
   X(Cos, cos) X(Erf, erf) X(Sign, sign) X(BitwiseNot, bitwise_not)
+// Every op with binary loops (a OP b and a OP value).
+#define LAMINA_BINARY_LOOP_LIST(X) LAMINA_EWISE_BINARY_LIST(X) LAMINA_REVERSED_LIST(X)
+
+// Each op's slot in the per-ISA loop tables (isa_table.h): kOpId<Op>.
+#define LAMINA_ENUMERATOR(OP, NAME) OP,
+enum class BinaryOpId : int { LAMINA_BINARY_LOOP_LIST(LAMINA_ENUMERATOR) kCount };
+enum class UnaryOpId : int { LAMINA_EWISE_UNARY_LIST(LAMINA_ENUMERATOR) kCount };
+#undef LAMINA_ENUMERATOR
+template <class Op> constexpr int kOpId = -1;
+#define LAMINA_BINARY_ID(OP, NAME) template <> constexpr int kOpId<OP> = int(BinaryOpId::OP);
+#define LAMINA_UNARY_ID(OP, NAME) template <> constexpr int kOpId<OP> = int(UnaryOpId::OP);
+LAMINA_BINARY_LOOP_LIST(LAMINA_BINARY_ID)
+LAMINA_EWISE_UNARY_LIST(LAMINA_UNARY_ID)
+#undef LAMINA_BINARY_ID
+#undef LAMINA_UNARY_ID
+constexpr int kBinaryOps = int(BinaryOpId::kCount), kUnaryOps = int(UnaryOpId::kCount);
 
 // The int64 operand an op must check before its loop: b, the divisor or
 // exponent (for the reversed power, b is the array a: value ** a).

@@ -1,6 +1,7 @@
 // gemm.h: the interface between the GEMM driver (matmul.cc) and the
 // per-ISA micro-kernels (gemm_avx2.cc under -mavx2 -mfma, gemm_avx512.cc
-// under -mavx512f/dq/bw/vl; both instantiate gemm_simd.h and gemv_simd.h).
+// under -mavx512f/dq/bw/vl; both instantiate gemm_simd.h and gemv_simd.h and
+// put them into their ISA's table, isa_table.h).
 //
 // A micro-kernel computes one full MR x NR tile of C from packed panels:
 //   Ap is kc x MR (column k holds A[i0:i0+MR, k], MR consecutive values),
@@ -48,6 +49,7 @@ using GemvAxpy = void (*)(const T* A, int64_t ars, int64_t acs, int64_t M, const
 // C 17-63 floats wide, where a 64-wide tile would be mostly padding. Narrower
 // C runs the AVX2 tile (docs: the GEMM guide has the measurements).
 enum class Tile { Portable, Avx2, Avx512Tall, Avx512Wide };
+constexpr int kTiles = 4;
 
 template <class T, Tile K> struct TileOf {
   static constexpr int MR = 6, NR = 64 / int(sizeof(T));  // 16 floats, 8 doubles
@@ -68,39 +70,5 @@ struct IsaGemm {
   GemvDot<T> dot;      // gemv_simd.h
   GemvAxpy<T> axpy;
 };
-
-#if defined(LAMINA_HAVE_AVX2_TU)
-template <class T> IsaGemm<T> avx2_gemm();
-// Seconds of back-to-back FMAs on the calling thread; returns GFLOP/s.
-double fma_probe_avx2(double seconds);
-// out[i] = exp(a[i]) for float32, one vector at a time; a and out may alias.
-void exp_f32_avx2(const float* a, float* out, int64_t n);
-// The AVX2 copy of reduce_columns.h's sum_columns (float, double, int64).
-template <class T>
-void sum_columns_avx2(const T* src, T* dst, int64_t rows, int64_t ld, int64_t w);
-// The avx2 copies of rows.h's loops (float, double; row_extreme also int64 and bool).
-template <class T, bool Max>
-T row_extreme_avx2(const T* p, int64_t n);
-template <class T>
-void softmax_row_avx2(const T* x, T* y, int64_t n);
-template <class T>
-void layer_norm_row_avx2(const T* x, const T* w, const T* b, T* y, int64_t n, double eps,
-                          T* mean, T* rstd);
-#endif
-#if defined(LAMINA_HAVE_AVX512_TU)
-template <class T, Tile K> IsaGemm<T> avx512_gemm();  // K: Avx512Tall or Avx512Wide
-double fma_probe_avx512(double seconds);
-void exp_f32_avx512(const float* a, float* out, int64_t n);
-template <class T>
-void sum_columns_avx512(const T* src, T* dst, int64_t rows, int64_t ld, int64_t w);
-// The avx512 copies of rows.h's loops (float, double; row_extreme also int64 and bool).
-template <class T, bool Max>
-T row_extreme_avx512(const T* p, int64_t n);
-template <class T>
-void softmax_row_avx512(const T* x, T* y, int64_t n);
-template <class T>
-void layer_norm_row_avx512(const T* x, const T* w, const T* b, T* y, int64_t n, double eps,
-                          T* mean, T* rstd);
-#endif
 
 }  // namespace lamina_cpu

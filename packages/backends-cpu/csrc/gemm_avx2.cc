@@ -1,14 +1,14 @@
 // gemm_avx2.cc: the AVX2/FMA copy of the GEMM kernels (gemm_simd.h with
 // 8-float ymm vectors, tile TileOf<T, Tile::Avx2>), of the small-product
 // GEMM (gemm_small.h) and of the small-M products (gemv_simd.h), compiled
-// with -mavx2 -mfma and called only when active_isa() >= avx2.
+// with -mavx2 -mfma: fill_gemm puts them into the avx2 table (isa_table.h).
 #include <immintrin.h>
 
 #include <time.h>
 
 #include <cmath>
 
-#include "gemm.h"
+#include "isa_table.h"
 
 namespace lamina_cpu {
 
@@ -21,17 +21,19 @@ inline T madd(T a, T b, T c) {
 }
 #include "gemm_small.h"
 #include "gemv_simd.h"
-}  // namespace avx2
 
 template <class T>
-IsaGemm<T> avx2_gemm() {
-  constexpr int MR = TileOf<T, Tile::Avx2>::MR, NV = TileOf<T, Tile::Avx2>::NR / avx2::Vec<T>::L;
-  return {&avx2::ukernel<T, MR, NV>, &avx2::ukernel_direct<T, MR, NV>, &avx2::gemm_small<T>,
-          &avx2::gemv_dot<T>, &avx2::gemv_axpy<T>};
+IsaGemm<T> tile_kernels() {
+  constexpr int MR = TileOf<T, Tile::Avx2>::MR, NV = TileOf<T, Tile::Avx2>::NR / Vec<T>::L;
+  return {&ukernel<T, MR, NV>, &ukernel_direct<T, MR, NV>, &gemm_small<T>, &gemv_dot<T>,
+          &gemv_axpy<T>};
 }
-template IsaGemm<float> avx2_gemm<float>();
-template IsaGemm<double> avx2_gemm<double>();
 
-double fma_probe_avx2(double seconds) { return avx2::fma_probe(seconds); }
+void fill_gemm(IsaKernels& k) {
+  k.f32.gemm[int(Tile::Avx2)] = tile_kernels<float>();
+  k.f64.gemm[int(Tile::Avx2)] = tile_kernels<double>();
+  k.fma_probe = [](double seconds) { return fma_probe(seconds); };
+}
+}  // namespace avx2
 
 }  // namespace lamina_cpu

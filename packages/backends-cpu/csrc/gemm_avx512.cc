@@ -1,15 +1,15 @@
 // gemm_avx512.cc: the AVX-512 copies of the GEMM kernels (gemm_simd.h with
 // 16-float zmm vectors, the tall and the wide tile of gemm.h), of the
 // small-product GEMM (gemm_small.h) and of the small-M products
-// (gemv_simd.h), compiled with -mavx512f/dq/bw/vl and called only when
-// active_isa() is avx512.
+// (gemv_simd.h), compiled with -mavx512f/dq/bw/vl: fill_gemm puts them into
+// the avx512 table (isa_table.h).
 #include <immintrin.h>
 
 #include <time.h>
 
 #include <cmath>
 
-#include "gemm.h"
+#include "isa_table.h"
 
 namespace lamina_cpu {
 
@@ -22,19 +22,23 @@ inline T madd(T a, T b, T c) {
 }
 #include "gemm_small.h"
 #include "gemv_simd.h"
-}  // namespace avx512
 
 template <class T, Tile K>
-IsaGemm<T> avx512_gemm() {
-  constexpr int MR = TileOf<T, K>::MR, NV = TileOf<T, K>::NR / avx512::Vec<T>::L;
-  return {&avx512::ukernel<T, MR, NV>, &avx512::ukernel_direct<T, MR, NV>, &avx512::gemm_small<T>,
-          &avx512::gemv_dot<T>, &avx512::gemv_axpy<T>};
+IsaGemm<T> tile_kernels() {
+  constexpr int MR = TileOf<T, K>::MR, NV = TileOf<T, K>::NR / Vec<T>::L;
+  return {&ukernel<T, MR, NV>, &ukernel_direct<T, MR, NV>, &gemm_small<T>, &gemv_dot<T>,
+          &gemv_axpy<T>};
 }
-template IsaGemm<float> avx512_gemm<float, Tile::Avx512Tall>();
-template IsaGemm<double> avx512_gemm<double, Tile::Avx512Tall>();
-template IsaGemm<float> avx512_gemm<float, Tile::Avx512Wide>();
-template IsaGemm<double> avx512_gemm<double, Tile::Avx512Wide>();
 
-double fma_probe_avx512(double seconds) { return avx512::fma_probe(seconds); }
+// The tall and the wide tile; a C too narrow for both keeps the avx2 tile
+// this table inherits.
+void fill_gemm(IsaKernels& k) {
+  k.f32.gemm[int(Tile::Avx512Tall)] = tile_kernels<float, Tile::Avx512Tall>();
+  k.f64.gemm[int(Tile::Avx512Tall)] = tile_kernels<double, Tile::Avx512Tall>();
+  k.f32.gemm[int(Tile::Avx512Wide)] = tile_kernels<float, Tile::Avx512Wide>();
+  k.f64.gemm[int(Tile::Avx512Wide)] = tile_kernels<double, Tile::Avx512Wide>();
+  k.fma_probe = [](double seconds) { return fma_probe(seconds); };
+}
+}  // namespace avx512
 
 }  // namespace lamina_cpu

@@ -3,10 +3,13 @@
 // the -mavx512* translation units are compiled for.
 #include "isa.h"
 
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <stdexcept>
+
+#include "isa_table.h"
 
 namespace lamina_cpu {
 namespace {
@@ -69,7 +72,44 @@ std::atomic<int>& current() {
   return isa;
 }
 
+// The table of isa: the baseline kernels, overwritten by those of each ISA up
+// to isa, so an entry an ISA does not compile keeps the one below it.
+IsaKernels build_table(Isa isa) {
+  IsaKernels k;
+  base::fill_ewise(k);
+  base::fill_reduce(k);
+  base::fill_gemm(k);
+#if defined(LAMINA_HAVE_AVX2_TU)
+  if (isa >= Isa::Avx2) {
+    avx2::fill_ewise(k);
+    avx2::fill_reduce(k);
+    avx2::fill_gemm(k);
+  }
+#endif
+#if defined(LAMINA_HAVE_AVX512_TU)
+  if (isa >= Isa::Avx512) {
+    avx512::fill_ewise(k);
+    avx512::fill_reduce(k);
+    avx512::fill_gemm(k);
+  }
+#endif
+  (void)isa;
+  return k;
+}
+
 }  // namespace
+
+const IsaKernels& isa_kernels() {
+  // Built once, and only for the ISAs this CPU runs: a fill function is
+  // compiled with its ISA's flags and may use its instructions itself.
+  static const std::array<IsaKernels, 3> tables = [] {
+    std::array<IsaKernels, 3> t{};
+    for (Isa isa : {Isa::Generic, Isa::Avx2, Isa::Avx512})
+      if (isa <= cpu_isa()) t[static_cast<int>(isa)] = build_table(isa);
+    return t;
+  }();
+  return tables[static_cast<int>(active_isa())];
+}
 
 const char* isa_name(Isa isa) {
   switch (isa) {

@@ -2,7 +2,8 @@
 // found once (__builtin_cpu_supports); LAMINA_CPU_ISA=generic|avx2|avx512
 // asks for a lower one (a higher one than the CPU has is capped, with a
 // warning), and set_isa switches at run time (tests run every path in one
-// process). Every dispatch point reads active_isa() per call.
+// process). Kernels reach the per-ISA code through the active ISA's table
+// (isa_table.h's isa_kernels()), read once per call.
 #pragma once
 
 #include <string>
@@ -24,8 +25,5 @@ void set_isa(const std::string& name);
 std::string env_warnings();
 // Adds a line to env_warnings() (threading.cc uses it for LAMINA_NUM_THREADS).
 void add_env_warning(const std::string& line);
-
-inline bool use_avx2() { return active_isa() >= Isa::Avx2; }
-inline bool use_avx512() { return active_isa() >= Isa::Avx512; }
 
 }  // namespace lamina_cpu

@@ -1,4 +1,4 @@
-// kernels.h: declarations of every kernel of interface v1 (and the optional
+// kernels.h: declarations of every kernel of interface v2 (and the optional
 // fast paths), one spelling per kernel: the C++ name is the Python name.
 // Argument order is inputs, output, layout; layout counts elements.
 #pragma once
@@ -40,16 +40,20 @@ void gather_view(const Array& a, void* dst, const Shape& shape, const Shape& str
 #define LAMINA_DECLARE_EWISE(OP, NAME) void ewise_##NAME(const Array& a, const Array& b, Array& out);
 #define LAMINA_DECLARE_SCALAR(OP, NAME) void scalar_##NAME(const Array& a, py::handle value, Array& out);
 #define LAMINA_DECLARE_UNARY(OP, NAME) void ewise_##NAME(const Array& a, Array& out);
+// ewise_strided_NAME: the binary op over two strided views into a compact out.
+#define LAMINA_DECLARE_STRIDED(OP, NAME)                                                     \
+  void ewise_strided_##NAME(const Array& a, const Array& b, Array& out, const Shape& shape, \
+                            const Shape& a_strides, int64_t a_offset,                       \
+                            const Shape& b_strides, int64_t b_offset);
 LAMINA_EWISE_BINARY_LIST(LAMINA_DECLARE_EWISE)
 LAMINA_SCALAR_BINARY_LIST(LAMINA_DECLARE_SCALAR)
 LAMINA_EWISE_UNARY_LIST(LAMINA_DECLARE_UNARY)
+LAMINA_EWISE_BINARY_LIST(LAMINA_DECLARE_STRIDED)
 #undef LAMINA_DECLARE_EWISE
 #undef LAMINA_DECLARE_SCALAR
 #undef LAMINA_DECLARE_UNARY
+#undef LAMINA_DECLARE_STRIDED
 void ewise_where(const Array& cond, const Array& a, const Array& b, Array& out);
-void ewise_strided(const std::string& op, const Array& a, const Array& b, Array& out,
-                   const Shape& shape, const Shape& a_strides, int64_t a_offset,
-                   const Shape& b_strides, int64_t b_offset);
 void ewise_cast(const Array& a, Array& out);
 
 // reduce.cc

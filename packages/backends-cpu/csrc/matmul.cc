@@ -9,7 +9,7 @@
 //       for ic in M by MC:        A block  MC x KC, packed into MR-tall panels (L2)
 //         for jr, ir:             MR x NR micro-kernel, B panel stays in L1
 //
-// The micro-kernel and its tile follow active_isa() (isa.h) and, on
+// The micro-kernel and its tile follow the active ISA's table (isa_table.h) and, on
 // AVX-512, the width of C: AVX-512 6x64 or 14x32 (gemm_avx512.cc), AVX2/FMA
 // 6x16 (gemm_avx2.cc), a portable loop otherwise; the driver is
 // instantiated once per tile. Threads own disjoint blocks of C and pack their own
@@ -23,9 +23,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <type_traits>
 #include <vector>
 
-#include "gemm.h"
+#include "isa_table.h"
 #include "kernels.h"
 #include "threading.h"
 
@@ -96,18 +97,21 @@ struct Cfg {
   static constexpr int64_t NC = kF32 ? 3072 : 2048;
 };
 
-// The kernels of a tile (the portable ones for Tile::Portable).
-template <class T, Tile I>
-IsaGemm<T> kernels_for() {
-#if defined(LAMINA_HAVE_AVX512_TU)
-  if constexpr (I == Tile::Avx512Tall || I == Tile::Avx512Wide) return avx512_gemm<T, I>();
-#endif
-#if defined(LAMINA_HAVE_AVX2_TU)
-  if constexpr (I == Tile::Avx2) return avx2_gemm<T>();
-#endif
-  return {&ukernel_portable<T, Cfg<T, I>::MR, Cfg<T, I>::NR>, nullptr, &base::gemm_small<T>,
-          &base::gemv_dot<T>, &base::gemv_axpy<T>};
+}  // namespace
+
+// The portable tile for every CPU (the tables above it inherit it).
+void base::fill_gemm(IsaKernels& k) {
+  using F = Cfg<float, Tile::Portable>;
+  using D = Cfg<double, Tile::Portable>;
+  k.f32.gemm[int(Tile::Portable)] = {&ukernel_portable<float, F::MR, F::NR>, nullptr,
+                                     &base::gemm_small<float>, &base::gemv_dot<float>,
+                                     &base::gemv_axpy<float>};
+  k.f64.gemm[int(Tile::Portable)] = {&ukernel_portable<double, D::MR, D::NR>, nullptr,
+                                     &base::gemm_small<double>, &base::gemv_dot<double>,
+                                     &base::gemv_axpy<double>};
 }
+
+namespace {
 
 // An operand as a 2-D view: element (r, c) is p[r * rs + c * cs]. A compact
 // row-major matrix has cs == 1, its transpose rs == 1.
@@ -370,8 +374,8 @@ bool gemv(const IsaGemm<T>& ks, Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, 
 }
 
 template <class T, Tile I>
-void gemm_on(Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N, int nt) {
-  const IsaGemm<T> ks = kernels_for<T, I>();
+void gemm_on(const IsaGemm<T>& ks, Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N,
+             int nt) {
   if (M <= kGemvAxpyRows && gemv<T>(ks, A, B, C, M, K, N, nt)) return;
   if (M * K * N <= kSmallFlops || M < 2) {
     if (A.cs == 1 && A.rs == K && B.cs == 1 && B.rs == N)
@@ -391,23 +395,24 @@ void gemm(Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N, int nt) {
     std::fill(C, C + M * N, T(0));
     return;
   }
-  switch (active_isa()) {
-#if defined(LAMINA_HAVE_AVX512_TU)
-    case Isa::Avx512: {
-      // The tile that pads C least (see gemm.h): a C at most one AVX2 panel
-      // wide keeps the AVX2 tile, one that the wide tile would pad by more
-      // than a quarter takes the tall one.
-      constexpr int64_t kNarrow = TileOf<T, Tile::Avx2>::NR, kWideNR = TileOf<T, Tile::Avx512Wide>::NR;
-      if (N <= kNarrow) return gemm_on<T, Tile::Avx2>(A, B, C, M, K, N, nt);
-      if (N % kWideNR == 0 || N >= 4 * kWideNR) return gemm_on<T, Tile::Avx512Wide>(A, B, C, M, K, N, nt);
-      return gemm_on<T, Tile::Avx512Tall>(A, B, C, M, K, N, nt);
-    }
-#endif
-#if defined(LAMINA_HAVE_AVX2_TU)
-    case Isa::Avx2: return gemm_on<T, Tile::Avx2>(A, B, C, M, K, N, nt);
-#endif
-    default: return gemm_on<T, Tile::Portable>(A, B, C, M, K, N, nt);
+  // The tiles of the active ISA's table: on AVX-512 the one that pads C least
+  // (see gemm.h): a C at most one AVX2 panel wide keeps the AVX2 tile, one
+  // that the wide tile would pad by more than a quarter takes the tall one.
+  const IsaGemm<T>* tiles = isa_kernels().of<T>().gemm;
+  auto on = [&](auto tile) {
+    constexpr Tile I = decltype(tile)::value;
+    gemm_on<T, I>(tiles[int(I)], A, B, C, M, K, N, nt);
+  };
+  using Avx2 = std::integral_constant<Tile, Tile::Avx2>;
+  if (tiles[int(Tile::Avx512Wide)].packed) {
+    constexpr int64_t kNarrow = TileOf<T, Tile::Avx2>::NR, kWideNR = TileOf<T, Tile::Avx512Wide>::NR;
+    if (N <= kNarrow) return on(Avx2{});
+    if (N % kWideNR == 0 || N >= 4 * kWideNR)
+      return on(std::integral_constant<Tile, Tile::Avx512Wide>{});
+    return on(std::integral_constant<Tile, Tile::Avx512Tall>{});
   }
+  if (tiles[int(Tile::Avx2)].packed) return on(Avx2{});
+  on(std::integral_constant<Tile, Tile::Portable>{});
 }
 
 void check_matmul(const char* op, const Array& a, const Array& b, const Array& out, int64_t batch,
@@ -572,13 +577,7 @@ double fma_peak_gflops(double seconds, int threads) {
   if (!(seconds > 0) || seconds > 60) value_error("fma_peak_gflops: seconds must be in (0, 60], got ", seconds);
   if (threads < 1) value_error("fma_peak_gflops: threads must be >= 1, got ", threads);
   if (in_forked_child()) threads = 1;
-  double (*probe)(double) = nullptr;
-#if defined(LAMINA_HAVE_AVX512_TU)
-  if (use_avx512()) probe = fma_probe_avx512;
-#endif
-#if defined(LAMINA_HAVE_AVX2_TU)
-  if (!probe && use_avx2()) probe = fma_probe_avx2;
-#endif
+  double (*probe)(double) = isa_kernels().fma_probe;
   if (!probe)
     throw std::runtime_error(cat("fma_peak_gflops: no FMA probe on the ", isa_name(active_isa()),
                                  " path (it needs avx2 or avx512)"));
@@ -590,16 +589,15 @@ double fma_peak_gflops(double seconds, int threads) {
 }
 
 std::string gemm_kernel_name() {
-  const Isa isa = active_isa();
+  const IsaGemm<float>* tiles = isa_kernels().f32.gemm;
   auto tile = [](int mr, int nr) { return cat(mr, "x", nr); };
   using W = TileOf<float, Tile::Avx512Wide>;
   using H = TileOf<float, Tile::Avx512Tall>;
   using N = TileOf<float, Tile::Avx2>;
-  switch (isa) {
-    case Isa::Avx512: return "avx512_" + tile(W::MR, W::NR) + "+" + tile(H::MR, H::NR) + "+avx2_" + tile(N::MR, N::NR);
-    case Isa::Avx2: return "avx2_fma_" + tile(N::MR, N::NR);
-    default: return "portable_" + tile(N::MR, N::NR);
-  }
+  if (tiles[int(Tile::Avx512Wide)].packed)
+    return "avx512_" + tile(W::MR, W::NR) + "+" + tile(H::MR, H::NR) + "+avx2_" + tile(N::MR, N::NR);
+  if (tiles[int(Tile::Avx2)].packed) return "avx2_fma_" + tile(N::MR, N::NR);
+  return "portable_" + tile(N::MR, N::NR);
 }
 
 }  // namespace lamina_cpu

@@ -11,7 +11,7 @@
 #include <limits>
 #include <vector>
 
-#include "gemm.h"
+#include "isa_table.h"
 #include "kernels.h"
 #include "threading.h"
 
@@ -20,6 +20,22 @@ namespace lamina_cpu {
 namespace base {
 #include "reduce_columns.h"
 #include "rows.h"
+
+template <class T>
+void softmax_row_portable(const T* x, T* y, int64_t n) {
+  softmax_row(x, y, n, [](T* p, int64_t k) {
+    for (int64_t i = 0; i < k; ++i) p[i] = std::exp(p[i]);
+  });
+}
+
+void fill_reduce(IsaKernels& k) {
+  fill_rows(k.f32);
+  fill_rows(k.f64);
+  fill_rows(k.i64);
+  fill_rows(k.b8);
+  k.f32.softmax_row = &softmax_row_portable<float>;
+  k.f64.softmax_row = &softmax_row_portable<double>;
+}
 }  // namespace base
 
 namespace {
@@ -30,17 +46,12 @@ using base::lane_sum;
 using base::row_sum;
 constexpr int64_t kChunk = 65536;
 
-// The active ISA's copies of rows.h's loops (vectorised for its width; all
-// copies give identical results).
+// The active ISA's copies of rows.h's loops (isa_table.h; vectorised for its
+// width, all copies give identical results).
 template <class T, bool Max>
 T row_extreme(const T* p, int64_t n) {
-#if defined(LAMINA_HAVE_AVX512_TU)
-  if (use_avx512()) return row_extreme_avx512<T, Max>(p, n);
-#endif
-#if defined(LAMINA_HAVE_AVX2_TU)
-  if (use_avx2()) return row_extreme_avx2<T, Max>(p, n);
-#endif
-  return base::row_extreme<T, Max>(p, n);
+  const TypeKernels<T>& k = isa_kernels().of<T>();
+  return (Max ? k.row_max : k.row_min)(p, n);
 }
 
 template <class T>
@@ -76,19 +87,6 @@ void for_each_row(int64_t rows, int64_t size, F&& f) {
   parallel_for(rows, grain, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) f(r);
   }, 1);
-}
-
-// The column sums of reduce_sum_axis: the active ISA's copy (memory-bound,
-// but wider loads still keep more of them in flight).
-template <class T>
-void sum_columns(const T* src, T* dst, int64_t rows, int64_t ld, int64_t w) {
-#if defined(LAMINA_HAVE_AVX512_TU)
-  if (use_avx512()) return sum_columns_avx512<T>(src, dst, rows, ld, w);
-#endif
-#if defined(LAMINA_HAVE_AVX2_TU)
-  if (use_avx2()) return sum_columns_avx2<T>(src, dst, rows, ld, w);
-#endif
-  base::sum_columns<T>(src, dst, rows, ld, w);
 }
 
 template <class T>
@@ -143,7 +141,9 @@ static void reduce_extreme(const char* op, const Array& a, Array& out, int64_t s
     using T = elem_t<decltype(tag)>;
     const T* pa = a.data<T>();
     T* po = out.data<T>();
-    for_each_row(rows, size, [&](int64_t r) { po[r] = row_extreme<T, Max>(pa + r * size, size); });
+    const TypeKernels<T>& k = isa_kernels().of<T>();
+    const auto extreme = Max ? k.row_max : k.row_min;
+    for_each_row(rows, size, [&](int64_t r) { po[r] = extreme(pa + r * size, size); });
   });
 }
 
@@ -188,6 +188,7 @@ void reduce_sum_axis(const Array& a, Array& out, int64_t outer, int64_t size, in
     const int64_t per = (outer >= nt) ? inner : (inner + nt - 1) / nt;
     const int64_t cols = std::max<int64_t>(64, (per + 63) / 64 * 64);
     const int64_t cblocks = (inner + cols - 1) / cols;
+    const auto sum_columns = isa_kernels().of<T>().sum_columns;
     parallel_for(outer * cblocks, std::max<int64_t>(1, kCopyGrain / std::max<int64_t>(1, size * std::min(inner, cols))),
                  [&](int64_t b, int64_t e) {
       for (int64_t t = b; t < e; ++t) {
@@ -245,41 +246,12 @@ void cumsum_last(const Array& a, Array& out, int64_t size) {
 
 namespace {
 
+// exp in place: the active ISA's float32 polynomial (ewise_exp's loop).
 template <class T>
 void exp_inplace(T* p, int64_t n) {
-  if constexpr (std::is_same_v<T, float>) {
-#if defined(LAMINA_HAVE_AVX512_TU)
-    if (use_avx512()) return exp_f32_avx512(p, p, n);
-#endif
-#if defined(LAMINA_HAVE_AVX2_TU)
-    if (use_avx2()) return exp_f32_avx2(p, p, n);
-#endif
-  }
+  if constexpr (std::is_same_v<T, float>)
+    return isa_kernels().f32.unary[ops::kOpId<ops::Exp>](p, p, n);
   for (int64_t i = 0; i < n; ++i) p[i] = std::exp(p[i]);
-}
-
-// The active ISA's softmax and layer-norm rows (rows.h).
-template <class T>
-void softmax_row(const T* x, T* y, int64_t n) {
-#if defined(LAMINA_HAVE_AVX512_TU)
-  if (use_avx512()) return softmax_row_avx512<T>(x, y, n);
-#endif
-#if defined(LAMINA_HAVE_AVX2_TU)
-  if (use_avx2()) return softmax_row_avx2<T>(x, y, n);
-#endif
-  base::softmax_row(x, y, n, exp_inplace<T>);
-}
-
-template <class T>
-void layer_norm_row(const T* x, const T* w, const T* b, T* y, int64_t n, double eps, T* mean,
-                    T* rstd) {
-#if defined(LAMINA_HAVE_AVX512_TU)
-  if (use_avx512()) return layer_norm_row_avx512<T>(x, w, b, y, n, eps, mean, rstd);
-#endif
-#if defined(LAMINA_HAVE_AVX2_TU)
-  if (use_avx2()) return layer_norm_row_avx2<T>(x, w, b, y, n, eps, mean, rstd);
-#endif
-  base::layer_norm_row(x, w, b, y, n, eps, mean, rstd);
 }
 
 }  // namespace
@@ -297,7 +269,8 @@ void softmax_last(const Array& a, Array& out, int64_t size) {
     using T = elem_t<decltype(tag)>;
     const T* pa = a.data<T>();
     T* po = out.data<T>();
-    for_each_row(rows, size * 8, [&](int64_t r) { softmax_row<T>(pa + r * size, po + r * size, size); });
+    const auto softmax_row = isa_kernels().of<T>().softmax_row;
+    for_each_row(rows, size * 8, [&](int64_t r) { softmax_row(pa + r * size, po + r * size, size); });
   });
 }
 
@@ -348,8 +321,9 @@ void layer_norm_last(const Array& a, const Array& weight, const Array& bias, Arr
     T* po = out.data<T>();
     T* pm = mean.data<T>();
     T* pr = rstd.data<T>();
+    const auto layer_norm_row = isa_kernels().of<T>().layer_norm_row;
     for_each_row(rows, size * 4, [&](int64_t r) {
-      layer_norm_row<T>(pa + r * size, pw, pb, po + r * size, size, eps, pm + r, pr + r);
+      layer_norm_row(pa + r * size, pw, pb, po + r * size, size, eps, pm + r, pr + r);
     });
   });
 }

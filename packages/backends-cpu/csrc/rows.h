@@ -121,3 +121,14 @@ void layer_norm_row(const T* __restrict__ x, const T* __restrict__ w, const T* _
   *mean = static_cast<T>(mu);
   *rstd = static_cast<T>(inv);
 }
+
+// This copy's row loops for T into an ISA table (isa_table.h); softmax_row
+// is the includer's, since its exp differs per ISA. (reduce_columns.h is
+// included before this file.)
+template <class T>
+void fill_rows(TypeKernels<T>& t) {
+  t.row_max = &row_extreme<T, true>;
+  t.row_min = &row_extreme<T, false>;
+  if constexpr (!std::is_same_v<T, bool>) t.sum_columns = &sum_columns<T>;
+  if constexpr (std::is_floating_point_v<T>) t.layer_norm_row = &layer_norm_row<T>;
+}

@@ -120,7 +120,7 @@ def test_ewise_strided_on_every_dtype(dtype: str, op: str) -> None:
     a, b = values(60, dtype, 7), values(20, dtype, 8)
     out = "bool" if op in COMPARISON_OPS else dtype
     # a transposed against b broadcast along the middle dim
-    compare("ewise_strided", [op, a, b], [(60, out)], (5, 3, 4), (1, 20, 5), 0, (4, 0, 1), 0)
+    compare(f"ewise_strided_{op}", [a, b], [(60, out)], (5, 3, 4), (1, 20, 5), 0, (4, 0, 1), 0)
 
 
 @pytest.mark.parametrize("cond", ("bool", "int64", "same"))
@@ -207,11 +207,12 @@ def test_int64_division_by_zero_raises_and_writes_nothing(op: str) -> None:
     with pytest.raises(ZeroDivisionError, match=f"ewise_{op}: integer division by zero"):
         getattr(cpu, f"ewise_{op}")(a, b, a)  # in place: a must come back untouched
     np.testing.assert_array_equal(host(cpu, a), np.arange(1, 2000))
-    with pytest.raises(ZeroDivisionError, match="ewise_strided"):
-        cpu.ewise_strided(op, a, b, cpu.Array(1999, "int64"), (1999,), (1,), 0, (1,), 0)
+    strided = getattr(cpu, f"ewise_strided_{op}")
+    with pytest.raises(ZeroDivisionError, match=f"ewise_strided_{op}: integer division by zero"):
+        strided(a, b, cpu.Array(1999, "int64"), (1999,), (1,), 0, (1,), 0)
     # the same layout without the zero is fine
-    cpu.ewise_strided(op, a, buffer(cpu, np.full(1, 3, np.int64)), cpu.Array(1999, "int64"),
-                      (1999,), (1,), 0, (0,), 0)
+    strided(a, buffer(cpu, np.full(1, 3, np.int64)), cpu.Array(1999, "int64"), (1999,), (1,), 0,
+            (0,), 0)
 
 
 @pytest.mark.parametrize("size", (0, 1, 17, 1031))
@@ -333,8 +334,8 @@ def arr(n: int, dtype: str = "float32"):  # noqa: ANN201
     ("ewise_lt", lambda: cpu.ewise_lt(arr(2, "int64"), arr(2, "int64"), arr(2))),
     ("scalar_eq", lambda: cpu.scalar_eq(arr(2), 1.0, arr(2, "int64"))),
     ("ewise_add", lambda: cpu.ewise_add(arr(2), arr(2), arr(2, "bool"))),
-    ("ewise_strided", lambda: cpu.ewise_strided("lt", arr(2), arr(2), arr(2, "int64"), (2,),
-                                                (1,), 0, (1,), 0)),
+    ("ewise_strided_lt", lambda: cpu.ewise_strided_lt(arr(2), arr(2), arr(2, "int64"), (2,),
+                                                      (1,), 0, (1,), 0)),
     ("ewise_where", lambda: cpu.ewise_where(arr(2, "float64"), arr(2), arr(2), arr(2))),
     ("Array", lambda: cpu.Array(2, "int32")),
 ])

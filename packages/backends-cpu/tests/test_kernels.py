@@ -1,4 +1,4 @@
-"""Every kernel of interface v1 and every optional fast path, compared with
+"""Every kernel of interface v2 and every optional fast path, compared with
 the numpy reference backend over dtypes and odd sizes."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from lamina.ndarray._interface import (
     OPTIONAL,
     REQUIRED,
     REVERSED_SCALAR_OPS,
+    STRIDED_OPS,
     UNARY_OPS,
     V11_KERNELS,
     kernel_dtypes,
@@ -34,15 +35,30 @@ def test_every_name_is_exported() -> None:
 
 
 def test_metadata() -> None:
-    assert cpu.name == "cpu" and cpu.api_version == 1
+    assert cpu.name == "cpu" and cpu.api_version == 2 and cpu.api_minor_version == 0
     assert cpu.dtypes == ("float32", "float64", "int64", "bool")
-    # interface v1.1: kernel_dtypes names the kernels that take fewer dtypes
-    assert cpu.api_minor_version == 1
+    # kernel_dtypes (since v1.1) names the kernels that take fewer dtypes
     assert cpu.kernel_dtypes["ewise_div"] == ("float32", "float64")
     assert cpu.kernel_dtypes["ewise_bitwise_and"] == ("int64", "bool")
     assert cpu.kernel_dtypes["reduce_sum"] == ("float32", "float64", "int64")
     assert "ewise_add" not in cpu.kernel_dtypes and "ewise_eq" not in cpu.kernel_dtypes
     assert cpu.is_available() is True and cpu.unavailable_reason() == ""
+
+
+@pytest.mark.parametrize("op", STRIDED_OPS)
+def test_every_binary_op_has_its_strided_kernel(op: str) -> None:
+    # interface v2: v1.1's ewise_strided(op, ...) became one kernel per op,
+    # declared in kernel_dtypes with its ewise_OP's dtypes
+    assert not hasattr(cpu, "ewise_strided") and "ewise_strided" not in cpu.kernel_dtypes
+    name = f"ewise_strided_{op}"
+    assert cpu.kernel_dtypes.get(name) == cpu.kernel_dtypes.get(f"ewise_{op}")
+    # and the kernel computes its own op (b broadcast along rows, a transposed)
+    dtype = cpu.kernel_dtypes.get(name, cpu.dtypes)[0]
+    a, b = rand(6, dtype, 40), rand(3, dtype, 41)
+    if dtype == "int64":
+        b = np.where(b == 0, 3, np.abs(b))  # a divisor or exponent every op takes
+    out = "bool" if op in COMPARISON_OPS else dtype
+    compare(name, [a, b], [(6, out)], (2, 3), (1, 2), 0, (0, 1), 0)
 
 
 def test_kernel_dtypes_are_the_reference_backends() -> None:
@@ -337,8 +353,8 @@ def test_ewise_strided_odd_sizes(dtype: str, rows: int, layout: str, op: str) ->
     shape, sa, sb = STRIDED_LAYOUTS[layout](rows)
     a, b = rand(rows * 3, dtype, 30), rand(rows * 3, dtype, 31) + 4  # b > 0 for div
     a_offset = 1 if layout == "a scalar" and rows else 0
-    got = compare("ewise_strided", [op, a, b], [(rows * 3, dtype)], shape, sa, a_offset, sb,
-                  0)[0]
+    got = compare(f"ewise_strided_{op}", [a, b], [(rows * 3, dtype)], shape, sa, a_offset,
+                  sb, 0)[0]
     a_view = np.lib.stride_tricks.as_strided(a[a_offset:], shape,
                                              tuple(s * a.itemsize for s in sa))
     b_view = np.lib.stride_tricks.as_strided(b, shape, tuple(s * b.itemsize for s in sb))
@@ -354,7 +370,7 @@ def test_ewise_strided_same_for_any_thread_count(threads: int) -> None:
     old = cpu.num_threads()
     cpu.set_num_threads(threads)
     try:
-        got = compare("ewise_strided", ["mul", x, scale], [(x.size, "float32")],
+        got = compare("ewise_strided_mul", [x, scale], [(x.size, "float32")],
                       (64, 32, 16, 16), (8192, 256, 16, 1), 0, (0, 1, 0, 0), 0)[0]
     finally:
         cpu.set_num_threads(old)

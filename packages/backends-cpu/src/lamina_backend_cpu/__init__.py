@@ -1,9 +1,10 @@
-"""Lamina's ``cpu`` backend: interface v1.1 as compiled C++ kernels.
+"""Lamina's ``cpu`` backend: interface v2.0 as compiled C++ kernels.
 
 The entry point ``cpu = "lamina_backend_cpu:backend"`` names the extension
 module itself: it carries the metadata (``name``, ``api_version``,
 ``api_minor_version``, ``dtypes`` -- float32, float64, int64 and bool --
-and ``kernel_dtypes``), ``Array`` and every kernel, plus ``num_threads()``,
+and ``kernel_dtypes``), ``Array`` and every kernel (one ``ewise_strided_OP``
+per binary op: interface v2 passes no op names to kernels), plus ``num_threads()``,
 ``set_num_threads(n)``, ``memory_stats()`` and ``empty_cache()``, and the
 instruction-set path: ``isa()`` (the one running: ``"generic"``, ``"avx2"`` or
 ``"avx512"``), ``cpu_isa()`` (the best this CPU and build allow) and
