@@ -172,7 +172,7 @@ def test_recipe_rejects_epochs(tmp_path, capsys):
 def test_docstring_examples():
     import doctest
 
-    import lamina.models._generate
     import lamina.models._gpt
-    for module in (lamina.models._gpt, lamina.models._generate):
+    import lamina.models._sampling
+    for module in (lamina.models._gpt, lamina.models._sampling):
         assert doctest.testmod(module).failed == 0

@@ -1,8 +1,8 @@
 """A ``lamina-train --nproc`` rank whose training returns at once, or (rank 1) exits early.
 
 Usage: early_exit.py MODE, MODE one of finish | exit0. Runs the real
-``rank_main`` of ``lamina.models._data_parallel`` with ``lamina-train``'s
-``main`` replaced: with ``exit0`` rank 1 leaves with ``os._exit(0)`` (no
+``rank_main`` of ``lamina.models._data_parallel`` with a stand-in for
+``lamina-train``'s ``main``: with ``exit0`` rank 1 leaves with ``os._exit(0)`` (no
 cleanup, like a library calling ``exit(0)``), which MPICH's ``mpiexec``
 takes as success while it ends the other ranks.
 """
@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 
 import lamina.distributed as dist
-from lamina.models import _cli, _data_parallel
+from lamina.models import _data_parallel
 
 
 def main(argv: Sequence[str]) -> int:
@@ -27,5 +27,4 @@ def main(argv: Sequence[str]) -> int:
     return 0
 
 
-_cli.main = main
-sys.exit(_data_parallel.rank_main(sys.argv[1:]))
+sys.exit(_data_parallel.rank_main(sys.argv[1:], main))

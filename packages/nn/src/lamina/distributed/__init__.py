@@ -15,7 +15,6 @@ Names and semantics follow ``torch.distributed``. Install with
 from ._checkpoint import save_on_rank0
 from ._collectives import Work, all_gather, all_reduce, barrier, broadcast, reduce_scatter
 from ._group import (
-    ReduceOp,
     abort,
     destroy_process_group,
     get_backend,
@@ -27,6 +26,7 @@ from ._group import (
 )
 from ._launch import mpiexec_command
 from ._nccl import unavailable_reason as nccl_unavailable_reason
+from ._reduce_op import ReduceOp
 
 __all__ = [
     "ReduceOp", "Work", "abort", "all_gather", "all_reduce", "barrier", "broadcast",

@@ -23,7 +23,7 @@ from lamina.ndarray import DTypeError, NDArray, ShapeError
 from . import _group as G
 from ._agreement import Call, verify
 from ._buffers import HostBuffer, write
-from ._group import ReduceOp
+from ._reduce_op import ReduceOp
 
 _MPI_OPS = {ReduceOp.SUM: "SUM", ReduceOp.AVG: "SUM", ReduceOp.PRODUCT: "PROD",
             ReduceOp.MAX: "MAX", ReduceOp.MIN: "MIN"}

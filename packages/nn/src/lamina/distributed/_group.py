@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import atexit
 import datetime
-import enum
 import os
 import sys
 import time
@@ -30,17 +29,9 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+from ._nccl import NcclComm
+
 INSTALL_HINT = "pip install 'lamina-nn[distributed]' (mpi4py and the MPICH wheel)"
-
-
-class ReduceOp(enum.Enum):
-    """How ``all_reduce`` and ``reduce_scatter`` combine the ranks' values."""
-
-    SUM = "sum"
-    AVG = "avg"
-    PRODUCT = "product"
-    MAX = "max"
-    MIN = "min"
 
 
 @dataclass
@@ -142,7 +133,6 @@ def init_process_group(backend: str = "mpi", *, timeout: Any = None, world_size:
     checks = _agree_on_checks(comm)
     group = _Group(comm, backend, me, size, seconds, comm.Dup(), comm.Dup(), checks)
     if backend == "nccl":
-        from ._nccl import NcclComm
         group.nccl = NcclComm.create(comm)
     _group = group
     if _previous_excepthook is None:

@@ -21,7 +21,7 @@ from typing import Any
 import lamina.ndarray as nd
 from lamina.ndarray import NDArray
 
-from ._group import ReduceOp
+from ._reduce_op import ReduceOp
 
 _DTYPES = {"int64": 4, "float32": 7, "float64": 8}  # ncclDataType_t
 _OPS = {ReduceOp.SUM: 0, ReduceOp.PRODUCT: 1, ReduceOp.MAX: 2, ReduceOp.MIN: 3,

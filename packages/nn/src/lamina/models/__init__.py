@@ -1,11 +1,11 @@
 """Reference models and the training recipes behind ``lamina-train``."""
 
-from ._checkpoint import load_model
-from ._generate import generate, generate_tokens
 from ._gpt import GPT, GPTConfig, KVCache
 from ._language_model import LanguageModel, detach_hidden, evaluate_lm, train_lm_epoch
+from ._loading import load_model
 from ._mlp import MLP, MLPResNet, ResidualBlock
 from ._resnet import CIFARResNet9, ConvBN, ResNet9
+from ._sampling import generate, generate_tokens
 from ._trainer import evaluate, fit, train_epoch
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""``type=`` converters for the options of ``lamina-train`` and ``lamina-generate``.
+"""``type=`` converters and the help formatter of ``lamina-train`` and ``lamina-generate``.
 
 A value out of range is refused by argparse itself: one line
 ``PROG: error: argument --hidden: must be >= 1, got 0`` and exit status 2,
@@ -14,7 +14,20 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["check_value", "device", "integer", "real"]
+__all__ = ["HelpFormatter", "check_value", "device", "integer", "real"]
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Shows each option's default after its help (unless it has none or the help
+    already says it)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if ("(default" in text or not action.option_strings
+                or action.default is None or action.default is False
+                or action.default == argparse.SUPPRESS):
+            return text
+        return f"{text} (default: %(default)s)".lstrip()
 
 
 def integer(minimum: int) -> Callable[[str], int]:

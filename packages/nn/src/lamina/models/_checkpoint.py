@@ -1,4 +1,4 @@
-"""Training checkpoints: periodic, on Ctrl-C, resumable bit for bit, and :func:`load_model`.
+"""Training checkpoints: periodic, on Ctrl-C, resumable bit for bit.
 
 A training checkpoint is one :func:`lamina.nn.save` file (a dict) holding
 everything a run needs to continue exactly where it stopped:
@@ -13,7 +13,8 @@ everything a run needs to continue exactly where it stopped:
 - ``run``, ``resumed_from``: the id of the run that wrote it, and of the run
   that run resumed (None for a fresh one);
 - ``model_config``: what the recipe's ``model_from_config`` needs to rebuild
-  the model (see :func:`load_model`), plus recipe extras (e.g. ``vocab``).
+  the model (see :func:`lamina.models.load_model`), plus recipe extras (e.g.
+  ``vocab``).
 
 Every run, fresh or resumed, has its own id (``mnist-20250612-143005-3fa2c1``:
 recipe, start time, random suffix) and writes its periodic and Ctrl-C
@@ -42,9 +43,8 @@ import numpy as np
 from lamina import ndarray as nd
 from lamina import nn
 
-__all__ = ["FORMAT", "Checkpoints", "TrainingInterrupted", "describe_resume", "load_model",
-           "model_from_checkpoint", "new_run_id", "read_checkpoint", "rng_state",
-           "set_rng_state"]
+__all__ = ["FORMAT", "Checkpoints", "TrainingInterrupted", "describe_resume", "new_run_id",
+           "read_checkpoint", "rng_state", "set_rng_state"]
 
 FORMAT = "lamina-train-1"
 
@@ -255,24 +255,3 @@ def read_checkpoint(path: str | Path, device: Any = None) -> dict[str, Any]:
                          f"entry); checkpoints of --checkpoint-dir, --save and Ctrl-C are")
     return ckpt
 
-
-def load_model(path: str | Path, device: Any = None) -> nn.Module:
-    """Rebuild the model of a ``lamina-train`` checkpoint file and load its weights.
-
-    The checkpoint's ``recipe`` names the recipe whose ``model_from_config``
-    builds the model from ``model_config``; the model is returned in eval mode.
-    """
-    return model_from_checkpoint(read_checkpoint(path, device), device)
-
-
-def model_from_checkpoint(ckpt: dict[str, Any], device: Any = None) -> nn.Module:
-    """:func:`load_model` for a checkpoint already read by :func:`read_checkpoint`."""
-    from .recipes import RECIPES
-
-    recipe = RECIPES.get(ckpt["recipe"])
-    if recipe is None or recipe.model_from_config is None:
-        raise ValueError(f"load_model: the checkpoint was written by recipe "
-                         f"{ckpt['recipe']!r}, which this lamina-nn cannot rebuild")
-    model: nn.Module = recipe.model_from_config(ckpt["model_config"], device)
-    model.load_state_dict(ckpt["model"])
-    return model.eval()

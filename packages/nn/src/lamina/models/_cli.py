@@ -25,8 +25,9 @@ from typing import Any
 
 from lamina.nn import CheckpointError
 
-from ._argtypes import check_value, device, integer, real
+from ._argtypes import HelpFormatter, check_value, device, integer, real
 from ._checkpoint import Checkpoints, TrainingInterrupted, describe_resume, read_checkpoint
+from ._data_parallel import launch
 from ._reporting import format_record, print_line, summary_line, write_log, write_plot
 from .recipes import RECIPES, Recipe
 
@@ -44,19 +45,6 @@ RUN_OPTIONS = frozenset({"device", "num_workers", "log", "plot", "save", "no_pro
                          "checkpoint_dir", "checkpoint_every", "keep_checkpoints", "resume",
                          "nproc"})
 _NOT_OPTIONS = frozenset({"recipe", "on_epoch", "checkpoints"})
-
-
-class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Shows each option's default after its help (unless it has none or the help
-    already says it)."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        if ("(default" in text or not action.option_strings
-                or action.default is None or action.default is False
-                or action.default == argparse.SUPPRESS):
-            return text
-        return f"{text} (default: %(default)s)".lstrip()
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -185,7 +173,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = build_parser().parse_args(argv)
     if args.nproc > 1:
-        from ._data_parallel import launch
         return launch(sys.argv[1:] if argv is None else argv, args.nproc)
     args.on_epoch = _print_epoch
     name = f"lamina-train {args.recipe}"

@@ -1,8 +1,8 @@
 """``lamina-train --nproc N``: a recipe trained data-parallel by N MPI processes.
 
-``launch`` starts ``mpiexec -n N python -m lamina.models._data_parallel ARGS``.
-Each rank then joins the process group and runs the same recipe through
-``lamina-train``'s own ``main``, with the shared training loop made
+``launch`` starts ``mpiexec -n N python -m lamina.models._train_rank ARGS``.
+Each rank then (:func:`rank_main`) joins the process group and runs the same
+recipe through ``lamina-train``'s own ``main``, with the shared training loop made
 data-parallel: the model is wrapped in ``DistributedDataParallel`` and every
 training batch of the recipe's loader (global batch B, the recipe's own
 learning rate and schedule) is split so that rank r takes samples r, r + N,
@@ -20,6 +20,15 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+import lamina.autograd as ag
+
+from . import _trainer
+
+# lamina.distributed and lamina.nn.parallel are imported where they are used (lazily, for
+# cost): a lamina-train run without --nproc never loads them.
+
+# the module each rank runs; it passes lamina-train's main to rank_main
+RANK_MODULE = "lamina.models._train_rank"
 _OUTPUT_OPTIONS = ("--log", "--plot", "--save")
 
 
@@ -30,7 +39,7 @@ def launch(argv: Sequence[str], nproc: int) -> int:
     """
     from lamina.distributed._launch import run_checked
 
-    return run_checked(nproc, ["-m", "lamina.models._data_parallel",
+    return run_checked(nproc, ["-m", RANK_MODULE,
                                *strip_options(argv, ("--nproc",))],
                        f"lamina-train --nproc {nproc}")
 
@@ -67,7 +76,6 @@ class _Shard:
 
 def _data_parallel_train_epoch(original: Callable[..., dict[str, float]]
                                ) -> Callable[..., dict[str, float]]:
-    import lamina.autograd as ag
     import lamina.distributed as dist
     from lamina.nn.parallel import DistributedDataParallel
 
@@ -86,11 +94,19 @@ def _data_parallel_train_epoch(original: Callable[..., dict[str, float]]
     return train_epoch
 
 
-def rank_main(argv: Sequence[str]) -> int:
-    """What each rank runs: join the group, make training data-parallel, run the recipe."""
+def rank_main(argv: Sequence[str], main: Callable[[Sequence[str]], int]) -> int:
+    """What each rank runs: join the group, make training data-parallel, run the recipe.
+
+    Args:
+        argv: ``lamina-train``'s arguments, without ``--nproc``.
+        main: ``lamina-train``'s entry point (passed in: it is the caller of
+            :func:`launch`, so this module cannot import it).
+
+    Returns:
+        ``main``'s exit status on this rank.
+    """
     import lamina.distributed as dist
     from lamina.distributed import _launch
-    from lamina.models import _cli, _trainer
 
     dist.init_process_group("mpi")
     _launch.connect(dist.get_rank())
@@ -102,12 +118,9 @@ def rank_main(argv: Sequence[str]) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
     _trainer.train_epoch = _data_parallel_train_epoch(_trainer.train_epoch)
-    code = _cli.main(argv)
+    code = main(argv)
     dist.barrier()  # rank 0 has written its files before any rank leaves
     _launch.report_finished(dist.get_rank())
     dist.destroy_process_group()
     return code
 
-
-if __name__ == "__main__":
-    sys.exit(rank_main(sys.argv[1:]))

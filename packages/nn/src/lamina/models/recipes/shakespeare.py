@@ -26,9 +26,9 @@ from lamina.data import Shakespeare
 
 from .._argtypes import integer, real
 from .._checkpoint import rng_state, set_rng_state
-from .._generate import generate
 from .._gpt import GPT, GPTConfig
 from .._reporting import device_name, print_line, progress_bar
+from .._sampling import generate
 from ._registry import Recipe, register_recipe
 
 __all__ = ["estimate_loss", "model_from_config", "warmup_cosine"]
