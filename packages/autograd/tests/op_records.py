@@ -8,6 +8,7 @@ or anything else passed through unchanged to both sides.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,7 @@ from lamina.autograd._ops import (
     lstm_layer_reference,
 )
 from lamina.ndarray import ShapeError
+from lamina.ndarray._optable import OPS, ops
 
 _rng = np.random.default_rng(1234)
 
@@ -184,6 +186,11 @@ def _torch_getitem(x: torch.Tensor, key: Any) -> torch.Tensor:
                    for k in parts)]
 
 
+def _operator(name: str) -> Callable[..., Any]:
+    """The Python operator of the op table's op ``name`` (``operator.__mod__``)."""
+    return getattr(operator, f"__{OPS[name].operator}__")  # type: ignore[no-any-return]
+
+
 def _cmp(op: Callable[..., Any]) -> Callable[..., Any]:
     return op  # bool, as Lamina's (1/0 in the operands' dtype on a v1.0 backend)
 
@@ -314,12 +321,11 @@ RECORDS: list[OpRecord] = [
              [S(idx(2, 3, 4).astype(float), r(3, 4), r(3, 4)),
               S(idx(2, 3, 1).astype(float), r(1, 4), r(3, 4)),
               S(idx(2, 5).astype(float), r(5), 0.0)], constant_args=(0,)),
-    *[OpRecord(name, fn, _cmp(tfn), [S(ties(3, 4), ties(3, 4)), S(ties(2, 3), ties(3)),
-                                    S(ties(5), 0.5)], differentiable=False)
-      for name, fn, tfn in [
-          ("eq", lambda a, b: a == b, torch.eq), ("ne", lambda a, b: a != b, torch.ne),
-          ("lt", lambda a, b: a < b, torch.lt), ("le", lambda a, b: a <= b, torch.le),
-          ("gt", lambda a, b: a > b, torch.gt), ("ge", lambda a, b: a >= b, torch.ge)]],
+    # the op table's comparisons, through their operators (a == b, ...)
+    *[OpRecord(name, _operator(name), _cmp(getattr(torch, name)),
+               [S(ties(3, 4), ties(3, 4)), S(ties(2, 3), ties(3)), S(ties(5), 0.5)],
+               differentiable=False)
+      for name in ops(arity=2, result="bool")],
     # ----- matmul ---------------------------------------------------------------------
     OpRecord("matmul", lambda a, b: a @ b, torch.matmul,
              [S(r(3, 4), r(4, 5)), S(r(4), r(4)), S(r(4), r(4, 5)), S(r(3, 4), r(4)),
@@ -479,12 +485,11 @@ RECORDS: list[OpRecord] = [
     OpRecord("index_scatter_add", ag.index_scatter_add, _torch_scatter_add,
              [S(r(4, 3), idx(5, 4), 0, 5), S(r(2, 6, 3), np.array([0, 1, 1, 3, 0, 3]), 1, 4)],
              second_order=True),
-    *[OpRecord(name, fn, tfn, [S(idx(5, 3, 4) - 2, idx(5, 3, 4) - 2), S(mask(3, 4), mask(4))],
+    # the op table's binary bitwise ops, through their operators (a & b, ...)
+    *[OpRecord(name, _operator(name), getattr(torch, name),
+               [S(idx(5, 3, 4) - 2, idx(5, 3, 4) - 2), S(mask(3, 4), mask(4))],
                differentiable=False, kernel=f"ewise_{name}")
-      for name, fn, tfn in [
-          ("bitwise_and", lambda a, b: a & b, torch.bitwise_and),
-          ("bitwise_or", lambda a, b: a | b, torch.bitwise_or),
-          ("bitwise_xor", lambda a, b: a ^ b, torch.bitwise_xor)]],
+      for name in ops(arity=2, dtypes="integral")],
     OpRecord("bitwise_not", lambda a: ~a, torch.bitwise_not,
              [S(idx(5, 3, 4) - 2), S(mask(3, 4))], differentiable=False,
              kernel="ewise_bitwise_not"),
@@ -554,6 +559,12 @@ RECORDS: list[OpRecord] = [
              differentiable=False, kernel="ewise_floordiv"),
     OpRecord("remainder", lambda a, b: a % b, torch.remainder,
              [S(r(3, 4) * 3, pos(3, 4)), S(r(2, 3) * 3, pos(3))], kernel="ewise_remainder"),
+    # logical_and/or/xor: the bitwise op of the table on truth values (any dtype), as bool
+    *[OpRecord(op.logical, getattr(ag, op.logical), getattr(torch, op.logical),
+               [S(idx(5, 3, 4) - 2, idx(5, 3, 4) - 2), S(mask(3, 4), mask(4)),
+                S(ties(3, 4), ties(4))],
+               differentiable=False, kernel=f"ewise_{op.name}")
+      for op in OPS.values() if op.logical],
 ]
 
 BY_NAME = {rec.name: rec for rec in RECORDS}

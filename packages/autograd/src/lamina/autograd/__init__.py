@@ -8,6 +8,8 @@ Example:
     tensor([2., 4., 6.])
 """
 
+from typing import TYPE_CHECKING, Any
+
 from lamina.ndarray import (
     DeviceError,
     DTypeError,
@@ -53,8 +55,6 @@ from ._grad_mode import (
 from ._gradcheck import GradcheckError, gradcheck
 from ._ops import (  # noqa: A004  (max, min: PyTorch's names)
     ValuesIndices,
-    abs,
-    add,
     amax,
     amin,
     argmax,
@@ -62,81 +62,54 @@ from ._ops import (  # noqa: A004  (max, min: PyTorch's names)
     avg_pool2d,
     batch_norm,
     bernoulli,
-    bitwise_and,
-    bitwise_not,
-    bitwise_or,
-    bitwise_xor,
     broadcast_to,
     cat,
     chunk,
     clamp,
     conv2d,
-    cos,
     cumsum,
     dilate,
-    div,
     dropout,
     embedding,
-    eq,
-    erf,
-    exp,
     expand,
     flatten,
     flip,
-    floor_divide,
     gather,
-    ge,
     gelu,
-    gt,
     index_put,
     index_scatter_add,
     layer_norm,
-    le,
     linear,
-    log,
     log_softmax,
     logsumexp,
     lstm_layer,
-    lt,
     masked_fill,
     masked_select,
     matmul,
     max,
     max_pool2d,
-    maximum,
     mean,
     min,
-    minimum,
-    mul,
     multinomial,
-    ne,
-    neg,
     nonzero,
     normal,
     one_hot,
     pad,
     permute,
-    pow,
     prod,
     relu,
-    remainder,
     reshape,
     scatter,
     scatter_add,
     sigmoid,
-    sign,
-    sin,
     softmax,
     sort,
     split,
-    sqrt,
     squeeze,
     stack,
     std,
-    sub,
     sum,
     take,
-    tanh,
     topk,
     transpose,
     undilate,
@@ -145,6 +118,7 @@ from ._ops import (  # noqa: A004  (max, min: PyTorch's names)
     view,
     where,
 )
+from ._ops import table as _table
 from ._ops.rearrange import (  # noqa: A004  (all, any: PyTorch's names)
     all,
     any,
@@ -162,28 +136,22 @@ bool = bool_  # noqa: A001  (torch.bool's spelling; the builtin is not used belo
 __all__ = [
     # tensor, dtypes, errors
     "Tensor", "Function", "bool", "bool_", "float32", "float64", "int64", "result_type",
-    "promote_types", "can_cast",
-    "ShapeError", "DTypeError", "DeviceError",
+    "promote_types", "can_cast", "ShapeError", "DTypeError", "DeviceError",
     # creation
     "tensor", "zeros", "ones", "empty", "full", "rand", "randn", "arange", "zeros_like",
     "ones_like", "manual_seed", "from_numpy", "from_dlpack",
     # autograd
     "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
-    "inference_mode",
-    "gradcheck", "GradcheckError",
+    "inference_mode", "gradcheck", "GradcheckError",
     # ops
-    "abs", "add", "amax", "amin", "argmax", "avg_pool2d", "bitwise_and", "bitwise_not",
-    "bitwise_or", "bitwise_xor", "broadcast_to", "cat", "chunk",
-    "clamp", "conv2d", "cos", "dilate", "div", "dropout", "embedding", "eq", "erf", "exp",
-    "floor_divide", "expand", "flatten", "flip", "gather", "ge", "gelu", "gt", "index_put",
-    "index_scatter_add", "le", "linear", "log", "log_softmax",
-    "logsumexp", "lt", "masked_fill", "masked_select", "matmul", "max_pool2d", "maximum", "mean",
-    "minimum", "mul", "ne", "neg", "nonzero", "one_hot",
-    "pad", "permute", "pow", "relu", "remainder", "reshape", "scatter", "scatter_add", "sigmoid",
-    "sign", "sin",
-    "softmax", "split", "sqrt", "squeeze", "stack", "std", "sub", "sum", "take", "tanh",
-    "transpose", "undilate", "unsqueeze", "var", "view", "where", "cumsum", "prod",
-    "all", "any", "index_select", "narrow", "numel", "roll", "tile", "unbind",
+    "amax", "amin", "argmax", "avg_pool2d", "broadcast_to", "cat", "chunk", "clamp", "conv2d",
+    "dilate", "dropout", "embedding", "expand", "flatten", "flip", "gather", "gelu",
+    "index_put", "index_scatter_add", "linear", "log_softmax", "logsumexp", "masked_fill",
+    "masked_select", "matmul", "max_pool2d", "mean", "nonzero", "one_hot", "pad", "permute",
+    "relu", "reshape", "scatter", "scatter_add", "sigmoid", "softmax", "split", "squeeze",
+    "stack", "std", "sum", "take", "transpose", "undilate", "unsqueeze", "var", "view",
+    "where", "cumsum", "prod", "all", "any", "index_select", "narrow", "numel", "roll", "tile",
+    "unbind",
     # sampling, sorting and selection
     "randint", "randint_like", "randperm", "rand_like", "randn_like", "multinomial",
     "bernoulli", "normal", "sort", "argsort", "topk", "max", "min", "ValuesIndices",
@@ -192,3 +160,13 @@ __all__ = [
     # normalisation
     "batch_norm", "layer_norm",
 ]
+
+# The op table's public functions (add, maximum, logical_xor, ...), one per op, and
+# Tensor's operators and methods for them: see lamina.autograd._ops.table.
+globals().update(_table.FUNCTIONS)
+__all__ += list(_table.FUNCTIONS)
+_table.install(Tensor)
+
+if TYPE_CHECKING:
+    def __getattr__(name: str) -> Any:
+        """The op table's functions, set above (``ag.add``, ``ag.exp``, ...)."""

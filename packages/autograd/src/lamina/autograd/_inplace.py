@@ -86,6 +86,13 @@ def _write(t: Tensor, out: Tensor, op: str) -> Tensor:
         if out._requires_grad:
             out = S.to(out, dtype=t.dtype)
     if not out._requires_grad:
+        if t._requires_grad and grad_mode._state.enabled:
+            # a non-differentiable op (t //= 2, t.sign_()) would keep t's old grad_fn
+            # and pass gradients through the new values: PyTorch's error instead
+            raise RuntimeError(
+                f"{op}: derivative for {op} is not implemented (its result does not "
+                f"depend differentiably on the tensor of shape {t.shape}, which requires "
+                "grad); compute it out of place, or under `with no_grad():`")
         t.data[...] = out.data
         bump(t)
         return t
@@ -164,11 +171,18 @@ def bump(t: Tensor) -> None:
     vc.value += 1
 
 
+# The in-place forms of the op table's ops (mul_, x %= y, exp_, ...) are these two
+# applied to the op's function, set on Tensor by lamina.autograd._ops.table.
 def _binary(t: Tensor, other: Any, op: str, fn: Callable[[Any, Any], Tensor]) -> Tensor:
     _check_leaf(t, op)
     if isinstance(other, NDArray):
         other = Tensor._make(other)
     return _write(t, fn(t, other), op)
+
+
+def _unary(t: Tensor, op: str, fn: Callable[[Tensor], Tensor]) -> Tensor:
+    _check_leaf(t, op)
+    return _write(t, fn(t), op)
 
 
 def _scaled(other: Any, alpha: Any) -> Any:
@@ -183,46 +197,6 @@ def add_(t: Tensor, other: Any, alpha: Any = 1) -> Tensor:
 def sub_(t: Tensor, other: Any, alpha: Any = 1) -> Tensor:
     """``t -= alpha * other``."""
     return _binary(t, _scaled(other, alpha), "sub_", E.sub)
-
-
-def mul_(t: Tensor, other: Any) -> Tensor:
-    """``t *= other``."""
-    return _binary(t, other, "mul_", E.mul)
-
-
-def div_(t: Tensor, other: Any) -> Tensor:
-    """``t /= other``."""
-    return _binary(t, other, "div_", E.div)
-
-
-def pow_(t: Tensor, exponent: Any) -> Tensor:
-    """``t **= exponent``."""
-    return _binary(t, exponent, "pow_", E.pow)
-
-
-def floor_divide_(t: Tensor, other: Any) -> Tensor:
-    """``t //= other``."""
-    return _binary(t, other, "floor_divide_", E.floor_divide)
-
-
-def remainder_(t: Tensor, other: Any) -> Tensor:
-    """``t %= other``."""
-    return _binary(t, other, "remainder_", E.remainder)
-
-
-def bitwise_and_(t: Tensor, other: Any) -> Tensor:
-    """``t &= other`` (bool and int64 tensors)."""
-    return _binary(t, other, "bitwise_and_", E.bitwise_and)
-
-
-def bitwise_or_(t: Tensor, other: Any) -> Tensor:
-    """``t |= other``."""
-    return _binary(t, other, "bitwise_or_", E.bitwise_or)
-
-
-def bitwise_xor_(t: Tensor, other: Any) -> Tensor:
-    """``t ^= other``."""
-    return _binary(t, other, "bitwise_xor_", E.bitwise_xor)
 
 
 def clamp_(t: Tensor, min: float | None = None, max: float | None = None) -> Tensor:  # noqa: A002

@@ -17,7 +17,7 @@ import builtins
 import copy
 import itertools
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import lamina.ndarray as nd
 import numpy as np
@@ -404,106 +404,48 @@ class Tensor:
 
     # ----- operators ---------------------------------------------------------------
 
-    def __add__(self, other: Any) -> Tensor:
-        # Two Tensors go straight to the op, without F.add's dispatch on operand
-        # types: Function.apply is the one path (it refreshes a stale view's history
-        # and skips the node when nothing needs recording).
-        if type(other) is Tensor:
-            return F.elementwise.Add.apply(self, other)
-        return F.add(self, other)
+    # The elementwise operators (__add__, __rmod__, __ixor__, ...) and methods (exp,
+    # maximum, mul_, logical_xor, ...) are set from the op table by
+    # lamina.autograd._ops.table.install; declared here for type checkers only.
+    if TYPE_CHECKING:
+        def __add__(self, other: Any) -> Tensor: ...
+        def __radd__(self, other: Any) -> Tensor: ...
+        def __sub__(self, other: Any) -> Tensor: ...
+        def __rsub__(self, other: Any) -> Tensor: ...
+        def __mul__(self, other: Any) -> Tensor: ...
+        def __rmul__(self, other: Any) -> Tensor: ...
+        def __truediv__(self, other: Any) -> Tensor: ...
+        def __rtruediv__(self, other: Any) -> Tensor: ...
+        def __floordiv__(self, other: Any) -> Tensor: ...
+        def __rfloordiv__(self, other: Any) -> Tensor: ...
+        def __mod__(self, other: Any) -> Tensor: ...
+        def __rmod__(self, other: Any) -> Tensor: ...
+        def __pow__(self, other: Any) -> Tensor: ...
+        def __rpow__(self, other: Any) -> Tensor: ...
+        def __and__(self, other: Any) -> Tensor: ...
+        def __rand__(self, other: Any) -> Tensor: ...
+        def __or__(self, other: Any) -> Tensor: ...
+        def __ror__(self, other: Any) -> Tensor: ...
+        def __xor__(self, other: Any) -> Tensor: ...
+        def __rxor__(self, other: Any) -> Tensor: ...
+        def __eq__(self, other: Any) -> Tensor: ...  # type: ignore[override]
+        def __ne__(self, other: Any) -> Tensor: ...  # type: ignore[override]
+        def __lt__(self, other: Any) -> Tensor: ...
+        def __le__(self, other: Any) -> Tensor: ...
+        def __gt__(self, other: Any) -> Tensor: ...
+        def __ge__(self, other: Any) -> Tensor: ...
+        def __neg__(self) -> Tensor: ...
+        def __abs__(self) -> Tensor: ...
+        def __invert__(self) -> Tensor: ...
 
-    def __radd__(self, other: Any) -> Tensor:
-        return F.add(other, self)
-
-    def __sub__(self, other: Any) -> Tensor:
-        if type(other) is Tensor:
-            return F.elementwise.Sub.apply(self, other)
-        return F.sub(self, other)
-
-    def __rsub__(self, other: Any) -> Tensor:
-        return F.sub(other, self)
-
-    def __mul__(self, other: Any) -> Tensor:
-        if type(other) is Tensor:
-            return F.elementwise.Mul.apply(self, other)
-        return F.mul(self, other)
-
-    def __rmul__(self, other: Any) -> Tensor:
-        return F.mul(other, self)
-
-    def __truediv__(self, other: Any) -> Tensor:
-        if type(other) is Tensor:
-            return F.elementwise.Div.apply(self, other)
-        return F.div(self, other)
-
-    def __rtruediv__(self, other: Any) -> Tensor:
-        return F.div(other, self)
-
-    def __floordiv__(self, other: Any) -> Tensor:
-        return F.floor_divide(self, other)
-
-    def __rfloordiv__(self, other: Any) -> Tensor:
-        return F.floor_divide(other, self)
-
-    def __mod__(self, other: Any) -> Tensor:
-        return F.remainder(self, other)
-
-    def __rmod__(self, other: Any) -> Tensor:
-        return F.remainder(other, self)
-
-    def __pow__(self, exponent: Any) -> Tensor:
-        return F.pow(self, exponent)
-
-    def __rpow__(self, base: Any) -> Tensor:
-        return F.pow(base, self)
+        def __getattr__(self, name: str) -> Callable[..., Tensor]:
+            """The op table's methods (``t.exp()``, ``t.maximum(b)``, ``t.mul_(2)``, ...)."""
 
     def __matmul__(self, other: Tensor) -> Tensor:
         return F.matmul(self, other)
 
     def __rmatmul__(self, other: Tensor) -> Tensor:
         return F.matmul(other, self)
-
-    def __neg__(self) -> Tensor:
-        return F.neg(self)
-
-    def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
-        return F.eq(self, other)
-
-    def __ne__(self, other: Any) -> Tensor:  # type: ignore[override]
-        return F.ne(self, other)
-
-    def __lt__(self, other: Any) -> Tensor:
-        return F.lt(self, other)
-
-    def __le__(self, other: Any) -> Tensor:
-        return F.le(self, other)
-
-    def __gt__(self, other: Any) -> Tensor:
-        return F.gt(self, other)
-
-    def __ge__(self, other: Any) -> Tensor:
-        return F.ge(self, other)
-
-    def __and__(self, other: Any) -> Tensor:
-        return F.bitwise_and(self, other)
-
-    __rand__ = __and__
-
-    def __or__(self, other: Any) -> Tensor:
-        return F.bitwise_or(self, other)
-
-    __ror__ = __or__
-
-    def __xor__(self, other: Any) -> Tensor:
-        return F.bitwise_xor(self, other)
-
-    __rxor__ = __xor__
-
-    def __abs__(self) -> Tensor:
-        return F.abs(self)
-
-    def __invert__(self) -> Tensor:
-        return F.bitwise_not(self)
 
     def __getitem__(self, key: Any) -> Tensor:
         return F.getitem(self, key)
@@ -513,62 +455,14 @@ class Tensor:
 
     # ----- methods: one line each, the ops live in _ops -------------------------------
 
-    def add(self, other: Any) -> Tensor:
-        return F.add(self, other)
-
-    def sub(self, other: Any) -> Tensor:
-        return F.sub(self, other)
-
-    def mul(self, other: Any) -> Tensor:
-        return F.mul(self, other)
-
-    def div(self, other: Any) -> Tensor:
-        return F.div(self, other)
-
-    def pow(self, exponent: Any) -> Tensor:
-        return F.pow(self, exponent)
-
     def matmul(self, other: Tensor) -> Tensor:
         return F.matmul(self, other)
-
-    def neg(self) -> Tensor:
-        return F.neg(self)
-
-    def exp(self) -> Tensor:
-        return F.exp(self)
-
-    def log(self) -> Tensor:
-        return F.log(self)
-
-    def sqrt(self) -> Tensor:
-        return F.sqrt(self)
-
-    def tanh(self) -> Tensor:
-        return F.tanh(self)
-
-    def sin(self) -> Tensor:
-        return F.sin(self)
-
-    def cos(self) -> Tensor:
-        return F.cos(self)
-
-    def abs(self) -> Tensor:
-        return F.abs(self)
-
-    def sign(self) -> Tensor:
-        return F.sign(self)
 
     def sigmoid(self) -> Tensor:
         return F.sigmoid(self)
 
     def relu(self) -> Tensor:
         return F.relu(self)
-
-    def maximum(self, other: Any) -> Tensor:
-        return F.maximum(self, other)
-
-    def minimum(self, other: Any) -> Tensor:
-        return F.minimum(self, other)
 
     def clamp(self, min: builtins.float | None = None,  # noqa: A002
               max: builtins.float | None = None) -> Tensor:  # noqa: A002
@@ -838,17 +732,13 @@ class Tensor:
 
     # ----- in-place ops: they write into this tensor's storage (see _inplace) ----------
 
+    # The op table's in-place forms (mul_, x += y, ...) are set by _ops.table.install;
+    # add_ and sub_ are written here for PyTorch's alpha (self += alpha * other).
     def add_(self, other: Any, *, alpha: Any = 1) -> Tensor:
         return _inplace.add_(self, other, alpha)
 
     def sub_(self, other: Any, *, alpha: Any = 1) -> Tensor:
         return _inplace.sub_(self, other, alpha)
-
-    def mul_(self, other: Any) -> Tensor:
-        return _inplace.mul_(self, other)
-
-    def div_(self, other: Any) -> Tensor:
-        return _inplace.div_(self, other)
 
     def clamp_(self, min: builtins.float | None = None,  # noqa: A002
                max: builtins.float | None = None) -> Tensor:  # noqa: A002
@@ -888,37 +778,6 @@ class Tensor:
 
     def scatter_add_(self, dim: int, index: Any, src: Tensor) -> Tensor:
         return _inplace.scatter_add_(self, dim, index, src)
-
-    def __iadd__(self, other: Any) -> Tensor:
-        return _inplace.add_(self, other, 1)
-
-    def __isub__(self, other: Any) -> Tensor:
-        return _inplace.sub_(self, other, 1)
-
-    def __imul__(self, other: Any) -> Tensor:
-        return _inplace.mul_(self, other)
-
-    def __itruediv__(self, other: Any) -> Tensor:
-        return _inplace.div_(self, other)
-
-    # The other augmented operators write in place too, as PyTorch's (not x = x op y).
-    def __ipow__(self, other: Any) -> Tensor:
-        return _inplace.pow_(self, other)
-
-    def __ifloordiv__(self, other: Any) -> Tensor:
-        return _inplace.floor_divide_(self, other)
-
-    def __imod__(self, other: Any) -> Tensor:
-        return _inplace.remainder_(self, other)
-
-    def __iand__(self, other: Any) -> Tensor:
-        return _inplace.bitwise_and_(self, other)
-
-    def __ior__(self, other: Any) -> Tensor:
-        return _inplace.bitwise_or_(self, other)
-
-    def __ixor__(self, other: Any) -> Tensor:
-        return _inplace.bitwise_xor_(self, other)
 
     # Last in the class body: the name would shadow the builtin in annotations above.
     def bool(self) -> Tensor:

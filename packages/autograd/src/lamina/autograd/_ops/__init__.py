@@ -5,52 +5,26 @@ or ``differentiable = False``); ``COMPOSITES`` maps a name to a function built
 from primitives only, with no backward code. The registry test checks that
 each name has a gradient rule or is declared non-differentiable, and a test
 record.
+
+The op table's functions (``add``, ``maximum``, ``logical_xor``, ...) are
+added to this namespace and ``__all__`` from ``table.FUNCTIONS``, not by name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._function import Function
-from . import conv, elementwise, index, linalg, normalization, reduce, rnn, scattering, shape
+from . import conv, elementwise, index, linalg, normalization, reduce, rnn, scattering, shape, table
 from .conv import avg_pool2d, conv2d, im2col, max_pool2d
 from .elementwise import (
-    abs,
-    add,
-    bitwise_and,
-    bitwise_not,
-    bitwise_or,
-    bitwise_xor,
     clamp,
-    cos,
-    div,
     dropout,
-    eq,
-    erf,
-    exp,
-    floor_divide,
-    ge,
     gelu,
     gelu_reference,
-    gt,
-    le,
-    log,
-    lt,
-    maximum,
-    minimum,
-    mul,
-    ne,
-    neg,
-    pow,
     relu,
-    remainder,
     sigmoid,
-    sign,
-    sin,
-    sqrt,
-    sub,
-    tanh,
     where,
 )
 from .index import (
@@ -106,7 +80,7 @@ from .sorting import ValuesIndices, argsort, max, min, sort, topk  # noqa: A004
 
 # sampling and sorting are not families: their ops are host draws (no gradient) and
 # gathers of registered ops, tested in test_sampling.py and test_sorting.py.
-_FAMILIES = (elementwise, linalg, reduce, shape, index, scattering, conv, rnn, normalization)
+_FAMILIES = (table, elementwise, linalg, reduce, shape, index, scattering, conv, rnn, normalization)
 
 PRIMITIVES: dict[str, type[Function]] = {
     op.name: op for family in _FAMILIES for op in family.PRIMITIVES}
@@ -114,19 +88,22 @@ COMPOSITES: dict[str, Callable[..., Any]] = {
     fn.__name__: fn for family in _FAMILIES for fn in family.COMPOSITES}
 
 __all__ = [
-    "PRIMITIVES", "COMPOSITES", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "abs",
-    "add", "amax", "amin", "argmax", "avg_pool2d", "batch_norm", "batch_norm_reference",
-    "broadcast_to", "cat", "chunk", "clamp", "conv2d", "cos", "dilate", "div", "dropout",
-    "embedding", "eq", "erf", "exp", "floor_divide", "expand", "flatten", "flip", "gather",
-    "ge", "gelu",
-    "gelu_reference", "getitem", "gt", "index_put", "index_scatter_add", "masked_fill",
-    "masked_select", "nonzero", "im2col", "le", "linear", "log", "log_softmax", "logsumexp", "lt",
-    "matmul", "max_pool2d", "maximum", "mean", "minimum", "mul", "ne", "neg", "one_hot", "pad",
-    "permute", "pow", "relu", "remainder", "reshape", "scatter", "scatter_add", "sigmoid",
-    "sign", "sin",
-    "slice_scatter", "softmax", "split", "sqrt", "squeeze", "stack", "std", "sub", "sum", "take",
-    "tanh", "transpose", "undilate", "unsqueeze", "var", "view", "where", "lstm_layer",
-    "lstm_layer_reference", "layer_norm", "layer_norm_reference", "cumsum", "prod",
-    "ValuesIndices", "argsort", "bernoulli", "max", "min", "multinomial", "normal", "sort",
-    "topk",
+    "PRIMITIVES", "COMPOSITES", "amax", "amin", "argmax", "avg_pool2d", "batch_norm",
+    "batch_norm_reference", "broadcast_to", "cat", "chunk", "clamp", "conv2d", "dilate",
+    "dropout", "embedding", "expand", "flatten", "flip", "gather", "gelu", "gelu_reference",
+    "getitem", "index_put", "index_scatter_add", "masked_fill", "masked_select", "nonzero",
+    "im2col", "linear", "log_softmax", "logsumexp", "matmul", "max_pool2d", "mean", "one_hot",
+    "pad", "permute", "relu", "reshape", "scatter", "scatter_add", "sigmoid", "slice_scatter",
+    "softmax", "split", "squeeze", "stack", "std", "sum", "take", "transpose", "undilate",
+    "unsqueeze", "var", "view", "where", "lstm_layer", "lstm_layer_reference", "layer_norm",
+    "layer_norm_reference", "cumsum", "prod", "ValuesIndices", "argsort", "bernoulli", "max",
+    "min", "multinomial", "normal", "sort", "topk",
 ]
+
+# The op table's public functions, one per op (and logical_*): see table.py.
+globals().update(table.FUNCTIONS)
+__all__ += list(table.FUNCTIONS)
+
+if TYPE_CHECKING:
+    def __getattr__(name: str) -> Any:
+        """The op table's functions, set above (``add``, ``exp``, ``maximum``, ...)."""

@@ -1,4 +1,12 @@
-"""Elementwise ops: arithmetic, math functions, activations, comparisons, where.
+"""Elementwise ops: the gradient rules of the op table's ops, activations, where.
+
+The op table (``lamina.ndarray._optable``) declares each elementwise op once;
+this module adds what the table cannot say: the gradient rule of each
+differentiable op (registered with :func:`gradient`), the public functions
+with scalar fast paths (registered with :func:`public`), and the ops that are
+not NDArray ops (relu, gelu, where, clamp, ...). ``_ops.table`` makes the
+rest: the other public functions, the non-differentiable Functions
+(comparisons, bitwise ops, sign, floor_divide) and Tensor's operators.
 
 Binary ops broadcast like numpy. Their rules return gradients with the
 broadcast shape; the engine sums them back to each input's shape.
@@ -7,18 +15,44 @@ broadcast shape; the engine sums them back to each input's shape.
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import lamina.ndarray as nd
 from lamina.ndarray import NDArray
+from lamina.ndarray._optable import OPS
 
 from .. import _grad_mode as grad_mode
 from .._function import Function
 from .._tensor import Tensor
 from ._util import lift, operands
 
+GRADIENTS: dict[str, type[Function]] = {}
+"""The gradient rule of each op of the op table that has one, by the op's public name
+(``lamina.autograd._ops.table`` makes the others non-differentiable Functions)."""
+PUBLIC: dict[str, Callable[..., Tensor]] = {}
+"""Hand-written public functions of op table ops (their scalar fast paths), by name."""
 
+_C = TypeVar("_C", bound=type[Function])
+_F = TypeVar("_F", bound=Callable[..., Tensor])
+
+
+def gradient(cls: _C) -> _C:
+    """Registers ``cls`` as the gradient rule of the op table's op ``cls.name``."""
+    GRADIENTS[str(cls.name)] = cls
+    return cls
+
+
+def public(fn: _F) -> _F:
+    """Registers ``fn`` as the public function of the op table's op ``fn.__name__``."""
+    PUBLIC[fn.__name__] = fn
+    return fn
+
+
+@gradient
 class Add(Function):
+    """``a + b``, broadcast. Shapes: ``(*A)``, ``(*B)`` -> ``broadcast(A, B)``."""
+
     name = "add"
 
     def forward(self, a: NDArray, b: NDArray) -> NDArray:
@@ -28,7 +62,10 @@ class Add(Function):
         return g, g
 
 
+@gradient
 class Sub(Function):
+    """``a - b``, broadcast."""
+
     name = "sub"
 
     def forward(self, a: NDArray, b: NDArray) -> NDArray:
@@ -38,7 +75,10 @@ class Sub(Function):
         return g, -g
 
 
+@gradient
 class Mul(Function):
+    """``a * b``, broadcast."""
+
     name = "mul"
     save_inputs = True
 
@@ -51,7 +91,10 @@ class Mul(Function):
         return (g * b if need_a else None), (g * a if need_b else None)
 
 
+@gradient
 class Div(Function):
+    """``a / b``, broadcast."""
+
     name = "div"
     save_inputs = True
 
@@ -64,6 +107,7 @@ class Div(Function):
         return ga, (-ga * a / b if self.needs_input_grad[1] else None)
 
 
+@gradient
 class Pow(Function):
     """``a ** b`` with a tensor exponent."""
 
@@ -166,7 +210,10 @@ class RDivScalar(Function):
         return (-(g * self.output) / a,)
 
 
+@gradient
 class Neg(Function):
+    """``-x``."""
+
     name = "neg"
 
     def forward(self, a: NDArray) -> NDArray:
@@ -176,7 +223,10 @@ class Neg(Function):
         return (-g,)
 
 
+@gradient
 class Exp(Function):
+    """``e ** x``, elementwise."""
+
     name = "exp"
     save_output = True
 
@@ -187,7 +237,10 @@ class Exp(Function):
         return (g * self.output,)
 
 
+@gradient
 class Log(Function):
+    """Natural logarithm, elementwise."""
+
     name = "log"
     save_inputs = True
 
@@ -198,7 +251,10 @@ class Log(Function):
         return (g / self.inputs[0],)
 
 
+@gradient
 class Sqrt(Function):
+    """Square root, elementwise."""
+
     name = "sqrt"
     save_output = True
 
@@ -209,7 +265,10 @@ class Sqrt(Function):
         return (g / (self.output * 2),)
 
 
+@gradient
 class Tanh(Function):
+    """Hyperbolic tangent, elementwise."""
+
     name = "tanh"
     save_output = True
 
@@ -221,7 +280,10 @@ class Tanh(Function):
         return (g * (1 - out * out),)
 
 
+@gradient
 class Sin(Function):
+    """Sine, elementwise."""
+
     name = "sin"
     save_inputs = True
 
@@ -232,7 +294,10 @@ class Sin(Function):
         return (g * self.inputs[0].cos(),)
 
 
+@gradient
 class Cos(Function):
+    """Cosine, elementwise."""
+
     name = "cos"
     save_inputs = True
 
@@ -243,7 +308,10 @@ class Cos(Function):
         return (-g * self.inputs[0].sin(),)
 
 
+@gradient
 class Abs(Function):
+    """Absolute value; its gradient at 0 is 0 (as PyTorch)."""
+
     name = "abs"
     save_inputs = True
 
@@ -266,6 +334,7 @@ class Relu(Function):
         return (where(self.inputs[0] <= 0, 0.0, g),)
 
 
+@gradient
 class Erf(Function):
     """The error function: ``NDArray.erf`` forward, the exact derivative backward.
 
@@ -325,6 +394,7 @@ _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 _INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 
 
+@gradient
 class Maximum(Function):
     """Elementwise maximum; at ties the gradient is split evenly (as PyTorch)."""
 
@@ -340,6 +410,7 @@ class Maximum(Function):
         return g * share, g * (1 - share)
 
 
+@gradient
 class Minimum(Function):
     """Elementwise minimum; at ties the gradient is split evenly (as PyTorch)."""
 
@@ -369,6 +440,7 @@ class Where(Function):
         return None, where(cond, g, 0.0), where(cond, 0.0, g)
 
 
+@gradient
 class Remainder(Function):
     """``a % b`` with the sign of ``b`` (as Python and PyTorch); d/da = 1 and
     d/db = -floor(a / b), as PyTorch's."""
@@ -381,39 +453,12 @@ class Remainder(Function):
 
     def backward(self, g: Tensor) -> tuple[Tensor, Tensor]:
         a, b = self.inputs
-        return g, -(g * floor_divide(a, b))
+        return g, -(g * (a // b))
 
 
-def _non_differentiable(op_name: str, kernel: Any) -> type[Function]:
-    """A Function whose output never requires grad (comparisons, sign)."""
-
-    class Op(Function):
-        name = op_name
-        differentiable = False
-
-        def forward(self, *arrays: NDArray) -> NDArray:
-            return kernel(*arrays)
-
-    Op.__name__ = Op.__qualname__ = op_name.capitalize()
-    return Op
-
-
-Sign = _non_differentiable("sign", NDArray.sign)  # derivative 0 almost everywhere
-FloorDivide = _non_differentiable("floor_divide", NDArray.__floordiv__)  # as sign
-Eq = _non_differentiable("eq", NDArray.__eq__)
-Ne = _non_differentiable("ne", NDArray.__ne__)
-Lt = _non_differentiable("lt", NDArray.__lt__)
-Le = _non_differentiable("le", NDArray.__le__)
-Gt = _non_differentiable("gt", NDArray.__gt__)
-Ge = _non_differentiable("ge", NDArray.__ge__)
-# integer and bool operands only (a float raises DTypeError), never differentiable
-BitwiseAnd = _non_differentiable("bitwise_and", NDArray.__and__)
-BitwiseOr = _non_differentiable("bitwise_or", NDArray.__or__)
-BitwiseXor = _non_differentiable("bitwise_xor", NDArray.__xor__)
-BitwiseNot = _non_differentiable("bitwise_not", NDArray.__invert__)
-
-
-# Public functions of the primitives. Each takes Tensors or Python numbers.
+# Public functions of the op table's ops with scalar fast paths; the table
+# (lamina.autograd._ops.table) makes the other ops' functions. Each takes
+# Tensors or Python numbers.
 
 # A Tensor with a Python number takes the *_scalar ops: the number goes to the
 # backend's scalar kernel instead of becoming a 0-d tensor that is broadcast
@@ -421,6 +466,7 @@ BitwiseNot = _non_differentiable("bitwise_not", NDArray.__invert__)
 _NUMBER = (int, float)
 
 
+@public
 def add(a: Any, b: Any) -> Tensor:
     """``a + b``, broadcast. Shapes: ``(*A)``, ``(*B)`` -> ``broadcast(A, B)``."""
     if isinstance(a, Tensor) and isinstance(b, _NUMBER):
@@ -432,12 +478,12 @@ def add(a: Any, b: Any) -> Tensor:
     return Add.apply(*operands(a, b, "add"))
 
 
+@public
 def sub(a: Any, b: Any) -> Tensor:
     """``a - b``, broadcast."""
     if isinstance(a, Tensor) and isinstance(b, _NUMBER):
         if isinstance(b, bool) or a.dtype.name == "bool":  # as ndarray's sub; -b would pass
-            raise nd.DTypeError("sub: subtraction with a bool operand is not supported; use ^ "
-                                "(bitwise_xor) or logical_xor instead")
+            raise nd.DTypeError(f"sub: {OPS['sub'].bool_error}")
         return AddScalar.apply(a, value=-b)
     if isinstance(b, Tensor) and isinstance(a, _NUMBER):
         return RSubScalar.apply(b, value=a)
@@ -446,6 +492,7 @@ def sub(a: Any, b: Any) -> Tensor:
     return Sub.apply(*operands(a, b, "sub"))
 
 
+@public
 def mul(a: Any, b: Any) -> Tensor:
     """``a * b``, broadcast."""
     if isinstance(a, Tensor) and isinstance(b, _NUMBER):
@@ -457,6 +504,7 @@ def mul(a: Any, b: Any) -> Tensor:
     return Mul.apply(*operands(a, b, "mul"))
 
 
+@public
 def div(a: Any, b: Any) -> Tensor:
     """``a / b``, broadcast."""
     if isinstance(a, Tensor) and isinstance(b, _NUMBER):
@@ -468,6 +516,7 @@ def div(a: Any, b: Any) -> Tensor:
     return Div.apply(*operands(a, b, "div"))
 
 
+@public
 def pow(a: Any, exponent: Any) -> Tensor:  # noqa: A001 (PyTorch's name)
     """``a ** exponent``; the exponent is a Tensor or a number, ``a`` may be a number."""
     if isinstance(a, Tensor) and isinstance(exponent, (int, float)):
@@ -476,54 +525,9 @@ def pow(a: Any, exponent: Any) -> Tensor:  # noqa: A001 (PyTorch's name)
         # c ** x = exp(x * log c), differentiable in x; an int c with an int or bool x
         # stays integral (as PyTorch), so it takes the power kernel.
         if a > 0 and (isinstance(a, float) or exponent.dtype.is_floating):
-            return exp(exponent * math.log(a))
+            return Exp.apply(exponent * math.log(a))
         return Pow.apply(*operands(a, exponent, "pow"))
     return Pow.apply(*operands(a, exponent, "pow"))
-
-
-def neg(x: Tensor) -> Tensor:
-    """``-x``."""
-    return Neg.apply(x)
-
-
-def exp(x: Tensor) -> Tensor:
-    """``e ** x``, elementwise."""
-    return Exp.apply(x)
-
-
-def log(x: Tensor) -> Tensor:
-    """Natural logarithm, elementwise."""
-    return Log.apply(x)
-
-
-def sqrt(x: Tensor) -> Tensor:
-    """Square root, elementwise."""
-    return Sqrt.apply(x)
-
-
-def tanh(x: Tensor) -> Tensor:
-    """Hyperbolic tangent, elementwise."""
-    return Tanh.apply(x)
-
-
-def sin(x: Tensor) -> Tensor:
-    """Sine, elementwise."""
-    return Sin.apply(x)
-
-
-def cos(x: Tensor) -> Tensor:
-    """Cosine, elementwise."""
-    return Cos.apply(x)
-
-
-def abs(x: Tensor) -> Tensor:  # noqa: A001
-    """Absolute value; its gradient at 0 is 0 (as PyTorch)."""
-    return Abs.apply(x)
-
-
-def sign(x: Tensor) -> Tensor:
-    """-1, 0 or 1 by the sign of each element; not differentiable."""
-    return Sign.apply(x)
 
 
 def relu(x: Tensor) -> Tensor:
@@ -532,11 +536,6 @@ def relu(x: Tensor) -> Tensor:
         raise nd.DTypeError("relu: bool inputs are not supported (as in PyTorch); convert "
                             "with .long() or .float()")
     return Relu.apply(x)
-
-
-def erf(x: Tensor) -> Tensor:
-    """The error function (forward accurate to 1.5e-7, see ``Erf``)."""
-    return Erf.apply(x)
 
 
 def gelu(x: Tensor, approximate: str = "none") -> Tensor:
@@ -553,27 +552,6 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
     return Gelu.apply(x, approximate=approximate)
 
 
-def maximum(a: Any, b: Any) -> Tensor:
-    """Elementwise maximum, broadcast."""
-    return Maximum.apply(*operands(a, b, "maximum"))
-
-
-def minimum(a: Any, b: Any) -> Tensor:
-    """Elementwise minimum, broadcast."""
-    return Minimum.apply(*operands(a, b, "minimum"))
-
-
-def floor_divide(a: Any, b: Any) -> Tensor:
-    """``a // b``, rounded toward minus infinity (as PyTorch), broadcast; not
-    differentiable (its derivative is 0 almost everywhere, as ``sign``'s)."""
-    return FloorDivide.apply(*operands(a, b, "floor_divide"))
-
-
-def remainder(a: Any, b: Any) -> Tensor:
-    """``a % b`` with the sign of ``b`` (as PyTorch), broadcast."""
-    return Remainder.apply(*operands(a, b, "remainder"))
-
-
 def where(cond: Tensor, a: Any, b: Any) -> Tensor:
     """``a`` where ``cond`` is nonzero, else ``b``; all three broadcast.
 
@@ -588,57 +566,6 @@ def where(cond: Tensor, a: Any, b: Any) -> Tensor:
     return Where.apply(cond, lift(a, like), lift(b, like))
 
 
-def eq(a: Any, b: Any) -> Tensor:
-    """``a == b`` as bool (1/0 in the operands' dtype on a device without bool);
-    not differentiable."""
-    return Eq.apply(*operands(a, b, "eq"))
-
-
-def ne(a: Any, b: Any) -> Tensor:
-    """``a != b`` as bool; not differentiable."""
-    return Ne.apply(*operands(a, b, "ne"))
-
-
-def lt(a: Any, b: Any) -> Tensor:
-    """``a < b`` as bool; not differentiable."""
-    return Lt.apply(*operands(a, b, "lt"))
-
-
-def le(a: Any, b: Any) -> Tensor:
-    """``a <= b`` as bool; not differentiable."""
-    return Le.apply(*operands(a, b, "le"))
-
-
-def gt(a: Any, b: Any) -> Tensor:
-    """``a > b`` as bool; not differentiable."""
-    return Gt.apply(*operands(a, b, "gt"))
-
-
-def ge(a: Any, b: Any) -> Tensor:
-    """``a >= b`` as bool; not differentiable."""
-    return Ge.apply(*operands(a, b, "ge"))
-
-
-def bitwise_and(a: Any, b: Any) -> Tensor:
-    """``a & b`` of integer or bool tensors (logical and on bool)."""
-    return BitwiseAnd.apply(*operands(a, b, "bitwise_and"))
-
-
-def bitwise_or(a: Any, b: Any) -> Tensor:
-    """``a | b`` of integer or bool tensors (logical or on bool)."""
-    return BitwiseOr.apply(*operands(a, b, "bitwise_or"))
-
-
-def bitwise_xor(a: Any, b: Any) -> Tensor:
-    """``a ^ b`` of integer or bool tensors."""
-    return BitwiseXor.apply(*operands(a, b, "bitwise_xor"))
-
-
-def bitwise_not(x: Tensor) -> Tensor:
-    """``~x`` of an integer or bool tensor (logical not on bool)."""
-    return BitwiseNot.apply(x)
-
-
 # Composite ops: built from the primitives above, no backward code of their own.
 
 def sigmoid(x: Tensor) -> Tensor:
@@ -646,17 +573,17 @@ def sigmoid(x: Tensor) -> Tensor:
 
     The tanh form never overflows, so its gradient stays finite for large |x|.
     """
-    return (tanh(x * 0.5) + 1) * 0.5
+    return (Tanh.apply(x * 0.5) + 1) * 0.5
 
 
 def gelu_reference(x: Tensor, approximate: str = "none") -> Tensor:
     """GELU from composite ops (differentiable to any order); see :func:`gelu`."""
     if approximate == "tanh":
         inner = (x + x * x * x * 0.044715) * math.sqrt(2 / math.pi)
-        return x * 0.5 * (tanh(inner) + 1)
+        return x * 0.5 * (Tanh.apply(inner) + 1)
     if approximate != "none":
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    return x * 0.5 * (erf(x * (1 / math.sqrt(2))) + 1)
+    return x * 0.5 * (Erf.apply(x * (1 / math.sqrt(2))) + 1)
 
 
 def clamp(x: Tensor, min: float | None = None, max: float | None = None) -> Tensor:  # noqa: A002
@@ -698,9 +625,7 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
     return x * Tensor._make(keep * (1 / (1 - p)))
 
 
-PRIMITIVES = (Add, Sub, Mul, Div, AddScalar, MulScalar, DivScalar, RSubScalar, RDivScalar,
-              Pow, PowScalar, Neg, Exp, Log, Sqrt, Tanh, Sin, Cos, Abs,
-              Relu, Erf, Gelu, Maximum, Minimum, Where, Sign, Eq, Ne, Lt, Le, Gt, Ge,
-              FloorDivide, Remainder,
-              BitwiseAnd, BitwiseOr, BitwiseXor, BitwiseNot)
+# The Functions of no op table op (the table's own are listed by _ops.table.PRIMITIVES).
+PRIMITIVES = (AddScalar, MulScalar, DivScalar, RSubScalar, RDivScalar, PowScalar, Relu, Gelu,
+              Where)
 COMPOSITES = (sigmoid, gelu_reference, clamp, dropout)

@@ -172,7 +172,7 @@ def all(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A
         >>> ag.tensor([[1.0, 0.0], [2.0, 3.0]]).all(dim=1)
         tensor([False,  True], dtype=lamina.bool)
     """
-    return F.eq(_count(F.eq(x, 0), dim, keepdim, "all"), 0)
+    return _count(x == 0, dim, keepdim, "all") == 0
 
 
 def any(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
@@ -184,7 +184,7 @@ def any(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A
         >>> ag.tensor([[1.0, 0.0], [0.0, 0.0]]).any(dim=1)
         tensor([ True, False], dtype=lamina.bool)
     """
-    return F.gt(_count(F.ne(x, 0), dim, keepdim, "any"), 0)
+    return _count(x != 0, dim, keepdim, "any") > 0
 
 
 def numel(x: Tensor) -> int:

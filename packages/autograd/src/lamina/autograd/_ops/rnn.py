@@ -29,7 +29,7 @@ from lamina.ndarray import NDArray, ShapeError
 from .. import _grad_mode as grad_mode
 from .._function import Function
 from .._tensor import Tensor
-from .elementwise import sigmoid, tanh
+from .elementwise import sigmoid
 from .shape import cat, stack
 
 
@@ -183,8 +183,8 @@ def lstm_layer_reference(xp: Tensor, h0: Tensor, c0: Tensor, w_hh: Tensor) -> Te
     outs = []
     for t in range(xp.shape[0]):
         i, f, gg, o = (xp[t] + h @ w_t).chunk(4, 1)
-        c = sigmoid(f) * c + sigmoid(i) * tanh(gg)
-        h = sigmoid(o) * tanh(c)
+        c = sigmoid(f) * c + sigmoid(i) * gg.tanh()
+        h = sigmoid(o) * c.tanh()
         outs.append(cat([h, c], 1))
     return stack(outs)
 

@@ -18,7 +18,6 @@ from lamina.ndarray import NDArray
 from .. import _grad_mode as grad_mode
 from .._tensor import Tensor
 from ._util import NOT_GIVEN, normalize_axis, reduction_args
-from .elementwise import maximum, minimum
 from .reduce import amax, amin
 from .scattering import gather
 
@@ -90,7 +89,7 @@ def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = 
 def _extremum(x: Tensor, dim: Any, keepdim: bool, axis: Any, keepdims: bool | None,
               op: str) -> Tensor | ValuesIndices:
     if isinstance(dim, Tensor):  # max(x, other): the elementwise form
-        return maximum(x, dim) if op == "max" else minimum(x, dim)
+        return x.maximum(dim) if op == "max" else x.minimum(dim)
     dim, keepdim = reduction_args(op, dim, keepdim, axis, keepdims)
     if dim is None:
         return (amax if op == "max" else amin)(x, None, keepdim)
