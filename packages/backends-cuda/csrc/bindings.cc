@@ -55,13 +55,22 @@ struct type_caster<lamina_cuda::Scalar> {
 }  // namespace pybind11::detail
 
 #define LAMINA_DEF(NAME, ...) m.def(#NAME, &lamina_cuda::NAME, __VA_ARGS__)
-#define LAMINA_DEF_BINARY(NAME)                                                             \
-  LAMINA_DEF(ewise_##NAME, "a"_a, "b"_a, "out"_a, "out[i] = a[i] " #NAME " b[i]");         \
-  LAMINA_DEF(scalar_##NAME, "a"_a, "value"_a, "out"_a, "out[i] = a[i] " #NAME " value")
-#define LAMINA_DEF_UNARY(NAME) LAMINA_DEF(ewise_##NAME, "a"_a, "out"_a, "out[i] = " #NAME "(a[i])")
+// The kernels of one op of ewise_ops.h, their docs built from its DOC.
+#define LAMINA_DEF_BINARY(NAME, OP, SET, FORMS, DOC)                                           \
+  LAMINA_DEF(ewise_##NAME, "a"_a, "b"_a, "out"_a, "out[i] = f(a[i], b[i]), f(x, y) = " DOC);   \
+  LAMINA_DEF(ewise_strided_##NAME, "a"_a, "b"_a, "out"_a, "shape"_a, "a_strides"_a,            \
+             "a_offset"_a, "b_strides"_a, "b_offset"_a,                                        \
+             "out[i] = f(a[a_offset + i . a_strides], b[b_offset + i . b_strides]) for every " \
+             "index tuple i of shape, out compact; f(x, y) = " DOC);                           \
+  LAMINA_IF_SCALAR(FORMS, LAMINA_DEF(scalar_##NAME, "a"_a, "value"_a, "out"_a,                 \
+                                     "out[i] = f(a[i], value), f(x, y) = " DOC);)              \
+  LAMINA_IF_REVERSED(FORMS, LAMINA_DEF(scalar_r##NAME, "a"_a, "value"_a, "out"_a,              \
+                                       "out[i] = f(value, a[i]), f(x, y) = " DOC);)
+#define LAMINA_DEF_UNARY(NAME, OP, SET, DOC)                                 \
+  LAMINA_DEF(ewise_##NAME, "a"_a, "out"_a, "out[i] = f(a[i]), f(x) = " DOC);
 
 PYBIND11_MODULE(_core, m) {
-  m.doc() = "Lamina's cuda backend (interface v1.1): device buffers and CUDA kernels";
+  m.doc() = "Lamina's cuda backend (interface v2.0): device buffers and CUDA kernels";
 
   py::register_exception_translator([](std::exception_ptr p) {
     try {
@@ -112,7 +121,7 @@ PYBIND11_MODULE(_core, m) {
 #undef LAMINA_KERNEL_DTYPE_ENTRY
         return table;
       },
-      "Interface v1.1: the dtypes of each kernel that takes fewer than every listed dtype.");
+      "Interface v2.0: the dtypes of each kernel that takes fewer than every listed dtype.");
 
   // buffers
   LAMINA_DEF(from_numpy, "src"_a, "out"_a, "Copy a numpy array of out.size elements into out.");
@@ -129,44 +138,10 @@ PYBIND11_MODULE(_core, m) {
              "out[view position of i] = value");
 
   // elementwise
-  LAMINA_DEF_BINARY(add);
-  LAMINA_DEF_BINARY(sub);
-  LAMINA_DEF_BINARY(mul);
-  LAMINA_DEF_BINARY(div);
-  LAMINA_DEF_BINARY(power);
-  LAMINA_DEF_BINARY(maximum);
-  LAMINA_DEF_BINARY(minimum);
-  LAMINA_DEF_BINARY(eq);
-  LAMINA_DEF_BINARY(ne);
-  LAMINA_DEF_BINARY(lt);
-  LAMINA_DEF_BINARY(le);
-  LAMINA_DEF_BINARY(gt);
-  LAMINA_DEF_BINARY(ge);
-  LAMINA_DEF(ewise_floordiv, "a"_a, "b"_a, "out"_a, "out[i] = a[i] // b[i] (toward -inf)");
-  LAMINA_DEF(ewise_remainder, "a"_a, "b"_a, "out"_a, "out[i] = a[i] % b[i] (sign of b)");
-  LAMINA_DEF(ewise_bitwise_and, "a"_a, "b"_a, "out"_a, "out[i] = a[i] & b[i]");
-  LAMINA_DEF(ewise_bitwise_or, "a"_a, "b"_a, "out"_a, "out[i] = a[i] | b[i]");
-  LAMINA_DEF(ewise_bitwise_xor, "a"_a, "b"_a, "out"_a, "out[i] = a[i] ^ b[i]");
-  LAMINA_DEF(scalar_rsub, "a"_a, "value"_a, "out"_a, "out[i] = value - a[i]");
-  LAMINA_DEF(scalar_rdiv, "a"_a, "value"_a, "out"_a, "out[i] = value / a[i]");
-  LAMINA_DEF(scalar_rpower, "a"_a, "value"_a, "out"_a, "out[i] = value ** a[i]");
-  LAMINA_DEF_UNARY(neg);
-  LAMINA_DEF_UNARY(abs);
-  LAMINA_DEF_UNARY(exp);
-  LAMINA_DEF_UNARY(log);
-  LAMINA_DEF_UNARY(sqrt);
-  LAMINA_DEF_UNARY(tanh);
-  LAMINA_DEF_UNARY(sin);
-  LAMINA_DEF_UNARY(cos);
-  LAMINA_DEF_UNARY(erf);
-  LAMINA_DEF_UNARY(sign);
-  LAMINA_DEF_UNARY(bitwise_not);
+  LAMINA_BINARY_OPS(LAMINA_DEF_BINARY)
+  LAMINA_UNARY_OPS(LAMINA_DEF_UNARY)
   LAMINA_DEF(ewise_where, "cond"_a, "a"_a, "b"_a, "out"_a, "out[i] = a[i] if cond[i] != 0 else b[i]");
   LAMINA_DEF(ewise_cast, "a"_a, "out"_a, "out[i] = a[i] converted to out.dtype");
-  LAMINA_DEF(ewise_strided, "op"_a, "a"_a, "b"_a, "out"_a, "shape"_a, "a_strides"_a, "a_offset"_a,
-             "b_strides"_a, "b_offset"_a,
-             "out[i] = OP(a[a_offset + i . a_strides], b[b_offset + i . b_strides]) for every "
-             "index tuple i of shape, out compact; op names a binary ewise_OP");
 
   // reductions over the last axis, and fused row kernels
   LAMINA_DEF(reduce_sum, "a"_a, "out"_a, "size"_a, "out[j] = sum(a[j*size:(j+1)*size])");

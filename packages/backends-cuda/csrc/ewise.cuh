@@ -1,6 +1,6 @@
 // ewise.cuh: the grid-stride, vectorised loops shared by the elementwise
 // kernels of ewise_binary.cu, ewise_unary.cu and ewise_strided.cu, and the
-// binary op functors of ewise_binary.cu and ewise_strided.cu.
+// functors of the binary ops that ewise_ops.h lists.
 //
 // Buffers come from the caching allocator 256-byte aligned and compact
 // operands start at element 0, so every operand is read and written in packs
@@ -101,9 +101,9 @@ inline int64_t ewise_size(const char* op, const Array& out,
   return out.size();
 }
 
-// The binary ops of ewise_binary.cu and ewise_strided.cu: one functor each, so
-// both kernel families compute exactly the same values. Each is instantiated
-// only for the dtypes its kernel's entry in kernel_dtypes.h lists.
+// The binary ops of ewise_ops.h: one functor each, which ewise_binary.cu and
+// ewise_strided.cu both instantiate, so both kernel families compute exactly
+// the same values; each only for the dtypes its line of ewise_ops.h lists.
 struct Add {
   template <class T> __device__ T operator()(T a, T b) const { return add_wrap(a, b); }
 };
@@ -185,41 +185,41 @@ struct BitwiseXor {
   template <class T> __device__ T operator()(T a, T b) const { return static_cast<T>(a ^ b); }
 };
 // Comparisons return bool; binary_loop writes it as bool or as 1/0 in T.
-struct Eq {
+// Deriving from Comparison lets their kernels write a bool out.
+struct Comparison {};
+struct Eq : Comparison {
   template <class T> __device__ bool operator()(T a, T b) const { return a == b; }
 };
-struct Ne {
+struct Ne : Comparison {
   template <class T> __device__ bool operator()(T a, T b) const { return a != b; }
 };
-struct Lt {
+struct Lt : Comparison {
   template <class T> __device__ bool operator()(T a, T b) const { return a < b; }
 };
-struct Le {
+struct Le : Comparison {
   template <class T> __device__ bool operator()(T a, T b) const { return a <= b; }
 };
-struct Gt {
+struct Gt : Comparison {
   template <class T> __device__ bool operator()(T a, T b) const { return a > b; }
 };
-struct Ge {
+struct Ge : Comparison {
   template <class T> __device__ bool operator()(T a, T b) const { return a >= b; }
 };
 
 template <class Op>
-constexpr bool kComparison = std::is_same_v<Op, Eq> || std::is_same_v<Op, Ne> ||
-                             std::is_same_v<Op, Lt> || std::is_same_v<Op, Le> ||
-                             std::is_same_v<Op, Gt> || std::is_same_v<Op, Ge>;
+constexpr bool kComparison = std::is_base_of_v<Comparison, Op>;
 
 // The out dtype of a binary op: the operands' (a, b and out one dtype), or bool
-// for a comparison (interface v1.1). TypeError otherwise.
+// for a comparison. TypeError otherwise.
 void require_binary_out(const char* op, bool comparison, const Array& a, const Array& out);
 
 // Calls fn(T{}, TOut{}) for operands of dtype dt writing out_dt: TOut is T, or
 // bool when a comparison writes a mask. T ranges over Set (kernel_dtypes.h).
-template <DTypes Set, bool Comparison, class Fn>
+template <DTypes Set, bool IsComparison, class Fn>
 void dispatch_binary(const char* op, DType dt, DType out_dt, Fn&& fn) {
   dispatch<Set>(op, dt, [&](auto t) {
     using T = decltype(t);
-    if constexpr (Comparison && !std::is_same_v<T, bool>) {
+    if constexpr (IsComparison && !std::is_same_v<T, bool>) {
       if (out_dt == DType::Bool) return fn(T{}, bool{});
     }
     fn(T{}, T{});

@@ -1,10 +1,9 @@
-// ewise_binary.cu: binary elementwise kernels over compact operands:
-// ewise_OP(a, b, out), scalar_OP(a, value, out) for OP in add, sub, mul, div,
-// power, maximum, minimum, eq, ne, lt, le, gt, ge, the reversed scalar_rsub,
-// scalar_rdiv, scalar_rpower (value OP a), and the ewise-only floordiv,
-// remainder, bitwise_and, bitwise_or, bitwise_xor of interface v1.1.
+// ewise_binary.cu: the binary elementwise kernels over compact operands, for
+// each binary op of ewise_ops.h: ewise_OP(a, b, out) and, where its line there
+// asks for them, scalar_OP(a, value, out) and the reversed scalar_rOP(a, value,
+// out) (value OP a).
 //
-// The dtypes of each kernel are its entry in kernel_dtypes.h. Comparisons write
+// The dtypes of each kernel are its op's in ewise_ops.h. Comparisons write
 // a bool mask, or (as interface v1.0 did) 1 or 0 in their operands' dtype.
 // maximum/minimum propagate NaN like numpy; int64 arithmetic wraps; an integer
 // power with a negative exponent raises ValueError (as numpy), found by a check
@@ -95,32 +94,12 @@ void require_natural_exponents(const char* op, const Array& x, int64_t n, const 
         });                                                                                   \
   }
 
-#define LAMINA_BINARY(NAME, OP)                                                               \
+// Every kernel of one binary op of ewise_ops.h.
+#define LAMINA_BINARY_OP(NAME, OP, SET, FORMS, DOC)                                           \
   LAMINA_EWISE_BINARY(NAME, OP)                                                               \
-  LAMINA_SCALAR_BINARY(NAME, OP, kScalar)
+  LAMINA_IF_SCALAR(FORMS, LAMINA_SCALAR_BINARY(NAME, OP, kScalar))                            \
+  LAMINA_IF_REVERSED(FORMS, LAMINA_SCALAR_BINARY(r##NAME, OP, kReversed))
 
-LAMINA_BINARY(add, Add)
-LAMINA_BINARY(sub, Sub)
-LAMINA_BINARY(mul, Mul)
-LAMINA_BINARY(div, Div)
-LAMINA_BINARY(power, Power)
-LAMINA_BINARY(maximum, Maximum)
-LAMINA_BINARY(minimum, Minimum)
-LAMINA_BINARY(eq, Eq)
-LAMINA_BINARY(ne, Ne)
-LAMINA_BINARY(lt, Lt)
-LAMINA_BINARY(le, Le)
-LAMINA_BINARY(gt, Gt)
-LAMINA_BINARY(ge, Ge)
-
-LAMINA_SCALAR_BINARY(rsub, Sub, kReversed)
-LAMINA_SCALAR_BINARY(rdiv, Div, kReversed)
-LAMINA_SCALAR_BINARY(rpower, Power, kReversed)
-
-LAMINA_EWISE_BINARY(floordiv, FloorDiv)
-LAMINA_EWISE_BINARY(remainder, Remainder)
-LAMINA_EWISE_BINARY(bitwise_and, BitwiseAnd)
-LAMINA_EWISE_BINARY(bitwise_or, BitwiseOr)
-LAMINA_EWISE_BINARY(bitwise_xor, BitwiseXor)
+LAMINA_BINARY_OPS(LAMINA_BINARY_OP)
 
 }  // namespace lamina_cuda

@@ -1,7 +1,8 @@
-// ewise_strided.cu: ewise_strided(op, a, b, out, shape, a_strides, a_offset,
-// b_strides, b_offset): the binary ewise_OP of two strided views (broadcast,
-// permuted, flipped, sliced) into a compact out, reading the operands where
-// they lie instead of compacting them first.
+// ewise_strided.cu: ewise_strided_OP(a, b, out, shape, a_strides, a_offset,
+// b_strides, b_offset) for each binary op of ewise_ops.h: the ewise_OP of two
+// strided views (broadcast, permuted, flipped, sliced) into a compact out,
+// reading the operands where they lie instead of compacting them first. Each
+// op is its own launcher, its functor fixed at compile time (interface v2.0).
 //
 // The host drops size-1 dims and merges neighbours that both views step over
 // contiguously, so e.g. a (N, C, H, W) sum with a per-channel operand becomes
@@ -13,19 +14,16 @@
 // compacted into scratch buffers (compact_into, split into several calls when
 // one view alone keeps more than kMaxDims dims) and run through binary_loop.
 // Ops, dtypes and values are those of ewise_OP: the functors of ewise.cuh, the
-// dtype sets of kernel_dtypes.h, comparisons writing bool or 1/0 in their
+// dtype sets of ewise_ops.h, comparisons writing bool or 1/0 in their
 // operands' dtype. An int64 power compacts its exponents first to check them.
 #include <cstdint>
 #include <limits>
-#include <string>
 
 #include "ewise.cuh"
 
 namespace lamina_cuda {
 
 namespace {
-
-constexpr const char* kName = "ewise_strided";
 
 // Both views after coalescing: out element i, at index (i_0 .. i_{ndim-1}) of
 // shape, reads a[a_offset + sum_k i_k * a_strides[k]] and likewise b.
@@ -67,11 +65,11 @@ __global__ void ewise_strided_compact_kernel(const T* a, const T* b, TOut* out, 
 }
 
 // Queues out[i] = Op(a at i, b at i) for i < n on ctx's stream; a and b hold
-// dt, out out_dt (dt, or bool for a comparison); Set is ewise_OP's dtype set.
+// dt, out out_dt (dt, or bool for a comparison); Set is the op's dtype set.
 template <class Op, DTypes Set>
-void launch_op(DType dt, DType out_dt, const void* a, const void* b, void* out, int64_t n,
-               const PairLayout& l, const Launch& ctx) {
-  dispatch_binary<Set, kComparison<Op>>(kName, dt, out_dt, [&](auto t, auto to) {
+void launch_op(const char* name, DType dt, DType out_dt, const void* a, const void* b,
+               void* out, int64_t n, const PairLayout& l, const Launch& ctx) {
+  dispatch_binary<Set, kComparison<Op>>(name, dt, out_dt, [&](auto t, auto to) {
     using T = decltype(t);
     using TOut = decltype(to);
     const T* pa = static_cast<const T*>(a);
@@ -93,38 +91,6 @@ void launch_op(DType dt, DType out_dt, const void* a, const void* b, void* out, 
                     pb, po, n, l);
     check_launch("ewise_strided_kernel", ctx.stream);
   });
-}
-
-using Launcher = void (*)(DType, DType, const void*, const void*, void*, int64_t,
-                          const PairLayout&, const Launch&);
-struct OpEntry {
-  const char* name;
-  bool comparison;  // may write a bool out
-  DTypes dtypes;    // those of ewise_OP
-  Launcher launch;
-};
-
-#define LAMINA_OP(NAME, OP) \
-  {#NAME, kComparison<OP>, kernel_dtypes::ewise_##NAME, launch_op<OP, kernel_dtypes::ewise_##NAME>}
-const OpEntry kOps[] = {
-    LAMINA_OP(add, Add),           LAMINA_OP(sub, Sub),
-    LAMINA_OP(mul, Mul),           LAMINA_OP(div, Div),
-    LAMINA_OP(power, Power),       LAMINA_OP(maximum, Maximum),
-    LAMINA_OP(minimum, Minimum),   LAMINA_OP(eq, Eq),
-    LAMINA_OP(ne, Ne),             LAMINA_OP(lt, Lt),
-    LAMINA_OP(le, Le),             LAMINA_OP(gt, Gt),
-    LAMINA_OP(ge, Ge),             LAMINA_OP(floordiv, FloorDiv),
-    LAMINA_OP(remainder, Remainder), LAMINA_OP(bitwise_and, BitwiseAnd),
-    LAMINA_OP(bitwise_or, BitwiseOr), LAMINA_OP(bitwise_xor, BitwiseXor),
-};
-#undef LAMINA_OP
-
-const OpEntry& find_op(const std::string& op) {
-  for (const OpEntry& e : kOps)
-    if (op == e.name) return e;
-  value_error(kName, ": unknown op '", op, "'; expected one of add, sub, mul, div, power, ",
-              "maximum, minimum, eq, ne, lt, le, gt, ge, floordiv, remainder, bitwise_and, ",
-              "bitwise_or, bitwise_xor");
 }
 
 // Drops size-1 dims and merges dim k into the one before it when every view
@@ -152,11 +118,11 @@ void coalesce(Shape& shape, std::initializer_list<Shape*> strides) {
 // Queues the compaction of a view of x (inside x, prod(shape) > 0) into dst.
 // compact_into takes at most kMaxDims dims after merging, so a view that keeps
 // more is done one index of its outermost dim at a time.
-void compact_in_steps(const Array& x, char* dst, Shape shape, Shape strides, int64_t offset,
-                      const Launch& ctx) {
+void compact_in_steps(const char* name, const Array& x, char* dst, Shape shape, Shape strides,
+                      int64_t offset, const Launch& ctx) {
   coalesce(shape, {&strides});
   if (shape.size() <= static_cast<std::size_t>(kMaxDims)) {
-    compact_into(x, dst, make_layout(kName, shape, strides, offset, x.size()), ctx);
+    compact_into(x, dst, make_layout(name, shape, strides, offset, x.size()), ctx);
     return;
   }
   const Shape inner(shape.begin() + 1, shape.end());
@@ -165,39 +131,38 @@ void compact_in_steps(const Array& x, char* dst, Shape shape, Shape strides, int
   for (int64_t d : inner) inner_size *= d;
   const std::size_t step = static_cast<std::size_t>(inner_size) * dtype_itemsize(x.dtype());
   for (int64_t i = 0; i < shape[0]; ++i)
-    compact_in_steps(x, dst + i * step, inner, inner_strides, offset + i * strides[0], ctx);
+    compact_in_steps(name, x, dst + i * step, inner, inner_strides, offset + i * strides[0], ctx);
 }
 
-}  // namespace
-
-void ewise_strided(const std::string& op, const Array& a, const Array& b, Array& out,
-                   const Shape& shape, const Shape& a_strides, int64_t a_offset,
-                   const Shape& b_strides, int64_t b_offset) {
+// The body of ewise_strided_OP (named name): Op is the op's functor, Set its dtypes.
+template <class Op, DTypes Set>
+void strided_binary(const char* name, const Array& a, const Array& b, Array& out,
+                    const Shape& shape, const Shape& a_strides, int64_t a_offset,
+                    const Shape& b_strides, int64_t b_offset) {
   // Everything is validated before any memory is allocated or work queued.
-  const OpEntry& e = find_op(op);
-  require_same_dtype(kName, {&a, &b});
-  require_binary_out(kName, e.comparison, a, out);
-  require_dtype(cat(kName, " ", op).c_str(), a.dtype(), e.dtypes);
+  require_same_dtype(name, {&a, &b});
+  require_binary_out(name, kComparison<Op>, a, out);
+  require_dtype(name, a.dtype(), Set);
   if (a_strides.size() != shape.size() || b_strides.size() != shape.size())
-    value_error(kName, ": shape ", shape_str(shape), ", a_strides ", shape_str(a_strides),
+    value_error(name, ": shape ", shape_str(shape), ", a_strides ", shape_str(a_strides),
                 " and b_strides ", shape_str(b_strides), " differ in length");
   int64_t n = 1;
   for (int64_t d : shape) {
-    if (d < 0) value_error(kName, ": negative dimension in shape ", shape_str(shape));
-    n = checked_mul(n, d, kName);
+    if (d < 0) value_error(name, ": negative dimension in shape ", shape_str(shape));
+    n = checked_mul(n, d, name);
   }
   if (out.size() < n)
-    value_error(kName, ": out has ", out.size(), " elements, shape ", shape_str(shape), " needs ",
+    value_error(name, ": out has ", out.size(), " elements, shape ", shape_str(shape), " needs ",
                 n);
   if (n > 0) {
-    require_view_inside(kName, "a view", shape, a_strides, a_offset, a.size());
-    require_view_inside(kName, "b view", shape, b_strides, b_offset, b.size());
+    require_view_inside(name, "a view", shape, a_strides, a_offset, a.size());
+    require_view_inside(name, "b view", shape, b_strides, b_offset, b.size());
   }
-  const Launch ctx = launch_on(kName, {&a, &b, &out});
+  const Launch ctx = launch_on(name, {&a, &b, &out});
   if (n == 0) return;
 
   // An integer power checks its exponents, which it reads compacted (below).
-  const bool check_exponents = a.dtype() == DType::Int64 && op == "power";
+  const bool check_exponents = std::is_same_v<Op, Power> && a.dtype() == DType::Int64;
   Shape dims = shape, sa = a_strides, sb = b_strides;
   coalesce(dims, {&sa, &sb});
   if (dims.size() <= static_cast<std::size_t>(kMaxDims) && !check_exponents) {
@@ -210,7 +175,7 @@ void ewise_strided(const std::string& op, const Array& a, const Array& b, Array&
       l.a_strides[k] = sa[k];
       l.b_strides[k] = sb[k];
     }
-    e.launch(a.dtype(), out.dtype(), a.raw(), b.raw(), out.raw(), n, l, ctx);
+    launch_op<Op, Set>(name, a.dtype(), out.dtype(), a.raw(), b.raw(), out.raw(), n, l, ctx);
     return;
   }
   // Too many dims for PairLayout (or exponents to check): compact both views,
@@ -219,20 +184,33 @@ void ewise_strided(const std::string& op, const Array& a, const Array& b, Array&
   // work that reuses them is queued on the same stream, after this kernel.
   const std::size_t bytes = static_cast<std::size_t>(n) * dtype_itemsize(a.dtype());
   Scratch ca(ctx.device, bytes), cb(ctx.device, bytes);
-  compact_in_steps(a, ca.as<char>(), shape, a_strides, a_offset, ctx);
-  compact_in_steps(b, cb.as<char>(), shape, b_strides, b_offset, ctx);
+  compact_in_steps(name, a, ca.as<char>(), shape, a_strides, a_offset, ctx);
+  compact_in_steps(name, b, cb.as<char>(), shape, b_strides, b_offset, ctx);
   if (check_exponents) {
     int64_t value = 0;
-    const int64_t bad = find_outside(kName, cb.as<int64_t>(), n, 0, INT64_MAX, ctx, &value);
+    const int64_t bad = find_outside(name, cb.as<int64_t>(), n, 0, INT64_MAX, ctx, &value);
     if (bad >= 0)
-      value_error(kName, ": integers to negative integer powers are not allowed (exponent ",
+      value_error(name, ": integers to negative integer powers are not allowed (exponent ",
                   value, " at element ", bad, " of the b view); convert to a float dtype first");
   }
   PairLayout flat{};
   flat.ndim = 1;
   flat.shape[0] = n;
   flat.a_strides[0] = flat.b_strides[0] = 1;
-  e.launch(a.dtype(), out.dtype(), ca.as<void>(), cb.as<void>(), out.raw(), n, flat, ctx);
+  launch_op<Op, Set>(name, a.dtype(), out.dtype(), ca.as<void>(), cb.as<void>(), out.raw(), n,
+                     flat, ctx);
 }
+
+}  // namespace
+
+#define LAMINA_STRIDED_BINARY(NAME, OP, SET, FORMS, DOC)                                      \
+  void ewise_strided_##NAME(const Array& a, const Array& b, Array& out, const Shape& shape,   \
+                            const Shape& a_strides, int64_t a_offset, const Shape& b_strides, \
+                            int64_t b_offset) {                                               \
+    strided_binary<OP, kernel_dtypes::ewise_strided_##NAME>(                                  \
+        "ewise_strided_" #NAME, a, b, out, shape, a_strides, a_offset, b_strides, b_offset);  \
+  }
+
+LAMINA_BINARY_OPS(LAMINA_STRIDED_BINARY)
 
 }  // namespace lamina_cuda

@@ -1,7 +1,7 @@
 // ewise_unary.cu: unary elementwise kernels over compact operands:
-// ewise_OP(a, out) for OP in neg, abs, sign (float32, float64, int64), exp, log,
-// sqrt, tanh, sin, cos, erf (float32, float64) and bitwise_not (int64, bool),
-// ewise_where(cond, a, b, out) and ewise_cast(a, out) (every dtype).
+// ewise_OP(a, out) for each unary op of ewise_ops.h (with the dtypes it lists
+// there, its functor below), ewise_where(cond, a, b, out) and ewise_cast(a,
+// out) (every dtype).
 //
 // The math is CUDA's full-precision libm (no fast-math): results differ from
 // numpy's by a few ulp at most. int64 neg and abs wrap (abs(INT64_MIN) is
@@ -83,7 +83,7 @@ struct CastTo {
 
 }  // namespace
 
-#define LAMINA_UNARY(NAME, OP)                                                             \
+#define LAMINA_UNARY(NAME, OP, SET, DOC)                                                   \
   template <class T>                                                                       \
   __global__ void ewise_##NAME##_kernel(const T* a, T* out, int64_t n) {                   \
     unary_loop<T, T, OP>(a, out, n);                                                       \
@@ -102,17 +102,7 @@ struct CastTo {
     });                                                                                    \
   }
 
-LAMINA_UNARY(neg, Neg)
-LAMINA_UNARY(abs, Abs)
-LAMINA_UNARY(exp, Exp)
-LAMINA_UNARY(log, Log)
-LAMINA_UNARY(sqrt, Sqrt)
-LAMINA_UNARY(tanh, Tanh)
-LAMINA_UNARY(sin, Sin)
-LAMINA_UNARY(cos, Cos)
-LAMINA_UNARY(erf, Erf)
-LAMINA_UNARY(sign, Sign)
-LAMINA_UNARY(bitwise_not, BitwiseNot)
+LAMINA_UNARY_OPS(LAMINA_UNARY)
 
 // out[i] = cond[i] != 0 ? a[i] : b[i]; cond is T, int64 or bool. No __restrict__: out may alias.
 template <class C, class T>

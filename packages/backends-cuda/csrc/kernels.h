@@ -7,6 +7,7 @@
 #include <pybind11/numpy.h>
 
 #include "common.cuh"
+#include "ewise_ops.h"
 
 namespace lamina_cuda {
 
@@ -22,52 +23,25 @@ void ewise_setitem(const Array& a, Array& out, const Shape& shape, const Shape& 
 void scalar_setitem(int64_t size, const Scalar& value, Array& out, const Shape& shape,
                     const Shape& strides, int64_t offset);
 
-// elementwise (ewise_binary.cu, ewise_unary.cu, ewise_strided.cu)
-#define LAMINA_DECLARE_BINARY(NAME)                                  \
-  void ewise_##NAME(const Array& a, const Array& b, Array& out);    \
-  void scalar_##NAME(const Array& a, const Scalar& value, Array& out);
-LAMINA_DECLARE_BINARY(add)
-LAMINA_DECLARE_BINARY(sub)
-LAMINA_DECLARE_BINARY(mul)
-LAMINA_DECLARE_BINARY(div)
-LAMINA_DECLARE_BINARY(power)
-LAMINA_DECLARE_BINARY(maximum)
-LAMINA_DECLARE_BINARY(minimum)
-LAMINA_DECLARE_BINARY(eq)
-LAMINA_DECLARE_BINARY(ne)
-LAMINA_DECLARE_BINARY(lt)
-LAMINA_DECLARE_BINARY(le)
-LAMINA_DECLARE_BINARY(gt)
-LAMINA_DECLARE_BINARY(ge)
+// elementwise (ewise_binary.cu, ewise_unary.cu, ewise_strided.cu): the kernels
+// of every op of ewise_ops.h, which says what each computes. ewise_strided_OP
+// does what ewise_OP does, out[i] = f(a at view position i, b at view position
+// i), over two strided views of shape into compact out.
+#define LAMINA_DECLARE_BINARY(NAME, OP, SET, FORMS, DOC)                                        \
+  void ewise_##NAME(const Array& a, const Array& b, Array& out);                                \
+  void ewise_strided_##NAME(const Array& a, const Array& b, Array& out, const Shape& shape,     \
+                            const Shape& a_strides, int64_t a_offset, const Shape& b_strides,   \
+                            int64_t b_offset);                                                  \
+  LAMINA_IF_SCALAR(FORMS, void scalar_##NAME(const Array& a, const Scalar& value, Array& out);) \
+  LAMINA_IF_REVERSED(FORMS,                                                                     \
+                     void scalar_r##NAME(const Array& a, const Scalar& value, Array& out);)
+#define LAMINA_DECLARE_UNARY(NAME, OP, SET, DOC) void ewise_##NAME(const Array& a, Array& out);
+LAMINA_BINARY_OPS(LAMINA_DECLARE_BINARY)
+LAMINA_UNARY_OPS(LAMINA_DECLARE_UNARY)
 #undef LAMINA_DECLARE_BINARY
-// interface v1.1, ewise only: Python's // and % (rounding toward -inf), bitwise ops
-void ewise_floordiv(const Array& a, const Array& b, Array& out);
-void ewise_remainder(const Array& a, const Array& b, Array& out);
-void ewise_bitwise_and(const Array& a, const Array& b, Array& out);
-void ewise_bitwise_or(const Array& a, const Array& b, Array& out);
-void ewise_bitwise_xor(const Array& a, const Array& b, Array& out);
-void scalar_rsub(const Array& a, const Scalar& value, Array& out);
-void scalar_rdiv(const Array& a, const Scalar& value, Array& out);
-void scalar_rpower(const Array& a, const Scalar& value, Array& out);
-
-void ewise_neg(const Array& a, Array& out);
-void ewise_abs(const Array& a, Array& out);
-void ewise_exp(const Array& a, Array& out);
-void ewise_log(const Array& a, Array& out);
-void ewise_sqrt(const Array& a, Array& out);
-void ewise_tanh(const Array& a, Array& out);
-void ewise_sin(const Array& a, Array& out);
-void ewise_cos(const Array& a, Array& out);
-void ewise_erf(const Array& a, Array& out);
-void ewise_sign(const Array& a, Array& out);
-void ewise_bitwise_not(const Array& a, Array& out);
+#undef LAMINA_DECLARE_UNARY
 void ewise_where(const Array& cond, const Array& a, const Array& b, Array& out);
 void ewise_cast(const Array& a, Array& out);
-// out[i] = OP(a at view position i, b at view position i) for the binary ewise_OP
-// named by op, over two strided views of shape into compact out (ewise_strided.cu).
-void ewise_strided(const std::string& op, const Array& a, const Array& b, Array& out,
-                   const Shape& shape, const Shape& a_strides, int64_t a_offset,
-                   const Shape& b_strides, int64_t b_offset);
 
 // reductions and fused row kernels (reduce.cu)
 void reduce_sum(const Array& a, Array& out, int64_t size);

@@ -1,7 +1,7 @@
-"""Interface v1.1 on a GPU (marker ``cuda``): bool buffers, int64 arithmetic,
-comparisons writing bool, floordiv/remainder, bitwise ops, reduce_prod and
-cumsum_last, each against the numpy reference backend (or numpy itself for
-the kernels the reference may not have yet).
+"""The dtypes of interface v1.1 and later on a GPU (marker ``cuda``): bool
+buffers, int64 arithmetic, comparisons writing bool, floordiv/remainder,
+bitwise ops, reduce_prod and cumsum_last, each against the numpy reference
+backend (or numpy itself for the kernels the reference may not have yet).
 
 Integer values include ones whose sums and products overflow int64: both
 backends wrap. Sizes cross the vector packs and their tails (16 bools, 2
@@ -322,7 +322,7 @@ def test_index(outer: int, axis: int, inner: int, n: int, dtype: str) -> None:
     exact("index_scatter_add", [src, idx, "OUT", outer, axis, inner], base)
 
 
-# ---------------------------------------------------------------- ewise_strided
+# ---------------------------------------------------------------- ewise_strided_OP
 _BOTH = ["add", "mul", "maximum", "minimum", "bitwise_and", "bitwise_or", "bitwise_xor",
          *COMPARISONS]
 STRIDED = [(op, "int64") for op in _BOTH + ["sub", "power", "floordiv", "remainder"]] + [
@@ -336,8 +336,8 @@ def test_ewise_strided_exact(op: str, dtype: str) -> None:
         other = np.abs(other) % 40
     out = "bool" if op in COMPARISONS else dtype
     for b_strides, b_offset in (((12, 4, 1), 0), ((0, 1, 0), 2)):  # a compact b, a broadcast one
-        args = [op, base_a, other, "OUT", (5, 3, 4), (1, 20, 5), 0, b_strides, b_offset]
-        exact("ewise_strided", args, (60, out))
+        args = [base_a, other, "OUT", (5, 3, 4), (1, 20, 5), 0, b_strides, b_offset]
+        exact(f"ewise_strided_{op}", args, (60, out))
 
 
 # ---------------------------------------------------------------- errors
@@ -352,8 +352,8 @@ def test_integer_powers_reject_negative_exponents_before_writing() -> None:
         cuda.scalar_power(a, -1, out)
     with pytest.raises(ValueError, match=rf"scalar_rpower: {message} \(exponent -2 at entry 1"):
         cuda.scalar_rpower(bad, 2, out)
-    with pytest.raises(ValueError, match=rf"ewise_strided: {message} \(exponent -2"):
-        cuda.ewise_strided("power", a, bad, out, (3,), (1,), 0, (1,), 0)
+    with pytest.raises(ValueError, match=rf"ewise_strided_power: {message} \(exponent -2"):
+        cuda.ewise_strided_power(a, bad, out, (3,), (1,), 0, (1,), 0)
     np.testing.assert_array_equal(get(cuda, out), [9, 9, 9])
     with pytest.raises(ValueError, match=f"(?i){message}"):  # the numpy backend agrees
         ref.ewise_power(put(ref, np.array([2], np.int64)), put(ref, np.array([-1], np.int64)),
@@ -386,9 +386,9 @@ def test_out_dtype_errors() -> None:
         cuda.ewise_add(f32, f32, cuda.Array(4, "bool"))
     with pytest.raises(TypeError, match="ewise_where: cond is float64; it must be int64"):
         cuda.ewise_where(cuda.Array(4, "float64"), i64, i64, i64)
-    with pytest.raises(TypeError, match="ewise_strided sub: dtype bool is not supported"):
+    with pytest.raises(TypeError, match="ewise_strided_sub: dtype bool is not supported"):
         b = cuda.Array(4, "bool")
-        cuda.ewise_strided("sub", b, b, b, (4,), (1,), 0, (1,), 0)
+        cuda.ewise_strided_sub(b, b, b, (4,), (1,), 0, (1,), 0)
 
 
 # ---------------------------------------------------------------- DLPack

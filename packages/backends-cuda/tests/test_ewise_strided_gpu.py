@@ -1,4 +1,4 @@
-"""ewise_strided against numpy on a GPU (marker ``cuda``).
+"""ewise_strided_OP against numpy on a GPU (marker ``cuda``).
 
 numpy builds the views (broadcast, permuted, flipped, sliced), so the layouts
 and the expected values are its own. Each result is also compared bit for bit
@@ -24,6 +24,8 @@ NUMPY_OPS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.tr
              "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
              "gt": np.greater, "ge": np.greater_equal}
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
+interface = pytest.importorskip("lamina.ndarray._interface")
+BINARY_OPS = interface.BINARY_OPS + interface.OPTIONAL_BINARY_OPS  # all have ewise_strided_OP
 
 # case: (base size of a, view of a, base size of b, view of b)
 CASES = {
@@ -73,12 +75,13 @@ def operands(op: str, case: str, dtype: str) -> tuple[np.ndarray, ...]:
 
 def run_strided(op: str, base_a: np.ndarray, base_b: np.ndarray, va: np.ndarray,
                 vb: np.ndarray, extra: int = 3) -> np.ndarray:
-    """Runs ewise_strided into an out of extra NaNs more than needed; returns all of it."""
+    """Runs ewise_strided_OP into an out of extra NaNs more than needed; returns all of it."""
     shape, sa, oa = layout(base_a, va)
     _, sb, ob = layout(base_b, vb)
     out = put(cuda, np.full(va.size + extra, np.nan if base_a.dtype.kind == "f" else 7,
                             base_a.dtype))
-    cuda.ewise_strided(op, put(cuda, base_a), put(cuda, base_b), out, shape, sa, oa, sb, ob)
+    kernel = getattr(cuda, f"ewise_strided_{op}")
+    kernel(put(cuda, base_a), put(cuda, base_b), out, shape, sa, oa, sb, ob)
     return get(cuda, out)
 
 
@@ -92,7 +95,7 @@ def test_ewise_strided(op: str, case: str, dtype: str) -> None:
     with np.errstate(all="ignore"):
         want = NUMPY_OPS[op](va, vb).astype(dtype).reshape(-1)
     np.testing.assert_allclose(got[:n], want, **TOL[dtype],
-                               err_msg=f"ewise_strided {op} ({case}) differs from numpy")
+                               err_msg=f"ewise_strided_{op} ({case}) differs from numpy")
     assert np.isnan(got[n:]).all(), "elements past prod(shape) were written"
     if n:  # exactly what ewise_OP computes on compact copies
         same = cuda.Array(n, dtype)
@@ -116,28 +119,27 @@ def test_ewise_strided_errors() -> None:
     good = ((3, 4), (4, 1), 0, (4, 1), 0)  # shape, a_strides, a_offset, b_strides, b_offset
 
     def call(*layout: Any, op: str = "add", a: Any = a, b: Any = b, out: Any = out) -> None:
-        cuda.ewise_strided(op, a, b, out, *layout)
+        getattr(cuda, f"ewise_strided_{op}")(a, b, out, *layout)
 
-    with pytest.raises(ValueError, match="ewise_strided: unknown op 'hypot'"):
-        call(*good, op="hypot")
-    with pytest.raises(ValueError, match=r"ewise_strided: a view .* elements 1\.\.12, outside"):
+    name = "ewise_strided_add"
+    with pytest.raises(ValueError, match=rf"{name}: a view .* elements 1\.\.12, outside"):
         call((3, 4), (4, 1), 1, (4, 1), 0)  # one past the end
-    with pytest.raises(ValueError, match=r"ewise_strided: b view .* elements -1\.\.10, outside"):
+    with pytest.raises(ValueError, match=rf"{name}: b view .* elements -1\.\.10, outside"):
         call((3, 4), (4, 1), 0, (-4, 1), 7)  # before the start
-    with pytest.raises(ValueError, match="ewise_strided: b view .* past int64"):
+    with pytest.raises(ValueError, match="ewise_strided_add: b view .* past int64"):
         call((3, 4), (4, 1), 0, (2**62, 1), 2**62)
-    with pytest.raises(ValueError, match="ewise_strided: .* differ in length"):
+    with pytest.raises(ValueError, match="ewise_strided_add: .* differ in length"):
         call((3, 4), (4, 1, 1), 0, (4, 1), 0)
-    with pytest.raises(ValueError, match="ewise_strided: .* differ in length"):
+    with pytest.raises(ValueError, match="ewise_strided_add: .* differ in length"):
         call((3, 4), (4, 1), 0, (1,), 0)
-    with pytest.raises(ValueError, match="ewise_strided: negative dimension"):
+    with pytest.raises(ValueError, match="ewise_strided_add: negative dimension"):
         call((3, -4), (4, 1), 0, (4, 1), 0)
-    with pytest.raises(ValueError, match="ewise_strided: out has 11 elements"):
+    with pytest.raises(ValueError, match="ewise_strided_add: out has 11 elements"):
         call(*good, out=cuda.Array(11, "float32"))
-    with pytest.raises(TypeError, match="ewise_strided: dtypes differ"):
+    with pytest.raises(TypeError, match="ewise_strided_add: dtypes differ"):
         call(*good, b=cuda.Array(12, "float64"))
     i64 = cuda.Array(12, "int64")
-    with pytest.raises(TypeError, match="ewise_strided div: dtype int64 is not supported"):
+    with pytest.raises(TypeError, match="ewise_strided_div: dtype int64 is not supported"):
         call(*good, op="div", a=i64, b=i64, out=cuda.Array(12, "int64"))
     # validation happens before anything is queued: out is untouched
     np.testing.assert_array_equal(get(cuda, out), np.full(12, 5, np.float32))
@@ -145,5 +147,14 @@ def test_ewise_strided_errors() -> None:
     call((3, 0, 4), (1, 1, 1), 10**15, (0, 0, 0), -5)
     np.testing.assert_array_equal(get(cuda, out), np.full(12, 5, np.float32))
     if cuda.device_count() > 1:
-        with pytest.raises(ValueError, match="ewise_strided: operands are on different devices"):
+        with pytest.raises(ValueError, match=f"{name}: operands are on different devices"):
             call(*good, b=cuda.Array(12, "float32", 1))
+
+
+@pytest.mark.parametrize("op", BINARY_OPS)
+def test_each_op_has_its_own_strided_kernel(op: str) -> None:
+    # Interface v2: one kernel per op, no op name passed in; its errors name it.
+    f32, f64 = cuda.Array(4, "float32"), cuda.Array(4, "float64")
+    with pytest.raises(TypeError, match=f"^ewise_strided_{op}: dtypes differ"):
+        getattr(cuda, f"ewise_strided_{op}")(f32, f64, f32, (4,), (1,), 0, (1,), 0)
+

@@ -34,7 +34,7 @@ _NOT_BOUND = METADATA + ("device_count", "set_num_threads", "num_threads", "wrap
                          "empty", "adam_step")
 
 KERNELS: tuple[str, ...] = tuple(name for name in REQUIRED + OPTIONAL if name not in _NOT_BOUND)
-"""Every kernel and device function the backend provides (interface v1.1 names)."""
+"""Every kernel and device function the backend provides (interface v2.0 names)."""
 
 
 def _unavailable(name: str, reason: str) -> Callable[..., Any]:
@@ -46,7 +46,7 @@ def _unavailable(name: str, reason: str) -> Callable[..., Any]:
 
 
 class CudaBackend:
-    """Interface v1.1 on NVIDIA GPUs (see docs/backend-interface.md).
+    """Interface v2.0 on NVIDIA GPUs (see docs/backend-interface.md).
 
     Buffers are ``Array(size, dtype, device=0)`` on ``cuda:device``. All work
     of a device is queued on one stream; the host waits only in ``to_numpy``,
@@ -56,12 +56,12 @@ class CudaBackend:
     """
 
     name = "cuda"
-    api_version = 1
-    api_minor_version = 1
+    api_version = 2
+    api_minor_version = 0
     dtypes = ("float32", "float64", "int64", "bool")
     kernel_dtypes: dict[str, tuple[str, ...]] = (
         {} if _core is None else dict(_core.kernel_dtypes()))
-    """The kernels that take fewer dtypes than ``dtypes`` (interface v1.1), read
+    """The kernels that take fewer dtypes than ``dtypes`` (interface v2.0), read
     from the list the kernels are compiled from (``csrc/kernel_dtypes.h``)."""
 
     @property
