@@ -19,3 +19,12 @@ def check_range(owner: str, group: dict[str, Any], name: str, low: float = 0.0,
     if bad:
         upper = "" if high is None else (f" and < {high}" if high_open else f" and <= {high}")
         raise ValueError(f"{owner}: invalid {name} {value!r}; expected >= {low}{upper}")
+
+
+def check_betas(owner: str, group: dict[str, Any]) -> None:
+    """Raise ValueError unless ``group["betas"]`` is two values in [0, 1)."""
+    betas = group["betas"]
+    ok = isinstance(betas, (tuple, list)) and len(betas) == 2 \
+        and all(isinstance(b, (int, float)) and 0.0 <= b < 1.0 for b in betas)
+    if not ok:
+        raise ValueError(f"{owner}: invalid betas {betas!r}; expected two values in [0, 1)")
