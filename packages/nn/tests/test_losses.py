@@ -40,7 +40,7 @@ def test_cross_entropy(reduction, smoothing):
 def test_nll_loss(reduction):
     logp = torch.log_softmax(torch.tensor(LOGITS), 1).numpy()
     x, xt = ag.tensor(logp, requires_grad=True), torch.tensor(logp, requires_grad=True)
-    loss = nn.NLLLoss(reduction)(x, ag.tensor(TARGET))
+    loss = nn.NLLLoss(reduction=reduction)(x, ag.tensor(TARGET))
     loss_t = torch.nn.NLLLoss(reduction=reduction)(xt, torch.tensor(TARGET))
     _compare(loss, loss_t, x, xt)
 

@@ -24,7 +24,17 @@ from ._layers import (
     Softmax,
     Tanh,
 )
-from ._loss import CrossEntropyLoss, MSELoss, NLLLoss
+from ._loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
 from ._module import IncompatibleKeys, Module
 from ._norm import BatchNorm1d, BatchNorm2d, LayerNorm
 from ._parameter import Parameter
@@ -44,4 +54,5 @@ __all__ = [
     "TransformerDecoderLayer", "TransformerEncoderLayer",
     "LSTM", "LSTMCell", "RNN", "RNNCell",
     "AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm2d", "Conv2d", "MaxPool2d",
+    "BCELoss", "BCEWithLogitsLoss", "HuberLoss", "KLDivLoss", "L1Loss", "SmoothL1Loss",
 ]

@@ -17,13 +17,10 @@ from lamina.autograd import Tensor
 from ._errors import ShapeError
 
 __all__ = [
-    "batch_norm", "cross_entropy", "dropout", "embedding", "gelu", "layer_norm", "linear",
-    "log_softmax", "mse_loss", "nll_loss", "one_hot", "relu", "sigmoid", "softmax", "tanh",
+    "batch_norm", "dropout", "embedding", "gelu", "layer_norm", "linear",
+    "log_softmax", "one_hot", "relu", "sigmoid", "softmax", "tanh",
     "scaled_dot_product_attention", "attention", "causal_mask",
 ]
-
-_REDUCTIONS = ("mean", "sum", "none")
-
 
 # ``x @ weight.T + bias`` (x (*, in), weight (out, in), bias (out,) or None) is one
 # graph node of lamina.autograd; the same function, not a wrapper (one call fewer).
@@ -77,83 +74,6 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
 def one_hot(target: Tensor, num_classes: int, dtype: Any = "float32") -> Tensor:
     """int64 (*,) -> (*, num_classes) of ``dtype`` with a 1 at each target."""
     return ag.one_hot(target, num_classes, dtype)
-
-
-def _check_targets(op: str, logits: Tensor, target: Tensor) -> None:
-    if logits.ndim != 2:
-        raise ShapeError(f"{op}: expected input of shape (N, C), got {tuple(logits.shape)}")
-    if tuple(target.shape) != (logits.shape[0],):
-        raise ShapeError(f"{op}: expected target of shape ({logits.shape[0]},) for input "
-                         f"{tuple(logits.shape)}, got {tuple(target.shape)}")
-    if target.dtype != "int64":
-        raise TypeError(f"{op}: target must hold int64 class indices, got {target.dtype}")
-
-
-def _reduce(op: str, loss: Tensor, reduction: str) -> Tensor:
-    if reduction == "mean":
-        return loss.mean()
-    if reduction == "sum":
-        return loss.sum()
-    if reduction == "none":
-        return loss
-    raise ValueError(f"{op}: reduction must be one of {_REDUCTIONS}, got {reduction!r}")
-
-
-def nll_loss(log_probs: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
-    """Negative log likelihood of integer targets.
-
-    Args:
-        log_probs: (N, C) log-probabilities.
-        target: (N,) int64 class indices in [0, C).
-        reduction: ``"mean"``, ``"sum"`` or ``"none"`` (returns (N,)).
-    """
-    _check_targets("nll_loss", log_probs, target)
-    return _reduce("nll_loss", -_picked(log_probs, target), reduction)
-
-
-def _picked(log_probs: Tensor, target: Tensor) -> Tensor:
-    """``log_probs[i, target[i]]`` (N,). Selected with where, not multiplied by a
-    one-hot: a -inf log-probability times 0 would be NaN (PyTorch gives 0 there)."""
-    mask = one_hot(target, log_probs.shape[1], log_probs.dtype)
-    return ag.where(mask, log_probs, 0.0).sum(1)
-
-
-def cross_entropy(logits: Tensor, target: Tensor, reduction: str = "mean",
-                  label_smoothing: float = 0.0) -> Tensor:
-    """Softmax cross-entropy of integer targets, with optional label smoothing.
-
-    With smoothing eps the target distribution is ``(1 - eps) * one_hot + eps / C``.
-
-    Args:
-        logits: (N, C) unnormalised scores.
-        target: (N,) int64 class indices in [0, C).
-        reduction: ``"mean"``, ``"sum"`` or ``"none"`` (returns (N,)).
-        label_smoothing: eps in [0, 1].
-
-    Example:
-        >>> from lamina import autograd
-        >>> loss = cross_entropy(autograd.zeros(2, 4), autograd.tensor([0, 3]))
-        >>> round(loss.item(), 4)
-        1.3863
-    """
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], "
-                         f"got {label_smoothing}")
-    _check_targets("cross_entropy", logits, target)
-    log_probs = logits.log_softmax(1)
-    nll = -_picked(log_probs, target)
-    if label_smoothing:
-        nll = nll * (1.0 - label_smoothing) - log_probs.mean(1) * label_smoothing
-    return _reduce("cross_entropy", nll, reduction)
-
-
-def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
-    """Squared error (input - target)^2; shapes must match exactly."""
-    if tuple(input.shape) != tuple(target.shape):
-        raise ShapeError(f"mse_loss: input {tuple(input.shape)} and target "
-                         f"{tuple(target.shape)} must have the same shape")
-    diff = input - target
-    return _reduce("mse_loss", diff * diff, reduction)
 
 
 def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
@@ -410,3 +330,18 @@ from ._pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d  # noqa: E402
 
 __all__ += ["adaptive_avg_pool2d", "avg_pool2d", "conv2d", "max_pool2d"]
 
+# Losses live beside their modules in _loss (one place for each loss's checks).
+from ._loss import (  # noqa: E402
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    cross_entropy,
+    huber_loss,
+    kl_div,
+    l1_loss,
+    mse_loss,
+    nll_loss,
+    smooth_l1_loss,
+)
+
+__all__ += ["binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy",
+            "huber_loss", "kl_div", "l1_loss", "mse_loss", "nll_loss", "smooth_l1_loss"]
