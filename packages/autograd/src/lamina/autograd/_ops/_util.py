@@ -91,3 +91,13 @@ def shape_arg(shape: Sequence[Any]) -> tuple[int, ...]:
 def kept_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
     """``shape`` with each reduced axis kept as size 1 (``keepdim=True``)."""
     return tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
+def as_tensors(grads: Sequence[Any]) -> tuple[Tensor | None, ...]:
+    """A fused op's gradients as Tensors. Its one backward rule runs on NDArrays for a
+    first-order backward (no graph, so no Tensor per step) and on Tensors with
+    ``create_graph``: NDArrays are wrapped, Tensors and None pass through."""
+    out = []
+    for g in grads:  # a loop, not a generator: one Python call fewer per gradient
+        out.append(g if g is None or isinstance(g, Tensor) else Tensor._make(g))
+    return tuple(out)

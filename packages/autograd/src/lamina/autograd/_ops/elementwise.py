@@ -361,9 +361,9 @@ class Gelu(Function):
     Exact form ``x/2 * (1 + erf(x / sqrt 2))``, whose derivative is
     ``Phi(x) + x * phi(x)``; or the tanh form ``x/2 * (1 + tanh(u))``,
     ``u = sqrt(2/pi) * (x + 0.044715 x^3)``, whose derivative is
-    ``(1 + tanh(u))/2 + x/2 * (1 - tanh(u)^2) * du/dx``. With ``create_graph``
-    the backward differentiates :func:`gelu_reference` instead, so higher-order
-    gradients are exact.
+    ``(1 + tanh(u))/2 + x/2 * (1 - tanh(u)^2) * du/dx``. The one rule,
+    :func:`_gelu_slope`, runs on NDArrays for a first-order backward and on
+    Tensors with ``create_graph``, where it records and can be differentiated again.
     """
 
     name = "gelu"
@@ -373,20 +373,21 @@ class Gelu(Function):
         self.approximate = approximate
         return nd.gelu(a, approximate)  # one buffer, its steps in place
 
-    def backward(self, g: Tensor) -> tuple[Tensor | None, ...]:
-        if grad_mode.is_grad_enabled():
-            (x,) = self.inputs
-            from .._engine import grad  # (create_graph only)
-            return grad(gelu_reference(x, self.approximate), x, g, create_graph=True)
-        a = self.inputs[0].data
-        if self.approximate == "tanh":
-            t = ((a + a * a * a * 0.044715) * _SQRT_2_OVER_PI).tanh()
-            du = (a * a * (3 * 0.044715) + 1) * _SQRT_2_OVER_PI
-            slope = (t + 1) * 0.5 + a * 0.5 * (1 - t * t) * du
-        else:
-            pdf = (a * a * -0.5).exp() * _INV_SQRT_2PI
-            slope = ((a * _SQRT_HALF).erf() + 1) * 0.5 + a * pdf
-        return (Tensor._make(g.data * slope),)
+    def backward(self, g: Tensor) -> tuple[Tensor]:
+        (x,) = self.inputs
+        if grad_mode._state.enabled:  # create_graph: the rule on Tensors, recorded
+            return (g * _gelu_slope(x, self.approximate),)
+        return (Tensor._make(g.data * _gelu_slope(x.data, self.approximate)),)
+
+
+def _gelu_slope(a: Any, approximate: str) -> Any:
+    """GELU's derivative at ``a``, an NDArray or a Tensor (see :class:`Gelu`)."""
+    if approximate == "tanh":
+        t = ((a + a * a * a * 0.044715) * _SQRT_2_OVER_PI).tanh()
+        du = (a * a * (3 * 0.044715) + 1) * _SQRT_2_OVER_PI
+        return (t + 1) * 0.5 + a * 0.5 * (1 - t * t) * du
+    pdf = (a * a * -0.5).exp() * _INV_SQRT_2PI
+    return ((a * _SQRT_HALF).erf() + 1) * 0.5 + a * pdf
 
 
 _SQRT_HALF = 1 / math.sqrt(2)

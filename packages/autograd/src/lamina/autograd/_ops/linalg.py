@@ -8,6 +8,7 @@ from lamina.ndarray import NDArray, ShapeError
 from .. import _grad_mode as grad_mode
 from .._function import Function
 from .._tensor import Tensor
+from ._util import as_tensors
 
 
 class Matmul(Function):
@@ -75,7 +76,8 @@ class Linear(Function):
     lies, plus the bias, in place for a single row). Backward, with the batch
     flattened to rows (N = prod(*)): ``dX = dY @ W`` (only when x needs it),
     ``dW = dY^T @ X`` as one (out, N) @ (N, in) GEMM, ``db = sum(dY)`` over
-    the rows. With ``create_graph`` the same rule runs as Tensor ops.
+    the rows. That one rule runs on NDArrays for a first-order backward and
+    on Tensors (recorded) with ``create_graph``.
     """
 
     name = "linear"
@@ -86,20 +88,16 @@ class Linear(Function):
 
     def backward(self, g: Tensor) -> tuple[Tensor | None, ...]:
         x, weight = self.inputs[:2]
+        # One rule, on Tensors (recorded) with create_graph, else on their NDArrays.
+        gv, xv, wv = ((g, x, weight) if grad_mode._state.enabled
+                      else (g.data, x.data, weight.data))
         need = self.needs_input_grad
-        if grad_mode._state.enabled:  # create_graph: differentiable Tensor ops
-            rows = g.reshape(-1, g.shape[-1])
-            gx = g @ weight if need[0] else None
-            gw = rows.mT @ x.reshape(-1, x.shape[-1]) if need[1] else None
-            return (gx, gw) + ((rows.sum(0) if need[2] else None,) if len(need) > 2 else ())
-        gd = g.data
-        rows_d = gd.reshape(-1, gd.shape[-1])
-        grads: list[Tensor | None] = [
-            Tensor._make(gd @ weight.data) if need[0] else None,
-            Tensor._make(rows_d.T @ x.data.reshape(-1, x.data.shape[-1])) if need[1] else None]
-        if len(need) > 2:
-            grads.append(Tensor._make(rows_d.sum(0)) if need[2] else None)
-        return tuple(grads)
+        rows = gv.reshape(-1, gv.shape[-1])
+        grads = [gv @ wv if need[0] else None,
+                 rows.T @ xv.reshape(-1, xv.shape[-1]) if need[1] else None]
+        if len(need) > 2:  # a bias
+            grads.append(rows.sum(0) if need[2] else None)
+        return as_tensors(grads)
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:

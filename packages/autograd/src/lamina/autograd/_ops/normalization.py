@@ -12,13 +12,17 @@ and writes the backward out::
     dx   = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)),  gw = dy * weight
     dweight = sum(dy * xhat),  dbias = sum(dy)    (over all leading axes)
 
-With ``create_graph`` (gradients of gradients) the backward differentiates
-the composite :func:`layer_norm_reference` instead, so higher-order
-gradients are exact.
+Each op has one backward rule (``_layer_norm_grads``, ``_batch_norm_grads``),
+written with operations that Tensor and NDArray share. A first-order backward
+runs it on NDArrays: the statistics the forward saved, no graph and no Tensor
+per step. With ``create_graph`` (gradients of gradients) it runs on Tensors,
+with the statistics recomputed as Tensor functions of the input, so the rule
+records and higher-order gradients are exact.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from lamina import ndarray as nd
@@ -27,6 +31,7 @@ from lamina.ndarray import NDArray, ShapeError
 from .. import _grad_mode as grad_mode
 from .._function import Function
 from .._tensor import Tensor
+from ._util import as_tensors
 
 
 class LayerNorm(Function):
@@ -45,28 +50,33 @@ class LayerNorm(Function):
         self.mean = self.rstd = None
 
     def backward(self, g: Tensor) -> tuple[Tensor | None, ...]:
-        if grad_mode.is_grad_enabled():
-            return self._backward_recomputed(g)
         x, weight, _ = self.inputs
-        need_x, need_w, need_b = self.needs_input_grad
-        xhat = Tensor._make((x.data - self.mean) * self.rstd)
-        dx = None
-        if need_x:
-            gw = g * weight.detach()
-            rstd = Tensor._make(self.rstd)
-            dx = (gw - gw.mean(-1, keepdim=True)
-                  - xhat * (gw * xhat).mean(-1, keepdim=True)) * rstd
-        # The engine sums the broadcast (…, D) gradients down to weight's and bias's (D,).
-        return dx, (g * xhat if need_w else None), (g if need_b else None)
+        if grad_mode._state.enabled:  # create_graph: statistics that depend on x, recorded
+            xhat, rstd = _normalised(x, self.eps)
+            return _layer_norm_grads(g, weight, xhat, rstd, self.needs_input_grad)
+        xhat_d = (x.data - self.mean) * self.rstd
+        return as_tensors(_layer_norm_grads(g.data, weight.data, xhat_d, self.rstd,
+                                            self.needs_input_grad))
 
-    def _backward_recomputed(self, g: Tensor) -> tuple[Tensor | None, ...]:
-        from .._engine import grad
 
-        x, weight, bias = self.inputs
-        wanted = [t for t, need in zip(self.inputs, self.needs_input_grad) if need]
-        found = iter(grad(layer_norm_reference(x, weight, bias, self.eps), wanted, g,
-                          create_graph=True))
-        return tuple(next(found) if need else None for need in self.needs_input_grad)
+def _normalised(x: Tensor, eps: float) -> tuple[Tensor, Tensor]:
+    """``xhat`` and ``rstd`` over the last axis, as Tensor functions of ``x``."""
+    centred = x - x.mean(-1, keepdim=True)
+    rstd = ((centred * centred).mean(-1, keepdim=True) + eps) ** -0.5
+    return centred * rstd, rstd
+
+
+def _layer_norm_grads(g: Any, weight: Any, xhat: Any, rstd: Any,
+                      need: tuple[bool, ...]) -> tuple[Any, ...]:
+    """LayerNorm's backward rule, on NDArrays or on Tensors (see the module's docstring).
+    The engine sums the (…, D) gradients of weight and bias down to (D,)."""
+    need_x, need_w, need_b = need
+    dx = None
+    if need_x:
+        gw = g * weight
+        dx = (gw - gw.mean(-1, keepdims=True)
+              - xhat * (gw * xhat).mean(-1, keepdims=True)) * rstd
+    return dx, (g * xhat if need_w else None), (g if need_b else None)
 
 
 def _check_shapes(x: tuple[int, ...], weight: tuple[int, ...], bias: tuple[int, ...]) -> None:
@@ -124,9 +134,7 @@ class BatchNorm(Function):
             if n < 2:
                 raise ValueError(f"batch_norm: expected more than 1 value per channel when "
                                  f"training, got input of shape {x.shape}")
-            mean = _channel_sum(x) * (1.0 / n)
-            self.centred = x - mean.reshape(self.stat_shape)
-            var = _channel_sum(self.centred * self.centred) * (1.0 / n)
+            mean, self.centred, var = _batch_statistics(x, self.stat_shape)
             if running_mean is not None and running_var is not None:
                 m = 1.0 / max(num_batches_tracked, 1) if momentum is None else momentum
                 running_mean.data = running_mean.data * (1 - m) + mean * m
@@ -134,8 +142,7 @@ class BatchNorm(Function):
         else:
             if running_mean is None or running_var is None:
                 raise ValueError("batch_norm: running statistics are needed in eval mode")
-            self.fixed_mean, self.fixed_var = running_mean.data, running_var.data
-            var = self.fixed_var
+            self.fixed_mean, var = running_mean.data, running_var.data
             self.centred = x - self.fixed_mean.reshape(self.stat_shape)
         self.rstd = (var + eps) ** -0.5
         scale = (self.rstd * weight).reshape(self.stat_shape)
@@ -143,43 +150,59 @@ class BatchNorm(Function):
 
     def release(self) -> None:
         super().release()
-        self.centred = self.rstd = self.fixed_mean = self.fixed_var = None
+        self.centred = self.rstd = self.fixed_mean = None
 
     def backward(self, g: Tensor) -> tuple[Tensor | None, ...]:
-        if grad_mode.is_grad_enabled():
-            return self._backward_recomputed(g)
         x, weight, _ = self.inputs
-        need_x, need_w, need_b = self.needs_input_grad
-        gd = g.data
-        xhat = self.centred * self.rstd.reshape(self.stat_shape)
-        g_sum = _channel_sum(gd) if need_b or (need_x and self.training) else None
-        gx_sum = _channel_sum(gd * xhat) if need_w or (need_x and self.training) else None
-        dx = None
-        if need_x:
-            scale = (weight.data * self.rstd).reshape(self.stat_shape)
-            if self.training:
-                inv_n = x.data.shape[1] / x.data.size
-                gd = (gd - (g_sum * inv_n).reshape(self.stat_shape)
-                      - xhat * (gx_sum * inv_n).reshape(self.stat_shape))
-            dx = Tensor._make(gd * scale)
-        return (dx, Tensor._make(gx_sum) if need_w else None,
-                Tensor._make(g_sum) if need_b else None)
+        shape, training, need = self.stat_shape, self.training, self.needs_input_grad
+        if grad_mode._state.enabled:  # create_graph: statistics that depend on x, recorded
+            centred, rstd = self._recorded_statistics(x)
+            return _batch_norm_grads(g, weight, centred, rstd, shape, training, need)
+        return as_tensors(_batch_norm_grads(g.data, weight.data, self.centred, self.rstd,
+                                            shape, training, need))
 
-    def _backward_recomputed(self, g: Tensor) -> tuple[Tensor | None, ...]:
-        from .._engine import grad
-
-        x, weight, bias = self.inputs
-        fixed = None if self.training else (
-            Tensor._make(self.fixed_mean), Tensor._make(self.fixed_var))
-        wanted = [t for t, need in zip(self.inputs, self.needs_input_grad) if need]
-        found = iter(grad(batch_norm_reference(x, weight, bias, fixed, self.eps), wanted, g,
-                          create_graph=True))
-        return tuple(next(found) if need else None for need in self.needs_input_grad)
+    def _recorded_statistics(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """``x - mean`` and ``rstd`` as Tensor functions of ``x`` (running statistics
+        are constants)."""
+        if self.training:
+            _, centred, var = _batch_statistics(x, self.stat_shape)
+            return centred, (var + self.eps) ** -0.5
+        fixed_mean = Tensor._make(self.fixed_mean).reshape(self.stat_shape)
+        return x - fixed_mean, Tensor._make(self.rstd)
 
 
-def _channel_sum(a: NDArray) -> NDArray:
-    """Sums of (N, C, *) per channel, (C,): the trailing axes, then the batch axis
-    (two row-wise reductions, where one over axes (0, 2, ...) would permute and copy)."""
+def _batch_norm_grads(g: Any, weight: Any, centred: Any, rstd: Any,
+                      stat_shape: tuple[int, ...], training: bool,
+                      need: tuple[bool, ...]) -> tuple[Any, ...]:
+    """BatchNorm's backward rule (see :class:`BatchNorm`), on NDArrays or on Tensors."""
+    need_x, need_w, need_b = need
+    sums = need_x and training
+    xhat = centred * rstd.reshape(stat_shape) if need_w or sums else None
+    g_sum = _channel_sum(g) if need_b or sums else None
+    gx_sum = _channel_sum(g * xhat) if need_w or sums else None
+    dx = None
+    if need_x:
+        if training:
+            inv_n = stat_shape[0] / math.prod(g.shape)
+            g = (g - (g_sum * inv_n).reshape(stat_shape)
+                 - xhat * (gx_sum * inv_n).reshape(stat_shape))
+        dx = g * (weight * rstd).reshape(stat_shape)
+    return dx, (gx_sum if need_w else None), (g_sum if need_b else None)
+
+
+def _batch_statistics(x: Any, stat_shape: tuple[int, ...]) -> tuple[Any, Any, Any]:
+    """Mean (C,), ``x - mean`` and biased variance (C,) of (N, C, *) per channel, on
+    NDArrays (the forward) or on Tensors (a recorded backward)."""
+    inv_n = 1.0 / (math.prod(x.shape) // stat_shape[0])
+    mean = _channel_sum(x) * inv_n
+    centred = x - mean.reshape(stat_shape)
+    return mean, centred, _channel_sum(centred * centred) * inv_n
+
+
+def _channel_sum(a: Any) -> Any:
+    """Sums of (N, C, *) per channel, (C,), of an NDArray or a Tensor: the trailing axes,
+    then the batch axis (two row-wise reductions, where one over axes (0, 2, ...) would
+    permute and copy)."""
     if a.ndim > 2:
         a = a.sum(axis=tuple(range(2, a.ndim)))
     return a.sum(axis=0)
