@@ -277,12 +277,12 @@ def test_main_prints_the_table(fakes):
     assert lines[0].split() == ["name", "distribution", "version", "api", "dtypes", "lacks",
                                 "status"]
     rows = {line.split()[0]: line for line in lines[1:] if line.strip()}
-    assert rows["numpy"].split() == ["numpy", "lamina-ndarray", "0.1.0", "1.1",
+    assert rows["numpy"].split() == ["numpy", "lamina-ndarray", "0.1.0", "2.0",
                                      "float32,float64,int64,bool", "-", "available"]
     assert rows["fakegpu"].endswith("unavailable: no CUDA-capable device is detected")
     assert "failed: import failed: ImportError: libfake.so.1" in rows["broken"]
     assert rows["broken"].split()[1:4] == ["fake-broken", "0.1", "?"]
-    assert "incompatible: declares api_version 2" in rows["oldapi"]
+    assert "incompatible: declares api_version 3" in rows["oldapi"]
     assert lines[-1] == "default device: numpy (automatic)"
 
 
