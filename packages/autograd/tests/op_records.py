@@ -520,6 +520,18 @@ RECORDS: list[OpRecord] = [
     ], errors=[ErrorSample(S(r(1, 3, 5, 5), r(4, 2, 3, 3)), ShapeError, "conv2d"),
                ErrorSample(S(r(1, 1, 2, 2), r(1, 1, 3, 3)), ShapeError, "too small")],
         second_order=True),
+    OpRecord("conv_transpose2d", ag.conv_transpose2d, TF.conv_transpose2d, [
+        S(r(2, 3, 4, 5), r(3, 2, 3, 3)),
+        S(r(1, 2, 3, 3), r(2, 4, 4, 4), r(4), stride=2, padding=1),
+        S(r(2, 2, 3, 4), r(2, 3, 3, 2), None, stride=(2, 3), padding=(1, 0),
+          output_padding=(1, 2), dilation=(1, 2)),
+        # output_padding past the cropped input (>= padding), and >= stride but < dilation
+        S(r(1, 2, 2, 2), r(2, 2, 3, 3), r(2), stride=2, padding=2, output_padding=1),
+        S(r(1, 1, 3, 3), r(1, 1, 3, 3), None, output_padding=1, dilation=2),
+    ], errors=[ErrorSample(S(r(1, 3, 5, 5), r(2, 3, 3, 3)), ShapeError, "conv_transpose2d"),
+               ErrorSample(S(r(1, 1, 3, 3), r(1, 1, 3, 3), None, 2, 0, 2), ValueError,
+                           "output_padding")],
+        second_order=True),
     OpRecord("max_pool2d", ag.max_pool2d, TF.max_pool2d, [
         S(distinct(2, 3, 6, 6), 2), S(distinct(1, 2, 7, 5), 3, 2, 1),
         S(distinct(1, 1, 5, 6), (2, 3), (1, 2))]),

@@ -26,9 +26,12 @@ from lamina.ndarray import (
 from ._creation import (
     arange,
     empty,
+    eye,
     from_dlpack,
     from_numpy,
     full,
+    linspace,
+    logspace,
     manual_seed,
     ones,
     ones_like,
@@ -67,6 +70,7 @@ from ._ops import (  # noqa: A004  (max, min: PyTorch's names)
     chunk,
     clamp,
     conv2d,
+    conv_transpose2d,
     cumsum,
     dilate,
     dropout,
@@ -119,14 +123,31 @@ from ._ops import (  # noqa: A004  (max, min: PyTorch's names)
     where,
 )
 from ._ops import table as _table
+from ._ops.products import (
+    addmm,
+    baddbmm,
+    bmm,
+    dot,
+    einsum,
+    mm,
+    mv,
+    norm,
+    outer,
+    vector_norm,
+)
 from ._ops.rearrange import (  # noqa: A004  (all, any: PyTorch's names)
     all,
     any,
+    diag,
+    diagonal,
     index_select,
     narrow,
     numel,
     roll,
     tile,
+    trace,
+    tril,
+    triu,
     unbind,
 )
 from ._tensor import Tensor
@@ -145,6 +166,7 @@ __all__ = [
     "inference_mode", "gradcheck", "GradcheckError",
     # ops
     "amax", "amin", "argmax", "avg_pool2d", "broadcast_to", "cat", "chunk", "clamp", "conv2d",
+    "conv_transpose2d",
     "dilate", "dropout", "embedding", "expand", "flatten", "flip", "gather", "gelu",
     "index_put", "index_scatter_add", "linear", "log_softmax", "logsumexp", "masked_fill",
     "masked_select", "matmul", "max_pool2d", "mean", "nonzero", "one_hot", "pad", "permute",
@@ -155,6 +177,9 @@ __all__ = [
     # sampling, sorting and selection
     "randint", "randint_like", "randperm", "rand_like", "randn_like", "multinomial",
     "bernoulli", "normal", "sort", "argsort", "topk", "max", "min", "ValuesIndices",
+    # constructors, triangles, diagonals, products and norms
+    "eye", "linspace", "logspace", "tril", "triu", "diag", "diagonal", "trace", "mm", "mv",
+    "dot", "outer", "bmm", "addmm", "baddbmm", "einsum", "norm", "vector_norm",
     # recurrent layers
     "lstm_layer",
     # normalisation

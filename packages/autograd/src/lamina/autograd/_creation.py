@@ -1,4 +1,5 @@
-"""Tensor creation: ``tensor``, ``zeros``, ``ones``, ``full``, ``rand``, ``randn``, ``arange``...
+"""Tensor creation: ``tensor``, ``zeros``, ``ones``, ``full``, ``rand``, ``randn``, ``arange``,
+``eye``, ``linspace``, ``logspace``...
 
 Each wraps the matching ``lamina.ndarray`` constructor and adds
 ``requires_grad``. Shapes may be given as ``f(2, 3)`` or ``f((2, 3))``.
@@ -6,6 +7,7 @@ Each wraps the matching ``lamina.ndarray`` constructor and adds
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import lamina.ndarray as nd
@@ -126,6 +128,86 @@ def arange(start: float, end: float | None = None, step: float = 1, dtype: Any =
     Integer arguments give int64, float ones float32.
     """
     return _leaf(nd.arange(start, end, step, dtype=dtype, device=device), requires_grad)
+
+
+def eye(n: int, m: int | None = None, *, dtype: Any = "float32", device: Any = None,
+        requires_grad: bool = False) -> Tensor:
+    """The ``(n, m)`` identity matrix (``m`` defaults to ``n``): ones on the main diagonal.
+
+    Example:
+        >>> import lamina.autograd as ag
+        >>> ag.eye(2, 3).tolist()
+        [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]
+    """
+    cols = n if m is None else m
+    for name, size in (("n", n), ("m", cols)):
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
+            raise ValueError(f"eye: {name} must be a non-negative int, got {size!r}")
+    return _leaf(nd.array(np.eye(n, cols, dtype=bool), dtype=dtype, device=device),
+                 requires_grad)
+
+
+def _steps(steps: Any, op: str) -> int:
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
+        raise TypeError(f"{op}: steps must be an int, got {type(steps).__name__} {steps!r}")
+    if steps < 0:
+        raise ValueError(f"{op}: steps must be non-negative, got {steps}")
+    return int(steps)
+
+
+def _spaced(start: float, end: float, steps: int, dtype: Any) -> np.ndarray:
+    """``steps`` evenly spaced values, computed as PyTorch does: from ``start`` up to
+    the middle and from ``end`` down after it, so both ends are exact (one step:
+    ``start``)."""
+    step = (end - start) / max(steps - 1, 1)
+    i = np.arange(steps, dtype=dtype)
+    return np.where(i < max(steps // 2, 1), start + step * i, end - step * (steps - 1 - i))
+
+
+def _ends(start: float, end: float, kind: nd.DType, work: str) -> tuple[Any, Any]:
+    """``start`` and ``end`` in the ``work`` precision; PyTorch truncates them first for an
+    integer result."""
+    ends = [float(v) if kind.is_floating else math.trunc(v) for v in (start, end)]
+    return np.array(ends[0], work), np.array(ends[1], work)
+
+
+def linspace(start: float, end: float, steps: int, *, dtype: Any = "float32",
+             device: Any = None, requires_grad: bool = False) -> Tensor:
+    """``steps`` values evenly spaced from ``start`` to ``end``, both included.
+
+    Float dtypes are computed in that precision, as in PyTorch; for an int64 result
+    the ends are truncated to ints and the float64 values in between too.
+
+    Example:
+        >>> import lamina.autograd as ag
+        >>> ag.linspace(0, 1, 5).tolist()
+        [0.0, 0.25, 0.5, 0.75, 1.0]
+    """
+    n, kind = _steps(steps, "linspace"), nd.as_dtype(dtype, "linspace")
+    work = kind.name if kind.is_floating else "float64"
+    first, last = _ends(start, end, kind, work)
+    values = _spaced(first, last, n, work)
+    return _leaf(nd.array(values if kind.is_floating else np.trunc(values), dtype=kind,
+                          device=device), requires_grad)
+
+
+def logspace(start: float, end: float, steps: int, base: float = 10.0, *,
+             dtype: Any = "float32", device: Any = None, requires_grad: bool = False
+             ) -> Tensor:
+    """``base ** v`` for ``steps`` values ``v`` evenly spaced from ``start`` to ``end``
+    (computed in float64, as PyTorch does, then converted to ``dtype``; the ends are
+    truncated first for an int64 result).
+
+    Example:
+        >>> import lamina.autograd as ag
+        >>> ag.logspace(0, 2, 3).tolist()
+        [1.0, 10.0, 100.0]
+    """
+    n, kind = _steps(steps, "logspace"), nd.as_dtype(dtype, "logspace")
+    values = np.power(float(base), _spaced(*_ends(start, end, kind, "float64"), n, "float64"))
+    if not kind.is_floating:
+        values = np.trunc(values)
+    return _leaf(nd.array(values, dtype=kind, device=device), requires_grad)
 
 
 def zeros_like(x: Tensor, dtype: Any = None, device: Any = None,

@@ -703,6 +703,59 @@ class Tensor:
     def any(self, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
         return _rearrange.any(self, dim, keepdim)
 
+    def tril(self, diagonal: int = 0) -> Tensor:
+        return _rearrange.tril(self, diagonal)
+
+    def triu(self, diagonal: int = 0) -> Tensor:
+        return _rearrange.triu(self, diagonal)
+
+    def tril_(self, diagonal: int = 0) -> Tensor:
+        """:meth:`tril` in place."""
+        _inplace._check_leaf(self, "tril_")
+        return _inplace._write(self, _rearrange.tril(self, diagonal), "tril_")
+
+    def triu_(self, diagonal: int = 0) -> Tensor:
+        """:meth:`triu` in place."""
+        _inplace._check_leaf(self, "triu_")
+        return _inplace._write(self, _rearrange.triu(self, diagonal), "triu_")
+
+    def diag(self, diagonal: int = 0) -> Tensor:
+        return _rearrange.diag(self, diagonal)
+
+    def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+        return _rearrange.diagonal(self, offset, dim1, dim2)
+
+    def trace(self) -> Tensor:
+        return _rearrange.trace(self)
+
+    # ----- products and norms (the ops live in _ops.products) ---------------------------
+
+    def mm(self, mat2: Tensor) -> Tensor:
+        return _products.mm(self, mat2)
+
+    def mv(self, vec: Tensor) -> Tensor:
+        return _products.mv(self, vec)
+
+    def dot(self, other: Tensor) -> Tensor:
+        return _products.dot(self, other)
+
+    def outer(self, vec2: Tensor) -> Tensor:
+        return _products.outer(self, vec2)
+
+    def bmm(self, mat2: Tensor) -> Tensor:
+        return _products.bmm(self, mat2)
+
+    def addmm(self, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        return _products.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+    def baddbmm(self, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1
+                ) -> Tensor:
+        return _products.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+    def norm(self, p: Any = "fro", dim: Any = None, keepdim: builtins.bool = False,
+             dtype: Any = None) -> Tensor:
+        return _products.norm(self, p, dim, keepdim, dtype)
+
     def where(self, condition: Any, other: Any) -> Tensor:
         """``where(condition, self, other)``: this tensor where ``condition``, else ``other``."""
         return F.where(condition, self, other)
@@ -812,6 +865,7 @@ class RemovableHandle:
 from . import _engine, _inplace, _inplace_random  # noqa: E402
 from . import _ops as F  # noqa: E402
 from ._function import Version  # noqa: E402
+from ._ops import products as _products  # noqa: E402
 from ._ops import rearrange as _rearrange  # noqa: E402
 from ._ops import shape as _ops_shape  # noqa: E402
 

@@ -6,9 +6,26 @@ PEP 420 namespace package shared by several distributions, so it has no
 """
 
 from . import functional, init, utils
+from ._activations import (
+    CELU,
+    ELU,
+    SELU,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    LeakyReLU,
+    LogSigmoid,
+    Mish,
+    PReLU,
+    ReLU6,
+    SiLU,
+    Softmin,
+    Softplus,
+    Softsign,
+)
 from ._attention import MultiheadAttention
-from ._containers import ModuleDict, ModuleList, Sequential
-from ._conv import Conv2d
+from ._containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from ._conv import Conv1d, Conv2d, ConvTranspose2d
 from ._errors import CheckpointError, ShapeError, StateDictError
 from ._layers import (
     GELU,
@@ -23,6 +40,7 @@ from ._layers import (
     Sigmoid,
     Softmax,
     Tanh,
+    Unflatten,
 )
 from ._loss import (
     BCELoss,
@@ -36,11 +54,11 @@ from ._loss import (
     SmoothL1Loss,
 )
 from ._module import IncompatibleKeys, Module
-from ._norm import BatchNorm1d, BatchNorm2d, LayerNorm
+from ._norm import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm
 from ._parameter import Parameter
 from ._pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from ._positional import PositionalEmbedding, SinusoidalPositionalEncoding
-from ._rnn import LSTM, RNN, LSTMCell, RNNCell
+from ._rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from ._serialization import load, save
 from ._transformer import TransformerDecoderLayer, TransformerEncoderLayer
 
@@ -52,7 +70,10 @@ __all__ = [
     "init", "load", "save", "utils",
     "MultiheadAttention", "PositionalEmbedding", "SinusoidalPositionalEncoding",
     "TransformerDecoderLayer", "TransformerEncoderLayer",
-    "LSTM", "LSTMCell", "RNN", "RNNCell",
+    "LSTM", "LSTMCell", "RNN", "RNNCell", "GRU", "GRUCell", "Conv1d", "ConvTranspose2d",
     "AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm2d", "Conv2d", "MaxPool2d",
     "BCELoss", "BCEWithLogitsLoss", "HuberLoss", "KLDivLoss", "L1Loss", "SmoothL1Loss",
+    "CELU", "ELU", "SELU", "GroupNorm", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU",
+    "LogSigmoid", "Mish", "PReLU", "ParameterDict", "ParameterList", "ReLU6", "SiLU",
+    "Softmin", "Softplus", "Softsign", "Unflatten",
 ]

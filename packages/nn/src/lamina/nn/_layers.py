@@ -1,4 +1,4 @@
-"""Layers: Identity, Linear, Flatten, activations, Dropout, Residual, Embedding."""
+"""Layers: Identity, Linear, Flatten, Unflatten, activations, Dropout, Residual, Embedding."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from ._parameter import Parameter
 
 __all__ = [
     "GELU", "Dropout", "Embedding", "Flatten", "Identity", "Linear", "LogSoftmax", "ReLU",
-    "Residual", "Sigmoid", "Softmax", "Tanh",
+    "Residual", "Sigmoid", "Softmax", "Tanh", "Unflatten",
 ]
 
 
@@ -108,6 +108,54 @@ class Flatten(Module):
 
     def extra_repr(self) -> str:
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Module):
+    """Split dim ``dim`` into ``unflattened_size``: (N, C*H*W) -> (N, C, H, W) for dim 1.
+
+    Args:
+        dim: the dim to split (negative counts from the end).
+        unflattened_size: the new sizes (a tuple or list of ints); one may be -1,
+            inferred from the others.
+    """
+
+    def __init__(self, dim: int, unflattened_size: tuple[int, ...] | list[int]) -> None:
+        super().__init__()
+        if isinstance(dim, bool) or not isinstance(dim, int):
+            raise TypeError(f"Unflatten: dim must be an int, got {type(dim).__name__}")
+        if not isinstance(unflattened_size, (tuple, list)) or not all(
+                isinstance(s, int) and not isinstance(s, bool) for s in unflattened_size):
+            raise TypeError(f"Unflatten: unflattened_size must be a tuple of ints, "
+                            f"got {unflattened_size!r}")
+        self.dim = dim
+        self.unflattened_size = unflattened_size
+
+    def forward(self, x: Tensor) -> Tensor:
+        shape = tuple(x.shape)
+        dim = self.dim + len(shape) if self.dim < 0 else self.dim
+        if not 0 <= dim < len(shape):  # IndexError, as PyTorch's dim checks raise
+            raise IndexError(f"{self!r}: dim {self.dim} is out of range for input of shape "
+                             f"{shape} (expected a dim in [{-len(shape)}, {len(shape)}))")
+        sizes = _infer_sizes(repr(self), shape[dim], tuple(self.unflattened_size))
+        return x.reshape(shape[:dim] + sizes + shape[dim + 1:])
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+def _infer_sizes(owner: str, total: int, sizes: tuple[int, ...]) -> tuple[int, ...]:
+    """``sizes`` with its one -1 (if any) resolved so that their product is ``total``."""
+    unknown = [i for i, s in enumerate(sizes) if s == -1]
+    known = math.prod(s for s in sizes if s != -1)
+    if len(unknown) > 1 or any(s < -1 for s in sizes):
+        raise ValueError(f"{owner}: unflattened_size {sizes} may hold non-negative sizes "
+                         f"and at most one -1")
+    if unknown and known and total % known == 0:
+        sizes = sizes[:unknown[0]] + (total // known,) + sizes[unknown[0] + 1:]
+    if math.prod(sizes) != total or (unknown and -1 in sizes):
+        raise ShapeError(f"{owner}: cannot split a dim of size {total} into {sizes} "
+                         f"(their product must be {total})")
+    return sizes
 
 
 class ReLU(Module):
@@ -206,7 +254,9 @@ class Embedding(Module):
     """A lookup table: int64 indices (*,) -> rows (*, embedding_dim).
 
     Weights start as N(0, 1), PyTorch's default; the row ``padding_idx``
-    (if given) starts at zero and receives no gradient.
+    (if given) starts at zero and receives no gradient. Like PyTorch, a lookup
+    of ``padding_idx`` returns that row as it is (zero unless it was loaded or
+    set otherwise).
 
     Args:
         num_embeddings: rows in the table.
@@ -236,11 +286,7 @@ class Embedding(Module):
             self.weight.data = data
 
     def forward(self, indices: Tensor) -> Tensor:
-        out = F.embedding(indices, self.weight)
-        if self.padding_idx is not None:
-            keep = (indices != self.padding_idx).to(dtype=out.dtype)
-            out = out * keep.reshape(tuple(indices.shape) + (1,))
-        return out
+        return F.embedding(indices, self.weight, self.padding_idx)
 
     def extra_repr(self) -> str:
         pad = f", padding_idx={self.padding_idx}" if self.padding_idx is not None else ""

@@ -364,9 +364,10 @@ class Module:
             text = repr(child).replace("\n", "\n  ")
             lines.append(f"({name}): {text}")
         extra = self.extra_repr()
-        if not lines:
+        if not lines and "\n" not in extra:
             return f"{type(self).__name__}({extra})"
-        body = "".join(f"\n  {line}" for line in ([extra] if extra else []) + lines)
+        # A multi-line extra_repr (ParameterList's entries) is indented line by line.
+        body = "".join(f"\n  {line}" for line in (extra.split("\n") if extra else []) + lines)
         return f"{type(self).__name__}({body}\n)"
 
 

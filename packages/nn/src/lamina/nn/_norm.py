@@ -1,4 +1,4 @@
-"""Normalisation layers: BatchNorm1d, BatchNorm2d and LayerNorm."""
+"""Normalisation layers: BatchNorm1d, BatchNorm2d, LayerNorm and GroupNorm."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from ._errors import ShapeError, check_shape
 from ._module import Module
 from ._parameter import Parameter, new_tensor
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "LayerNorm"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "GroupNorm", "LayerNorm"]
 
 
 class _BatchNorm(Module):
@@ -155,3 +155,51 @@ class LayerNorm(Module):
     def extra_repr(self) -> str:
         return (f"{self.normalized_shape}, eps={self.eps}, "
                 f"elementwise_affine={self.elementwise_affine}")
+
+
+class GroupNorm(Module):
+    """Normalise channel groups of each sample: ``(x - mean_g) / sqrt(var_g + eps) * w + b``.
+
+    Statistics are taken per sample over each group of C / G channels and every
+    trailing dim (no running statistics: train and eval agree).
+
+    Args:
+        num_groups: G, dividing ``num_channels``.
+        num_channels: C.
+        eps: added to the variance.
+        affine: learn a per-channel weight (ones) and bias (zeros).
+        bias: learn the bias (when affine).
+
+    Shape:
+        input (N, C, *) -> output (N, C, *).
+    """
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
+                 affine: bool = True, device: Any = None, dtype: Any = None, *,
+                 bias: bool = True) -> None:
+        super().__init__()
+        if num_groups < 1 or num_channels % num_groups:
+            raise ValueError(f"GroupNorm: num_channels={num_channels} must be divisible by "
+                             f"num_groups={num_groups} (a positive int)")
+        self.num_groups, self.num_channels = num_groups, num_channels
+        self.eps, self.affine = eps, affine
+        dtype = dtype or nd.float32
+        if affine:
+            self.weight = Parameter(nd.ones(num_channels, dtype=dtype, device=device))
+        else:
+            self.register_parameter("weight", None)
+        if affine and bias:
+            self.bias = Parameter(nd.zeros(num_channels, dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, x: Tensor) -> Tensor:
+        shape = tuple(x.shape)
+        if len(shape) < 2 or shape[1] != self.num_channels:
+            raise ShapeError(f"{self!r}: expected input of shape (N, {self.num_channels}, *), "
+                             f"got {shape}")
+        return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, "
+                f"affine={self.affine}, bias={self.bias is not None}")

@@ -1,14 +1,16 @@
-"""Recurrent layers: RNNCell, LSTMCell, RNN and LSTM (PyTorch's names and layouts).
+"""Recurrent layers: RNN, LSTM and GRU and their cells (PyTorch's names and layouts).
 
 Parameters are named and shaped as in ``torch.nn``, so a PyTorch state dict
 loads unchanged: layer k of a stack has ``weight_ih_l{k}`` (G*H, I_k),
 ``weight_hh_l{k}`` (G*H, H), ``bias_ih_l{k}`` and ``bias_hh_l{k}`` (G*H,),
-with G = 1 for RNN and G = 4 for LSTM, gate rows in the order i, f, g, o.
+with G = 1 for RNN, G = 4 for LSTM (gate rows i, f, g, o) and G = 3 for GRU
+(gate rows r, z, n); a bidirectional GRU adds the same with suffix ``_reverse``.
 
 A stacked layer computes the input projection of every timestep with one
 matmul before its time loop; an LSTM layer then runs its recurrence as the
-single op ``lamina.autograd.lstm_layer``. Shapes: L is the sequence length,
-N the batch, I the input size, H the hidden size.
+single op ``lamina.autograd.lstm_layer``, RNN and GRU layers as a loop of
+autograd ops per step. Shapes: L is the sequence length, N the batch, I the
+input size, H the hidden size, D = 2 for a bidirectional stack, else 1.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from ._errors import ShapeError
 from ._module import Module
 from ._parameter import Parameter
 
-__all__ = ["LSTM", "RNN", "LSTMCell", "RNNCell"]
+__all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNCell"]
 
 _NONLINEARITIES = ("tanh", "relu")
 
@@ -53,10 +55,27 @@ def _lstm_step(x_proj: Tensor, h: Tensor, c: Tensor, w_hh: Tensor) -> tuple[Tens
     return F.sigmoid(o) * c.tanh(), c
 
 
+def _gru_step(x_proj: Tensor, h: Tensor, w_hh_t: Tensor, b_hh: Tensor | None) -> Tensor:
+    """One GRU step from the input projection ``x @ W_ih.T + b_ih`` (N, 3H): h' (N, H).
+
+    PyTorch's gates: r and z see both biases, but b_hn sits inside r * (...):
+    ``n = tanh(x W_in + b_in + r * (h W_hn + b_hn))``, ``h' = (1 - z) n + z h``.
+    """
+    hidden = h.shape[-1]
+    hp = h @ w_hh_t
+    if b_hh is not None:
+        hp = hp + b_hh
+    rz = F.sigmoid(x_proj[:, :2 * hidden] + hp[:, :2 * hidden])
+    n = (x_proj[:, 2 * hidden:] + rz[:, :hidden] * hp[:, 2 * hidden:]).tanh()
+    return n + rz[:, hidden:] * (h - n)
+
+
 class _CellBase(Module):
-    """Shared parameters and checks of RNNCell and LSTMCell."""
+    """Shared parameters and checks of RNNCell, LSTMCell and GRUCell."""
 
     gates = 1
+    # False where b_hh cannot be folded into the input projection (GRU's n gate).
+    merge_biases = True
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool, device: Any,
                  dtype: Any) -> None:
@@ -102,7 +121,7 @@ class _CellBase(Module):
     def _projection(self, x: Tensor) -> Tensor:
         out = x @ self.weight_ih.transpose(0, 1)
         if self.bias_ih is not None:
-            out = out + (self.bias_ih + self.bias_hh)
+            out = out + (self.bias_ih + self.bias_hh if self.merge_biases else self.bias_ih)
         return out
 
     def extra_repr(self) -> str:
@@ -184,12 +203,14 @@ class LSTMCell(_CellBase):
 
 
 class _StackBase(Module):
-    """Shared parameters, checks and layer loop of RNN and LSTM."""
+    """Shared parameters, checks and layer loop of RNN, LSTM and GRU."""
 
     gates = 1
+    merge_biases = True  # as in _CellBase
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int, bias: bool,
-                 batch_first: bool, dropout: float, device: Any, dtype: Any) -> None:
+                 batch_first: bool, dropout: float, device: Any, dtype: Any,
+                 bidirectional: bool = False) -> None:
         super().__init__()
         name = type(self).__name__
         if input_size < 1 or hidden_size < 1 or num_layers < 1:
@@ -199,16 +220,30 @@ class _StackBase(Module):
             raise ValueError(f"{name}: dropout must be in [0, 1], got {dropout}")
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
+        self.bidirectional = bool(bidirectional)
         rows = self.gates * hidden_size
         for k in range(num_layers):
-            fan_in = input_size if k == 0 else hidden_size
-            setattr(self, f"weight_ih_l{k}", _param(rows, fan_in, dtype=dtype, device=device))
-            setattr(self, f"weight_hh_l{k}", _param(rows, hidden_size, dtype=dtype,
-                                                    device=device))
-            if bias:
-                setattr(self, f"bias_ih_l{k}", _param(rows, dtype=dtype, device=device))
-                setattr(self, f"bias_hh_l{k}", _param(rows, dtype=dtype, device=device))
+            fan_in = input_size if k == 0 else hidden_size * self.directions
+            for sfx in self._suffixes():
+                setattr(self, f"weight_ih_l{k}{sfx}", _param(rows, fan_in, dtype=dtype,
+                                                             device=device))
+                setattr(self, f"weight_hh_l{k}{sfx}", _param(rows, hidden_size, dtype=dtype,
+                                                             device=device))
+                if bias:
+                    setattr(self, f"bias_ih_l{k}{sfx}", _param(rows, dtype=dtype,
+                                                               device=device))
+                    setattr(self, f"bias_hh_l{k}{sfx}", _param(rows, dtype=dtype,
+                                                               device=device))
         self.reset_parameters()
+
+    @property
+    def directions(self) -> int:
+        """D: 2 for a bidirectional stack, else 1."""
+        return 2 if self.bidirectional else 1
+
+    def _suffixes(self) -> tuple[str, ...]:
+        """Parameter name suffixes of each direction, PyTorch's."""
+        return ("", "_reverse") if self.bidirectional else ("",)
 
     def reset_parameters(self) -> None:
         """Re-draw every parameter from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))."""
@@ -227,23 +262,27 @@ class _StackBase(Module):
         return (x.transpose(0, 1) if self.batch_first else x), False
 
     def _state(self, state: Tensor | None, x: Tensor, unbatched: bool, name: str) -> Tensor:
-        """The initial state as (num_layers, N, H), zeros when None."""
-        expected = (self.num_layers, x.shape[1], self.hidden_size)
+        """The initial state as (D * num_layers, N, H), zeros when None."""
+        layers = self.directions * self.num_layers
+        expected = (layers, x.shape[1], self.hidden_size)
         if state is None:
             return ag.zeros(*expected, dtype=x.dtype, device=x.device)
-        want = (self.num_layers, self.hidden_size) if unbatched else expected
+        want = (layers, self.hidden_size) if unbatched else expected
         if tuple(state.shape) != want:
-            raise ShapeError(f"{self!r}: expected {name} of shape {want} (num_layers, "
+            what = "D * num_layers" if self.bidirectional else "num_layers"
+            raise ShapeError(f"{self!r}: expected {name} of shape {want} ({what}, "
                              f"{'' if unbatched else 'N, '}hidden_size), got "
                              f"{tuple(state.shape)}")
         return state.unsqueeze(1) if unbatched else state
 
-    def _projection(self, k: int, x: Tensor) -> Tensor:
-        """``x @ W_ih.T + b_ih + b_hh`` for every step at once: (L, N, I) -> (L, N, G*H)."""
+    def _projection(self, k: int, x: Tensor, sfx: str = "") -> Tensor:
+        """``x @ W_ih.T + b_ih (+ b_hh)`` for every step at once: (L, N, I) -> (L, N, G*H)."""
         steps, batch, features = x.shape
-        out = x.reshape(steps * batch, features) @ getattr(self, f"weight_ih_l{k}").transpose(0, 1)
+        w_ih = getattr(self, f"weight_ih_l{k}{sfx}")
+        out = x.reshape(steps * batch, features) @ w_ih.transpose(0, 1)
         if self.bias:
-            out = out + (getattr(self, f"bias_ih_l{k}") + getattr(self, f"bias_hh_l{k}"))
+            b = getattr(self, f"bias_ih_l{k}{sfx}")
+            out = out + (b + getattr(self, f"bias_hh_l{k}{sfx}") if self.merge_biases else b)
         return out.reshape(steps, batch, out.shape[-1])
 
     def _between_layers(self, k: int, y: Tensor) -> Tensor:
@@ -266,6 +305,8 @@ class _StackBase(Module):
             s += ", batch_first=True"
         if self.dropout:
             s += f", dropout={self.dropout}"
+        if self.bidirectional:
+            s += ", bidirectional=True"
         return s
 
 
@@ -380,3 +421,106 @@ class LSTM(_StackBase):
         if unbatched:
             h, c = h.squeeze(1), c.squeeze(1)
         return self._output(x, unbatched), (h, c)
+
+
+class GRUCell(_CellBase):
+    """A gated recurrent unit cell (gates r, z, n, PyTorch's layout and equations).
+
+    ``r = sigmoid(x W_ir + b_ir + h W_hr + b_hr)``, z likewise,
+    ``n = tanh(x W_in + b_in + r * (h W_hn + b_hn))``, ``h' = (1 - z) * n + z * h``.
+
+    Args:
+        input_size: I, features of each input.
+        hidden_size: H, features of the hidden state.
+        bias: learn ``bias_ih`` and ``bias_hh``.
+
+    Shape:
+        input (N, I) or (I,); hx (N, H) or (H,), zeros when None -> h' (N, H) or (H,).
+
+    Example:
+        >>> from lamina import autograd
+        >>> GRUCell(3, 5)(autograd.ones(2, 3)).shape
+        (2, 5)
+    """
+
+    gates = 3
+    merge_biases = False
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__(input_size, hidden_size, bias, device, dtype)
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:  # noqa: A002
+        x, unbatched = self._input(input)
+        h = self._state(hx, x, unbatched, "hx")
+        h = _gru_step(self._projection(x), h, self.weight_hh.transpose(0, 1), self.bias_hh)
+        return h.squeeze(0) if unbatched else h
+
+
+class GRU(_StackBase):
+    """A multi-layer gated recurrent unit network (PyTorch's layout, gates r, z, n).
+
+    Each step computes ``h_t`` from ``x_t`` and ``h_{t-1}`` as :class:`GRUCell`
+    does, as a loop of autograd ops (no fused kernel yet).
+
+    Args:
+        input_size: I, features of each input step.
+        hidden_size: H, features of the hidden state.
+        num_layers: stacked layers; layer k > 0 reads layer k-1's outputs.
+        bias: learn ``bias_ih_l{k}`` and ``bias_hh_l{k}``.
+        batch_first: input and output are (N, L, *) instead of (L, N, *).
+        dropout: dropout probability on each layer's output except the last's
+            (training mode only).
+        bidirectional: also run each layer backwards in time (parameters
+            ``*_l{k}_reverse``) and concatenate both directions' outputs.
+
+    Shape:
+        input (L, N, I), or (N, L, I) with batch_first, or unbatched (L, I);
+        h_0 (D * num_layers, N, H) or (D * num_layers, H), zeros when None
+        -> (output, h_n): output (L, N, D * H) is the last layer's h_t for
+        every t ((N, L, D * H) with batch_first), h_n (D * num_layers, N, H)
+        every layer's and direction's final state (layer-major, forward first).
+
+    Example:
+        >>> from lamina import autograd
+        >>> out, h_n = GRU(3, 5, num_layers=2, bidirectional=True)(autograd.ones(7, 2, 3))
+        >>> out.shape, h_n.shape
+        ((7, 2, 10), (4, 2, 5))
+    """
+
+    gates = 3
+    merge_biases = False
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+                 bidirectional: bool = False, device: Any = None, dtype: Any = None) -> None:
+        super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
+                         device, dtype, bidirectional)
+
+    def forward(self, input: Tensor, hx: Tensor | None = None  # noqa: A002
+                ) -> tuple[Tensor, Tensor]:
+        x, unbatched = self._sequence(input)
+        h0 = self._state(hx, x, unbatched, "h_0")
+        finals = []
+        for k in range(self.num_layers):
+            outs = []
+            for d, sfx in enumerate(self._suffixes()):
+                y, h = self._direction(k, sfx, x, h0[k * self.directions + d])
+                outs.append(y)
+                finals.append(h)
+            x = self._between_layers(k, outs[0] if len(outs) == 1 else ag.cat(outs, 2))
+        h_n = ag.stack(finals)
+        return self._output(x, unbatched), (h_n.squeeze(1) if unbatched else h_n)
+
+    def _direction(self, k: int, sfx: str, x: Tensor, h: Tensor) -> tuple[Tensor, Tensor]:
+        """One direction of layer k over (L, N, I_k): outputs (L, N, H) in time order
+        and the final state (N, H); ``_reverse`` runs from the last step to the first."""
+        proj = self._projection(k, x, sfx)
+        w_t = getattr(self, f"weight_hh_l{k}{sfx}").transpose(0, 1)
+        b_hh = getattr(self, f"bias_hh_l{k}{sfx}") if self.bias else None
+        steps = range(proj.shape[0])
+        outs: list[Tensor] = []
+        for t in (reversed(steps) if sfx else steps):
+            h = _gru_step(proj[t], h, w_t, b_hh)
+            outs.append(h)
+        return ag.stack(outs[::-1] if sfx else outs), h

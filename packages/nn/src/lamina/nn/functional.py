@@ -17,7 +17,7 @@ from lamina.autograd import Tensor
 from ._errors import ShapeError
 
 __all__ = [
-    "batch_norm", "dropout", "embedding", "gelu", "layer_norm", "linear",
+    "batch_norm", "dropout", "embedding", "gelu", "group_norm", "layer_norm", "linear",
     "log_softmax", "one_hot", "relu", "sigmoid", "softmax", "tanh",
     "scaled_dot_product_attention", "attention", "causal_mask",
 ]
@@ -145,6 +145,42 @@ def layer_norm(x: Tensor, normalized_shape: int | tuple[int, ...],
     return ag.layer_norm(flat, weight.reshape(size), bias.reshape(size), eps).reshape(xs)
 
 
+def group_norm(x: Tensor, num_groups: int, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalise each of ``num_groups`` channel groups of each sample, then scale per channel.
+
+    The C channels of (N, C, *) are split into ``num_groups`` groups of C / G
+    consecutive channels; each group's values (over its channels and every
+    trailing dim) are normalised with their own mean and biased variance, by
+    the layer-norm kernel over a (N, G, C / G * prod(*)) view.
+
+    Args:
+        x: (N, C, *).
+        num_groups: G, dividing C.
+        weight, bias: (C,) or None (ones, zeros).
+
+    Returns:
+        (N, C, *).
+    """
+    shape = tuple(x.shape)
+    if len(shape) < 2:
+        raise ShapeError(f"group_norm: expected an input of shape (N, C, *), got {shape}")
+    c = shape[1]
+    if num_groups < 1 or c % num_groups:
+        raise ValueError(f"group_norm: the {c} channels of input {shape} do not split into "
+                         f"num_groups={num_groups} equal groups; C must be divisible by it")
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and tuple(p.shape) != (c,):
+            raise ShapeError(f"group_norm: {name} must have shape ({c},), got "
+                             f"{tuple(p.shape)}")
+    grouped = x.reshape((shape[0], num_groups, -1))
+    out = layer_norm(grouped, (grouped.shape[-1],), None, None, eps).reshape(shape)
+    per_channel = (c,) + (1,) * (len(shape) - 2)
+    if weight is not None:
+        out = out * weight.reshape(per_channel)
+    return out + bias.reshape(per_channel) if bias is not None else out
+
+
 def _layer_norm_composite(x: Tensor, k: int, weight: Tensor | None, bias: Tensor | None,
                           eps: float) -> Tensor:
     dims = tuple(range(x.ndim - k, x.ndim))
@@ -155,12 +191,18 @@ def _layer_norm_composite(x: Tensor, k: int, weight: Tensor | None, bias: Tensor
     return out + bias if bias is not None else out
 
 
-def embedding(indices: Tensor, weight: Tensor) -> Tensor:
-    """Rows of ``weight`` (num_embeddings, D) at int64 ``indices`` (*,) -> (*, D)."""
+def embedding(indices: Tensor, weight: Tensor, padding_idx: int | None = None) -> Tensor:
+    """Rows of ``weight`` (num_embeddings, D) at int64 ``indices`` (*,) -> (*, D).
+
+    The row ``padding_idx`` (negative counts from the end) is looked up as it
+    is but receives no gradient, as in PyTorch.
+    """
     if indices.dtype != "int64":
         raise TypeError(f"embedding: indices must be int64, got {indices.dtype}")
     try:
-        return ag.embedding(indices, weight)
+        out = ag.embedding(indices, weight)
+        return out if padding_idx is None else _block_padding(out, indices, weight,
+                                                              padding_idx)
     except IndexError:
         size = weight.shape[0]
         ids = indices.numpy().reshape(-1)
@@ -169,6 +211,16 @@ def embedding(indices: Tensor, weight: Tensor) -> Tensor:
             raise
         raise IndexError(f"embedding: token id {int(bad[0])} is outside the vocabulary of "
                          f"size {size} (ids must be in [0, {size}))") from None
+
+
+def _block_padding(out: Tensor, indices: Tensor, weight: Tensor, padding_idx: int) -> Tensor:
+    size = weight.shape[0]
+    if not -size <= padding_idx < size:
+        raise ValueError(f"embedding: padding_idx {padding_idx} is out of range for a "
+                         f"table of {size} rows (it must be in [-{size}, {size}))")
+    # The padding positions take the same values, detached: no gradient reaches that row.
+    padded = (indices == padding_idx % size).reshape(tuple(indices.shape) + (1,))
+    return ag.where(padded, out.detach(), out)
 
 
 # ----- attention -----------------------------------------------------------------------
@@ -325,10 +377,34 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
 
 
 # Convolution and pooling live beside their layers; these are their functional forms.
-from ._conv import conv2d  # noqa: E402
+from ._conv import conv1d, conv2d, conv_transpose2d  # noqa: E402
 from ._pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d  # noqa: E402
 
 __all__ += ["adaptive_avg_pool2d", "avg_pool2d", "conv2d", "max_pool2d"]
+
+# Activations beyond the basic ones live beside their modules.
+from ._activations import (  # noqa: E402
+    celu,
+    elu,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    leaky_relu,
+    logsigmoid,
+    mish,
+    prelu,
+    relu6,
+    selu,
+    silu,
+    softmin,
+    softplus,
+    softsign,
+)
+
+__all__ += ["celu", "elu", "hardsigmoid", "hardswish", "hardtanh", "leaky_relu",
+            "logsigmoid", "mish", "prelu", "relu6", "selu", "silu", "softmin", "softplus",
+            "softsign"]
+__all__ += ["conv1d", "conv_transpose2d"]
 
 # Losses live beside their modules in _loss (one place for each loss's checks).
 from ._loss import (  # noqa: E402

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._function import Function
 from . import conv, elementwise, index, linalg, normalization, reduce, rnn, scattering, shape, table
-from .conv import avg_pool2d, conv2d, im2col, max_pool2d
+from .conv import avg_pool2d, conv2d, conv_transpose2d, im2col, max_pool2d
 from .elementwise import (
     clamp,
     dropout,
@@ -90,6 +90,7 @@ COMPOSITES: dict[str, Callable[..., Any]] = {
 __all__ = [
     "PRIMITIVES", "COMPOSITES", "amax", "amin", "argmax", "avg_pool2d", "batch_norm",
     "batch_norm_reference", "broadcast_to", "cat", "chunk", "clamp", "conv2d", "dilate",
+    "conv_transpose2d",
     "dropout", "embedding", "expand", "flatten", "flip", "gather", "gelu", "gelu_reference",
     "getitem", "index_put", "index_scatter_add", "masked_fill", "masked_select", "nonzero",
     "im2col", "linear", "log_softmax", "logsumexp", "matmul", "max_pool2d", "mean", "one_hot",

@@ -3,7 +3,8 @@
 ``im2col`` copies every receptive field of ``x (N, C, H, W)`` into
 ``(N, OH, OW, C, KH, KW)``; its adjoint ``col2im`` sums such patches back
 into an image (overlaps add up). With that pair of primitives, conv2d is a
-matrix product and the pools are reductions: compositions whose gradients
+matrix product, conv_transpose2d a matrix product then col2im, and the pools
+are reductions: compositions whose gradients
 the engine derives, with no loop over pixels in Python.
 """
 
@@ -149,6 +150,71 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 
     return out
 
 
+def _transpose_params(x: Tensor, weight: Tensor, stride: Any, padding: Any,
+                      output_padding: Any, dilation: Any) -> tuple[Pair, ...]:
+    """Checked (kernel, stride, padding, output_padding, dilation) of conv_transpose2d."""
+    op = "conv_transpose2d"
+    if weight.ndim != 4 or x.ndim != 4 or x.shape[1] != weight.shape[0]:
+        raise ShapeError(f"{op}: input {x.shape} (N, C_in, H, W) and weight {weight.shape} "
+                         "(C_in, C_out, KH, KW) must be 4-D with the same C_in")
+    params = (pair(weight.shape[2:], op, "kernel", 1), pair(stride, op, "stride", 1),
+              pair(padding, op, "padding", 0), pair(output_padding, op, "output_padding", 0),
+              pair(dilation, op, "dilation", 1))
+    _, stride, _, extra, dilation = params
+    if any(e >= max(s, d) for e, s, d in zip(extra, stride, dilation)):
+        raise ValueError(f"{op}: output_padding {extra} must be smaller than either stride "
+                         f"{stride} or dilation {dilation}; lower output_padding")
+    return params
+
+
+def conv_transpose2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+                     padding: Any = 0, output_padding: Any = 0, groups: int = 1,
+                     dilation: Any = 1) -> Tensor:
+    """The adjoint of conv2d, as ``torch.nn.functional.conv_transpose2d`` with ``groups=1``.
+
+    Each input pixel scatters ``x[n, :, h, w] @ weight`` (a ``(C_out, KH, KW)``
+    patch) into the output: a GEMM then ``col2im`` with no padding, cropped by
+    ``padding`` and extended by ``output_padding`` at the bottom and right.
+
+    Args:
+        x: images, ``(N, C_in, H, W)``.
+        weight: ``(C_in, C_out, KH, KW)`` (PyTorch's layout for transposed convolution).
+        bias: ``(C_out,)`` or ``None``.
+        stride, padding, output_padding, dilation: an int or an ``(h, w)`` pair each.
+
+    Returns:
+        ``(N, C_out, OH, OW)`` with ``OH = (H-1)*sh - 2*ph + dh*(KH-1) + oph + 1``.
+    """
+    if groups != 1:
+        raise ValueError(f"conv_transpose2d: only groups=1 is supported, got groups={groups}")
+    kernel, stride, padding, extra, dilation = _transpose_params(
+        x, weight, stride, padding, output_padding, dilation)
+    n, c_in, h, w = x.shape
+    c_out = weight.shape[1]
+    full = [(size - 1) * s + d * (k - 1) + 1
+            for size, s, d, k in zip((h, w), stride, dilation, kernel)]
+    out = [f - 2 * p + e for f, p, e in zip(full, padding, extra)]
+    if min(out) <= 0:
+        raise ShapeError(f"conv_transpose2d: input of shape {x.shape} with kernel {kernel}, "
+                         f"stride {stride}, padding {padding} and dilation {dilation} gives "
+                         f"an empty output {tuple(out)}; lower the padding")
+    rows = x.permute(0, 2, 3, 1).reshape(n * h * w, c_in) @ weight.reshape(c_in, -1)
+    cols = rows.reshape(n, h, w, c_out, kernel[0], kernel[1])
+    img = Col2Im.apply(cols, input_shape=(n, c_out, full[0], full[1]),
+                       params=(kernel, stride, (0, 0), dilation))
+    if padding != (0, 0):
+        img = img[:, :, padding[0]:padding[0] + out[0], padding[1]:padding[1] + out[1]]
+    grow = (out[0] - img.shape[2], out[1] - img.shape[3])  # output_padding past the input
+    if grow != (0, 0):
+        img = pad(img, ((0, 0), (0, 0), (0, grow[0]), (0, grow[1])))
+    if bias is not None:
+        if bias.shape != (c_out,):
+            raise ShapeError(f"conv_transpose2d: bias has shape {bias.shape}, "
+                             f"expected ({c_out},)")
+        img = img + bias.reshape(1, c_out, 1, 1)
+    return img
+
+
 def _pool_params(op: str, kernel_size: Any, stride: Any, padding: Any) -> tuple[Pair, ...]:
     kernel = pair(kernel_size, op, "kernel_size", 1)
     stride = kernel if stride is None else pair(stride, op, "stride", 1)
@@ -190,4 +256,4 @@ def avg_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0
 
 
 PRIMITIVES = (Im2Col, Col2Im)
-COMPOSITES = (conv2d, max_pool2d, avg_pool2d)
+COMPOSITES = (conv2d, conv_transpose2d, max_pool2d, avg_pool2d)

@@ -1,5 +1,5 @@
 """PyTorch's rearranging and testing ops: narrow, roll, repeat, tile, index_select, unbind,
-all, any, numel.
+all, any, numel, and the triangles and diagonals: tril, triu, diagonal, diag, trace.
 
 Every one is a composition of registered ops (slices, cat, reshape, broadcast,
 take, comparisons and sums), so none has backward code of its own: the
@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import lamina.ndarray as nd
+import numpy as np
 from lamina.ndarray import DTypeError, ShapeError
 
 from .. import _ops as F
@@ -192,4 +193,108 @@ def numel(x: Tensor) -> int:
     return x.numel()
 
 
-COMPOSITES = (narrow, roll, repeat, tile, index_select, unbind, all, any, numel)
+# ----- triangles and diagonals ---------------------------------------------------------
+
+def _triangle(x: Tensor, keep: np.ndarray) -> Tensor:
+    """``x`` with the entries of its last two dims outside the bool ``keep`` set to 0."""
+    mask = Tensor._make(nd.array(keep, dtype="bool", device=x.data.device))
+    return F.where(mask, x, Tensor._make(nd.zeros((), dtype=x.dtype, device=x.data.device)))
+
+
+def _matrices(x: Tensor, op: str) -> tuple[int, int]:
+    if x.ndim < 2:
+        raise ShapeError(f"{op}: expects a tensor with at least 2 dims, got shape {x.shape}; "
+                         f"reshape a vector to a matrix first")
+    return x.shape[-2], x.shape[-1]
+
+
+def tril(x: Tensor, diagonal: int = 0) -> Tensor:
+    """The lower triangle of the last two dims: ``x[..., i, j]`` where ``j <= i +
+    diagonal``, else 0. Shapes: ``(*, N, M) -> (*, N, M)``.
+
+    Example:
+        >>> import lamina.autograd as ag
+        >>> ag.ones(2, 2).tril().tolist()
+        [[1.0, 0.0], [1.0, 1.0]]
+    """
+    n, m = _matrices(x, "tril")
+    return _triangle(x, np.tri(n, m, operator.index(diagonal), dtype=bool))
+
+
+def triu(x: Tensor, diagonal: int = 0) -> Tensor:
+    """The upper triangle of the last two dims: ``x[..., i, j]`` where ``j >= i +
+    diagonal``, else 0. Shapes: ``(*, N, M) -> (*, N, M)``.
+
+    Example:
+        >>> import lamina.autograd as ag
+        >>> ag.ones(2, 2).triu(1).tolist()
+        [[0.0, 1.0], [0.0, 0.0]]
+    """
+    n, m = _matrices(x, "triu")
+    return _triangle(x, ~np.tri(n, m, operator.index(diagonal) - 1, dtype=bool))
+
+
+def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """The diagonal ``x[..., i, i + offset]`` of the dims ``dim1`` and ``dim2``, which are
+    removed; the diagonal becomes the last dim (a copy, where PyTorch gives a view).
+
+    Shapes: ``(A, N, M)`` with ``dim1=1, dim2=2`` -> ``(A, L)``, ``L`` the length of
+    the diagonal.
+
+    Example:
+        >>> import lamina.autograd as ag
+        >>> ag.tensor([[1.0, 2.0], [3.0, 4.0]]).diagonal(1).tolist()
+        [2.0]
+    """
+    return _diagonal(x, offset, dim1, dim2)
+
+
+def _diagonal(x: Tensor, offset: int, dim1: int, dim2: int) -> Tensor:
+    d1, d2 = normalize_axis(dim1, x.ndim, "diagonal"), normalize_axis(dim2, x.ndim, "diagonal")
+    if d1 == d2 or x.ndim < 2:
+        raise ShapeError(f"diagonal: dim1 and dim2 must be two different dims of shape "
+                         f"{x.shape}, got {dim1} and {dim2}")
+    rest = tuple(k for k in range(x.ndim) if k not in (d1, d2))
+    y = F.permute(x, rest + (d1, d2))
+    k, keep = operator.index(offset), (slice(None),) * len(rest)
+    y = y[keep + (slice(None), slice(k, None))] if k >= 0 else y[keep + (slice(-k, None),)]
+    n = min(y.shape[-2:])
+    y = F.reshape(y[keep + (slice(0, n), slice(0, n))], y.shape[:-2] + (n * n,))
+    return y[keep + (slice(None, None, n + 1),)]  # (i, i) sits at i * (n + 1)
+
+
+def diag(x: Tensor, diagonal: int = 0) -> Tensor:
+    """``torch.diag``: a vector ``(N,)`` becomes the matrix with it on the ``diagonal``-th
+    diagonal, ``(N + |d|, N + |d|)``; a matrix gives its ``diagonal``-th diagonal.
+
+    Example:
+        >>> import lamina.autograd as ag
+        >>> ag.diag(ag.tensor([1.0, 2.0])).tolist()
+        [[1.0, 0.0], [0.0, 2.0]]
+    """
+    k = operator.index(diagonal)
+    if x.ndim == 2:
+        return _diagonal(x, k, 0, 1)
+    if x.ndim != 1:
+        raise ShapeError(f"diag: expects a 1-D or 2-D tensor, got shape {x.shape}; use "
+                         f"diagonal(x, offset, dim1, dim2) for more dims")
+    n = x.shape[0]
+    square = _triangle(F.unsqueeze(x, 1), np.eye(n, dtype=bool))
+    return F.pad(square, ((0, k), (k, 0)) if k >= 0 else ((-k, 0), (0, -k)))
+
+
+def trace(x: Tensor) -> Tensor:
+    """The sum of a matrix's main diagonal, a 0-d tensor.
+
+    Example:
+        >>> import lamina.autograd as ag
+        >>> ag.tensor([[1.0, 2.0], [3.0, 4.0]]).trace().item()
+        5.0
+    """
+    if x.ndim != 2:
+        raise ShapeError(f"trace: expects a matrix, got shape {x.shape}")
+    return F.sum(_diagonal(x, 0, 0, 1))
+
+
+COMPOSITES = (narrow, roll, repeat, tile, index_select, unbind, all, any, numel, tril, triu,
+              diagonal, diag, trace)

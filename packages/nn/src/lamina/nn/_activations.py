@@ -1,0 +1,329 @@
+"""Activation functions and their modules, as in ``torch.nn`` / ``torch.nn.functional``.
+
+Each function is a composition of lamina.autograd ops with no backward code of
+its own. Where PyTorch's gradient at a kink differs from what the plain
+composition gives (hardtanh is flat at its bounds), the branch that must not
+carry a gradient is detached. Branches that ``where`` discards are clamped
+before ``exp``, so that an overflow there cannot turn a zero gradient into NaN.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from lamina import autograd as ag
+from lamina import ndarray as nd
+from lamina.autograd import Tensor
+
+from ._errors import ShapeError
+from ._module import Module
+from ._parameter import Parameter
+
+__all__ = [
+    "CELU", "ELU", "SELU", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU", "LogSigmoid",
+    "Mish", "PReLU", "ReLU6", "SiLU", "Softmin", "Softplus", "Softsign",
+    "celu", "elu", "hardsigmoid", "hardswish", "hardtanh", "leaky_relu", "logsigmoid", "mish",
+    "prelu", "relu6", "selu", "silu", "softmin", "softplus", "softsign",
+]
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+# ----- functions ---------------------------------------------------------------------------
+
+def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """x where x > 0, else ``negative_slope * x``."""
+    return ag.where(x > 0, x, x * negative_slope)
+
+
+def elu(x: Tensor, alpha: float = 1.0) -> Tensor:
+    """x where x > 0, else ``alpha * (exp(x) - 1)``."""
+    return ag.where(x > 0, x, (x.clamp(max=0.0).exp() - 1.0) * alpha)
+
+
+def selu(x: Tensor) -> Tensor:
+    """``scale * elu(x, alpha)`` with the self-normalising constants."""
+    return elu(x, _SELU_ALPHA) * _SELU_SCALE
+
+
+def celu(x: Tensor, alpha: float = 1.0) -> Tensor:
+    """x where x > 0, else ``alpha * (exp(x / alpha) - 1)``; alpha must not be 0."""
+    _check_alpha("celu", alpha)
+    return ag.where(x > 0, x, ((x / alpha).clamp(max=0.0).exp() - 1.0) * alpha)
+
+
+def silu(x: Tensor) -> Tensor:
+    """``x * sigmoid(x)`` (also called swish)."""
+    return x * x.sigmoid()
+
+
+def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """``log(1 + exp(beta * x)) / beta``; x itself where ``beta * x > threshold``."""
+    scaled = x * beta
+    smooth = (scaled.clamp(max=threshold).exp() + 1.0).log() / beta
+    return ag.where(scaled > threshold, x, smooth)
+
+
+def mish(x: Tensor) -> Tensor:
+    """``x * tanh(softplus(x))``."""
+    return x * softplus(x).tanh()
+
+
+def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """x clamped to [min_val, max_val]; the gradient is 0 at and beyond the bounds."""
+    _check_range("hardtanh", min_val, max_val)
+    inside = (x > min_val).logical_and(x < max_val)
+    return ag.where(inside, x, x.detach().clamp(min_val, max_val))
+
+
+def relu6(x: Tensor) -> Tensor:
+    """``min(max(x, 0), 6)``."""
+    return hardtanh(x, 0.0, 6.0)
+
+
+def hardsigmoid(x: Tensor) -> Tensor:
+    """``relu6(x + 3) / 6``: a piecewise-linear sigmoid."""
+    return relu6(x + 3.0) / 6.0
+
+
+def hardswish(x: Tensor) -> Tensor:
+    """``x * relu6(x + 3) / 6``."""
+    return x * hardsigmoid(x)
+
+
+def softsign(x: Tensor) -> Tensor:
+    """``x / (1 + |x|)``."""
+    return x / (x.abs() + 1.0)
+
+
+def logsigmoid(x: Tensor) -> Tensor:
+    """``log(sigmoid(x))``: ``x - log(1 + exp(x))`` below 0, ``-log(1 + exp(-x))`` above."""
+    below = x - (x.clamp(max=0.0).exp() + 1.0).log()
+    above = -((-x.clamp(min=0.0)).exp() + 1.0).log()
+    return ag.where(x < 0, below, above)
+
+
+def softmin(x: Tensor, dim: int | None = None) -> Tensor:
+    """``softmax(-x)`` along ``dim`` (PyTorch's implicit choice of dim when None)."""
+    return (-x).softmax(_softmax_dim(x, dim))
+
+
+def prelu(x: Tensor, weight: Tensor) -> Tensor:
+    """x where x > 0, else ``weight * x``; a weight of C values applies per channel (dim 1).
+
+    Args:
+        x: (N, C, *) or any shape when ``weight`` has one value.
+        weight: (1,) or (C,).
+    """
+    count = weight.numel()
+    if weight.ndim > 1:
+        raise ShapeError(f"prelu: weight must be 0-D or 1-D, got shape {tuple(weight.shape)}")
+    if count != 1:
+        channels = x.shape[1] if x.ndim >= 2 else 1
+        if channels != count:
+            raise ShapeError(f"prelu: weight has {count} values but the input "
+                             f"{tuple(x.shape)} has {channels} channels in dim 1; pass "
+                             f"num_parameters=1 or one value per channel")
+        weight = weight.reshape((count,) + (1,) * (x.ndim - 2))
+    return ag.where(x > 0, x, x * weight)
+
+
+def _softmax_dim(x: Tensor, dim: int | None) -> int:
+    # torch.nn.functional._get_softmax_dim: dim 0 for 0-, 1- and 3-D input, else dim 1.
+    if dim is not None:
+        return dim
+    return 0 if x.ndim in (0, 1, 3) else 1
+
+
+def _check_alpha(owner: str, alpha: float) -> None:
+    if alpha == 0:
+        raise ValueError(f"{owner}: alpha must not be 0 (it divides the input)")
+
+
+def _check_range(owner: str, min_val: float, max_val: float) -> None:
+    if not min_val < max_val:
+        raise ValueError(f"{owner}: min_val ({min_val}) must be less than max_val ({max_val})")
+
+
+# ----- modules -----------------------------------------------------------------------------
+
+class LeakyReLU(Module):
+    """x where x > 0, else ``negative_slope * x`` (any shape)."""
+
+    def __init__(self, negative_slope: float = 0.01) -> None:
+        super().__init__()
+        self.negative_slope = negative_slope
+
+    def forward(self, x: Tensor) -> Tensor:
+        return leaky_relu(x, self.negative_slope)
+
+    def extra_repr(self) -> str:
+        return f"negative_slope={self.negative_slope}"
+
+
+class ELU(Module):
+    """x where x > 0, else ``alpha * (exp(x) - 1)`` (any shape)."""
+
+    def __init__(self, alpha: float = 1.0) -> None:
+        super().__init__()
+        self.alpha = alpha
+
+    def forward(self, x: Tensor) -> Tensor:
+        return elu(x, self.alpha)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}"
+
+
+class CELU(ELU):
+    """x where x > 0, else ``alpha * (exp(x / alpha) - 1)`` (any shape)."""
+
+    def __init__(self, alpha: float = 1.0) -> None:
+        _check_alpha("CELU", alpha)
+        super().__init__(alpha)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return celu(x, self.alpha)
+
+
+class SELU(Module):
+    """``scale * elu(x, alpha)`` with alpha ~ 1.6733 and scale ~ 1.0507 (any shape)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return selu(x)
+
+
+class SiLU(Module):
+    """``x * sigmoid(x)`` (any shape)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return silu(x)
+
+
+class Mish(Module):
+    """``x * tanh(softplus(x))`` (any shape)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return mish(x)
+
+
+class Softplus(Module):
+    """``log(1 + exp(beta * x)) / beta``, linear where ``beta * x > threshold`` (any shape)."""
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
+        super().__init__()
+        if beta == 0:
+            raise ValueError("Softplus: beta must not be 0 (the output divides by it)")
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, x: Tensor) -> Tensor:
+        return softplus(x, self.beta, self.threshold)
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class Hardtanh(Module):
+    """x clamped to [min_val, max_val] (any shape)."""
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0) -> None:
+        super().__init__()
+        _check_range(type(self).__name__, min_val, max_val)
+        self.min_val, self.max_val = min_val, max_val
+
+    def forward(self, x: Tensor) -> Tensor:
+        return hardtanh(x, self.min_val, self.max_val)
+
+    def extra_repr(self) -> str:
+        return f"min_val={self.min_val}, max_val={self.max_val}"
+
+
+class ReLU6(Hardtanh):
+    """``min(max(x, 0), 6)`` (any shape)."""
+
+    def __init__(self) -> None:
+        super().__init__(0.0, 6.0)
+
+    def extra_repr(self) -> str:
+        return ""
+
+
+class Hardsigmoid(Module):
+    """``relu6(x + 3) / 6`` (any shape)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return hardsigmoid(x)
+
+
+class Hardswish(Module):
+    """``x * relu6(x + 3) / 6`` (any shape)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return hardswish(x)
+
+
+class Softsign(Module):
+    """``x / (1 + |x|)`` (any shape)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return softsign(x)
+
+
+class LogSigmoid(Module):
+    """``log(sigmoid(x))``, computed stably (any shape)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return logsigmoid(x)
+
+
+class Softmin(Module):
+    """``softmax(-x)`` along ``dim`` (PyTorch's implicit dim when None)."""
+
+    def __init__(self, dim: int | None = None) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        return softmin(x, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class PReLU(Module):
+    """x where x > 0, else ``weight * x``, with a learnt slope (one, or one per channel).
+
+    Args:
+        num_parameters: 1 (one slope for every element) or C (one per channel, dim 1).
+        init: the slopes' initial value.
+
+    Shape:
+        (N, C, *) -> the same shape (any shape when ``num_parameters == 1``).
+    """
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        if isinstance(num_parameters, bool) or not isinstance(num_parameters, int) \
+                or num_parameters < 1:
+            raise ValueError(f"PReLU: num_parameters must be a positive int, "
+                             f"got {num_parameters!r}")
+        if not math.isfinite(init):
+            raise ValueError(f"PReLU: init must be a finite number, got {init!r}")
+        # No num_parameters attribute: Module.num_parameters() already counts the slopes.
+        self.init = init
+        self.weight = Parameter(nd.full((num_parameters,), init, dtype=dtype or nd.float32,
+                                        device=device))
+
+    def reset_parameters(self) -> None:
+        """Set every slope back to ``init``."""
+        with ag.no_grad():
+            self.weight.fill_(self.init)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return prelu(x, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.weight.numel()}"
