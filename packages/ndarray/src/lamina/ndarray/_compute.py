@@ -1,4 +1,4 @@
-"""Compute ops of NDArray: elementwise, reductions, matmul, indexing, fused.
+"""Compute ops of A: elementwise, reductions, matmul, indexing, fused.
 
 Each op checks devices, dtypes and shapes, broadcasts with NumPy's rules,
 compacts its operands only when the kernel needs it, allocates the output and
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from math import prod
 from numbers import Number
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -27,9 +27,6 @@ from ._errors import DeviceError, DTypeError, ShapeError
 from ._interface import KernelTable
 from ._optable import OPS, ops
 from ._select import _scalar, where
-
-if TYPE_CHECKING:
-    from ._ndarray import NDArray
 
 A = TypeVar("A", bound=ArrayBase)
 
@@ -97,7 +94,7 @@ def _result_dtype(dtype: DType, op: str, device: Any) -> DType:
     return dtype
 
 
-def binary(a: NDArray, b: Any, op: str) -> NDArray:
+def binary(a: A, b: Any, op: str) -> A:
     """``a OP b`` for an array or Python scalar ``b``, with broadcasting and PyTorch's
     type promotion (:func:`lamina.ndarray.result_type`).
 
@@ -144,8 +141,8 @@ def binary(a: NDArray, b: Any, op: str) -> NDArray:
     return _binary_views(a, b, op, out_dtype)
 
 
-def binary_operator(op: str) -> Callable[[NDArray, Any], NDArray]:
-    """The method behind the operator of ``op`` (``NDArray.__add__`` for "add").
+def binary_operator(op: str) -> Callable[[A, Any], A]:
+    """The method behind the operator of ``op`` (``A.__add__`` for "add").
 
     It runs the common cases itself: float arithmetic between two arrays of
     one class, device and dtype (compact operands of one shape straight to
@@ -158,7 +155,7 @@ def binary_operator(op: str) -> Callable[[NDArray, Any], NDArray]:
     """
     fast = op in _ARITHMETIC
 
-    def method(a: NDArray, b: Any) -> NDArray:
+    def method(a: A, b: Any) -> A:
         if fast and type(b) is type(a) and a._device is b._device and a._dtype is b._dtype \
                 and a._dtype.is_floating:
             if a._shape == b._shape and (a._compact or a.is_compact()) \
@@ -180,17 +177,17 @@ def binary_operator(op: str) -> Callable[[NDArray, Any], NDArray]:
     return method
 
 
-def reversed_operator(op: str) -> Callable[[NDArray, Any], NDArray]:
+def reversed_operator(op: str) -> Callable[[A, Any], A]:
     """The reflected method of a non-commutative ``op`` (``__rsub__`` for "sub")."""
 
-    def method(a: NDArray, b: Any) -> NDArray:
+    def method(a: A, b: Any) -> A:
         return reversed_scalar(a, b, op)
 
     method.__name__ = method.__qualname__ = "r" + op
     return method
 
 
-def _binary_views(a: NDArray, b: ArrayBase, op: str, out_dtype: DType) -> NDArray:
+def _binary_views(a: A, b: ArrayBase, op: str, out_dtype: DType) -> A:
     """``binary`` for operands of one dtype that differ in shape or are not compact."""
     shape = a._shape
     if shape != b._shape:
@@ -226,7 +223,7 @@ def _broadcast_view(a: A, shape: tuple[int, ...], op: str) -> A:
                    a._offset, a._dtype, a._device)
 
 
-def reversed_scalar(a: NDArray, value: Any, op: str) -> NDArray:
+def reversed_scalar(a: A, value: Any, op: str) -> A:
     """``value OP a`` for a Python scalar ``value``, promoted as ``a OP value``."""
     if not isinstance(value, _SCALARS) or isinstance(value, complex):
         return NotImplemented
@@ -243,7 +240,7 @@ def reversed_scalar(a: NDArray, value: Any, op: str) -> NDArray:
     return out
 
 
-def unary(a: NDArray, op: str) -> NDArray:
+def unary(a: A, op: str) -> A:
     """An elementwise op of one array: float functions of integers are computed in
     the default float dtype, as PyTorch."""
     dtype = a._dtype
@@ -269,15 +266,15 @@ def unary(a: NDArray, op: str) -> NDArray:
     return out
 
 
-def logical_not(a: NDArray) -> NDArray:
+def logical_not(a: A) -> A:
     """``a == 0`` as bool (as ``torch.logical_not``)."""
     return binary(a, False if a._dtype is bool_ else 0, "eq")
 
 
-def _logical(bitwise: str, name: str) -> Callable[[NDArray, Any], NDArray]:
+def _logical(bitwise: str, name: str) -> Callable[[A, Any], A]:
     """``logical_X``: the bitwise op on the operands' truth values, as bool."""
 
-    def logical(a: NDArray, b: Any) -> NDArray:
+    def logical(a: A, b: Any) -> A:
         return binary(_truth(a), _truth(b), bitwise)
 
     logical.__name__ = logical.__qualname__ = name
@@ -294,12 +291,12 @@ logical_xor = LOGICAL["logical_xor"]
 
 def _truth(a: Any) -> Any:
     if isinstance(a, ArrayBase):
-        return a if a._dtype is bool_ else binary(a, 0, "ne")  # type: ignore[arg-type]
+        return a if a._dtype is bool_ else binary(a, 0, "ne")
     return bool(a)
 
 
 # ---------------------------------------------------------------------- reductions
-def reduce(a: NDArray, axis: Any, keepdims: bool, op: str) -> NDArray:
+def reduce(a: A, axis: Any, keepdims: bool, op: str) -> A:
     """Reduce ``a`` over ``axis`` (None = all) with the backend's ``reduce_OP``.
 
     As PyTorch: a sum or product of bools or integers is int64; max and min
@@ -317,7 +314,7 @@ def reduce(a: NDArray, axis: Any, keepdims: bool, op: str) -> NDArray:
     return _reduce_axes(a, normalize_axes(axis, a.ndim, op), keepdims, op)
 
 
-def _reduce_axes(a: NDArray, axes: tuple[int, ...], keepdims: bool, op: str) -> NDArray:
+def _reduce_axes(a: A, axes: tuple[int, ...], keepdims: bool, op: str) -> A:
     """``reduce`` over axes already normalised, of a dtype already checked."""
     kept = tuple(n for i, n in enumerate(a._shape) if i not in axes)
     size = prod(a._shape[i] for i in axes)
@@ -336,7 +333,7 @@ def _reduce_axes(a: NDArray, axes: tuple[int, ...], keepdims: bool, op: str) -> 
     return out
 
 
-def _reduce_broadcast(a: NDArray, axes: tuple[int, ...], op: str) -> NDArray:
+def _reduce_broadcast(a: A, axes: tuple[int, ...], op: str) -> A:
     """Reduce a view with stride-0 (broadcast) dims without materialising them.
 
     Such a dim repeats one value: reduce the view with those dims at size 1,
@@ -358,8 +355,8 @@ def _reduce_broadcast(a: NDArray, axes: tuple[int, ...], op: str) -> NDArray:
     return out if base_kept == kept else out.broadcast_to(kept).compact()
 
 
-def _reduce(a: NDArray, axes: tuple[int, ...], kept: tuple[int, ...], size: int,
-            op: str) -> NDArray:
+def _reduce(a: A, axes: tuple[int, ...], kept: tuple[int, ...], size: int,
+            op: str) -> A:
     out_dtype = int64 if op == "argmax" else a._dtype
     out = a._empty(kept, out_dtype, a._device)
     kernels = a._device.kernels
@@ -378,7 +375,7 @@ def _reduce(a: NDArray, axes: tuple[int, ...], kept: tuple[int, ...], size: int,
     return out
 
 
-def mean(a: NDArray, axis: Any = None, keepdims: bool = False) -> NDArray:
+def mean(a: A, axis: Any = None, keepdims: bool = False) -> A:
     _check_floating(a._dtype, "mean")
     axes = normalize_axes(axis, a.ndim, "mean")
     count = prod(a._shape[i] for i in axes)
@@ -386,7 +383,7 @@ def mean(a: NDArray, axis: Any = None, keepdims: bool = False) -> NDArray:
     return binary(total, 1.0 / count if count else float("nan"), "mul")
 
 
-def argmax(a: NDArray, axis: int | None = None, keepdims: bool = False) -> NDArray:
+def argmax(a: A, axis: int | None = None, keepdims: bool = False) -> A:
     """Index of the first maximum over one axis, or over the flattened array."""
     if axis is None:
         flat = a.reshape(-1)
@@ -396,7 +393,7 @@ def argmax(a: NDArray, axis: int | None = None, keepdims: bool = False) -> NDArr
 
 
 # ---------------------------------------------------------------------- matmul
-def matmul(a: NDArray, b: NDArray) -> NDArray:
+def matmul(a: A, b: A) -> A:
     """NumPy's matmul: 1-D, 2-D, and batched operands with broadcast batch dims."""
     if not isinstance(b, ArrayBase):
         return NotImplemented
@@ -450,7 +447,7 @@ def matmul(a: NDArray, b: NDArray) -> NDArray:
     return _matmul_squeeze(out, nda, ndb) if nda == 1 or ndb == 1 else out
 
 
-def _matmul_squeeze(out: NDArray, nda: int, ndb: int) -> NDArray:
+def _matmul_squeeze(out: A, nda: int, ndb: int) -> A:
     """Drops the dims matmul added for 1-D operands."""
     if nda == 1:
         out = out.squeeze(-2)
@@ -459,7 +456,7 @@ def _matmul_squeeze(out: NDArray, nda: int, ndb: int) -> NDArray:
     return out
 
 
-def _gemm(kernels: KernelTable, a: NDArray, b: NDArray, out: NDArray, m: int, n: int,
+def _gemm(kernels: KernelTable, a: A, b: A, out: A, m: int, n: int,
           p: int) -> None:
     """out (m, p) = a (m, n) @ b (n, p) for 2-D views: a view with non-negative
     strides (a transpose, a slice) goes to the backend's ``matmul_strided`` as
@@ -478,7 +475,7 @@ def _gemm(kernels: KernelTable, a: NDArray, b: NDArray, out: NDArray, m: int, n:
 
 
 # ---------------------------------------------------------------------- indexing
-def take(a: NDArray, indices: Any, axis: int = 0) -> NDArray:
+def take(a: A, indices: Any, axis: int = 0) -> A:
     """Gather along ``axis``: shape ``a.shape[:axis] + indices.shape + a.shape[axis+1:]``."""
     index = _as_index_array(indices, a, "take")
     ax = normalize_axis(axis, a.ndim, "take")
@@ -494,7 +491,7 @@ def take(a: NDArray, indices: Any, axis: int = 0) -> NDArray:
     return out
 
 
-def scatter_add(src: NDArray, indices: Any, axis: int, size: int) -> NDArray:
+def scatter_add(src: A, indices: Any, axis: int, size: int) -> A:
     """The adjoint of ``take``: sums slices of ``src`` into a new axis of length ``size``.
 
     Result shape: ``src.shape[:axis] + (size,) + src.shape[axis + index.ndim:]``.
@@ -516,7 +513,7 @@ def scatter_add(src: NDArray, indices: Any, axis: int, size: int) -> NDArray:
     return out
 
 
-def _as_index_array(indices: Any, like: NDArray, op: str) -> ArrayBase:
+def _as_index_array(indices: Any, like: A, op: str) -> ArrayBase:
     if not isinstance(indices, ArrayBase):
         raw = np.asarray(indices)
         if raw.dtype.kind not in "iu" and raw.size:
@@ -531,7 +528,7 @@ def _as_index_array(indices: Any, like: NDArray, op: str) -> ArrayBase:
 
 
 # ---------------------------------------------------------------------- fused
-def softmax(a: NDArray, axis: int = -1) -> NDArray:
+def softmax(a: A, axis: int = -1) -> A:
     """exp(a) / sum(exp(a)) along ``axis``, shifted by the max for stability."""
     _check_floating(a._dtype, "softmax")
     ax = normalize_axis(axis, len(a._shape), "softmax")
@@ -547,8 +544,8 @@ def softmax(a: NDArray, axis: int = -1) -> NDArray:
     return binary(e, reduce(e, ax, True, "sum"), "div")
 
 
-def layer_norm(a: NDArray, weight: NDArray, bias: NDArray, eps: float = 1e-5
-               ) -> tuple[NDArray, NDArray, NDArray]:
+def layer_norm(a: A, weight: A, bias: A, eps: float = 1e-5
+               ) -> tuple[A, A, A]:
     """LayerNorm over the last axis with the biased variance, as PyTorch.
 
     Shapes: a (*, D), weight (D,), bias (D,) -> out (*, D), mean (*, 1),
@@ -586,8 +583,9 @@ def layer_norm(a: NDArray, weight: NDArray, bias: NDArray, eps: float = 1e-5
             kernels.layer_norm_last(src._buf, w._buf, b._buf, out._buf, mu._buf, rstd._buf,
                                     size, float(eps))
         return out, mu, rstd
-    mu = a.sum(axis=-1, keepdims=True) * (1.0 / size)
-    centred = a - mu
+    x: Any = a  # NDArray's operators and methods (ArrayBase declares none)
+    mu = x.sum(axis=-1, keepdims=True) * (1.0 / size)
+    centred = x - mu
     rstd = ((centred * centred).sum(axis=-1, keepdims=True) * (1.0 / size) + eps) ** -0.5
     return centred * rstd * weight + bias, mu, rstd
 
@@ -598,7 +596,7 @@ _ERF_P = 0.3275911
 _ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
 
 
-def erf(a: NDArray) -> NDArray:
+def erf(a: A) -> A:
     """The error function, elementwise.
 
     Exact (libm) where the backend has the optional ``ewise_erf``; otherwise
@@ -609,17 +607,19 @@ def erf(a: NDArray) -> NDArray:
     return unary(a, "erf")
 
 
-def _erf_composed(a: NDArray) -> NDArray:
-    t = 1 / (1 + _ERF_P * a.abs())
+def _erf_composed(a: A) -> A:
+    x: Any = a  # NDArray's operators and methods (ArrayBase declares none)
+    t = 1 / (1 + _ERF_P * x.abs())
     poly = t * (_ERF_A[0] + t * (_ERF_A[1] + t * (_ERF_A[2] + t * (_ERF_A[3] + t * _ERF_A[4]))))
-    return a.sign() * (1 - poly * (-(a * a)).exp())
+    out: A = x.sign() * (1 - poly * (-(x * x)).exp())
+    return out
 
 
 # Optional unary ops composed of required kernels where a backend lacks them.
-_COMPOSED: dict[str, Callable[[NDArray], NDArray]] = {"erf": _erf_composed}
+_COMPOSED: dict[str, Callable[[A], A]] = {"erf": _erf_composed}
 
 
-def logsumexp(a: NDArray, axis: Any = -1, keepdims: bool = False) -> NDArray:
+def logsumexp(a: A, axis: Any = -1, keepdims: bool = False) -> A:
     """log(sum(exp(a))) over ``axis``, stable for large and -inf entries."""
     _check_floating(a._dtype, "logsumexp")
     axes = normalize_axes(axis, a.ndim, "logsumexp")
@@ -636,14 +636,14 @@ def logsumexp(a: NDArray, axis: Any = -1, keepdims: bool = False) -> NDArray:
         kernels.logsumexp_last(src._buf, out._buf, a._shape[-1])
         return out.expand_dims(-1) if keepdims else out
     peak = reduce(a, axes, True, "max")
-    peak = where(binary(peak, float("inf"), "lt") * binary(peak, float("-inf"), "gt"),
-                 peak, 0.0)
+    finite = binary(binary(peak, float("inf"), "lt"), binary(peak, float("-inf"), "gt"), "mul")
+    peak = where(finite, peak, 0.0)
     total = reduce(unary(binary(a, peak, "sub"), "exp"), axes, True, "sum")
     out = binary(unary(total, "log"), peak, "add")
     return out if keepdims else out.squeeze(axes)
 
 
-def pad(a: NDArray, pad_width: Any, value: float = 0.0) -> NDArray:
+def pad(a: A, pad_width: Any, value: float = 0.0) -> A:
     """Pad with ``value``; ``pad_width`` is one ``(before, after)`` pair per axis."""
     widths = [tuple(int(x) for x in w) for w in pad_width]
     if len(widths) != a.ndim or any(len(w) != 2 or min(w) < 0 for w in widths):
@@ -657,12 +657,12 @@ def pad(a: NDArray, pad_width: Any, value: float = 0.0) -> NDArray:
     return out
 
 
-def maximum(a: NDArray, b: Any) -> NDArray:
+def maximum(a: A, b: Any) -> A:
     """Elementwise maximum with broadcasting (NaN propagates)."""
     return binary(a, b, "maximum")
 
 
-def minimum(a: NDArray, b: Any) -> NDArray:
+def minimum(a: A, b: Any) -> A:
     """Elementwise minimum with broadcasting (NaN propagates)."""
     return binary(a, b, "minimum")
 
@@ -696,7 +696,7 @@ def mask_indices(mask: Any, shape: tuple[int, ...], like: A, op: str = "getitem"
     return like._from_host(flat, int64, like._device)
 
 
-def boolean_mask(a: NDArray, mask: Any) -> NDArray:
+def boolean_mask(a: A, mask: Any) -> A:
     """``a[mask]``: the elements (or trailing sub-arrays) where a bool mask of
     ``a``'s leading dims is True, in row-major order. Shapes: ``a (*M, *R)``,
     ``mask (*M)`` -> ``(count, *R)``."""
@@ -705,7 +705,7 @@ def boolean_mask(a: NDArray, mask: Any) -> NDArray:
     return take(a.reshape((prod(a._shape[:lead]),) + a._shape[lead:]), index, 0)
 
 
-def index_read(a: NDArray, key: Any) -> NDArray:
+def index_read(a: A, key: Any) -> A:
     """``a[key]`` for an array key, as PyTorch: a bool mask selects (``boolean_mask``),
     an integer array gathers along axis 0 (``take``)."""
     kind = key._dtype.np.kind if isinstance(key, ArrayBase) else np.asarray(key).dtype.kind
@@ -717,13 +717,13 @@ def index_read(a: NDArray, key: Any) -> NDArray:
                      f"got {key._dtype.name if isinstance(key, ArrayBase) else kind}")
 
 
-def nonzero(a: NDArray) -> NDArray:
+def nonzero(a: A) -> A:
     """The indices of the non-zero entries, as ``torch.nonzero``: int64 of shape
     ``(count, a.ndim)``, in row-major order."""
     return a._from_host(np.argwhere(a.numpy()).astype(np.int64), int64, a._device)
 
 
-def masked_fill(a: NDArray, mask: Any, value: Any) -> NDArray:
+def masked_fill(a: A, mask: Any, value: Any) -> A:
     """``a`` with ``value`` where the bool ``mask`` (broadcast to ``a``'s shape) is
     True; the result keeps ``a``'s dtype, as ``torch.Tensor.masked_fill``."""
     host = _as_mask(mask, a, "masked_fill")

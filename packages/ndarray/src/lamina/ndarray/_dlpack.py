@@ -31,14 +31,28 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from ._numpy_backend import NumpyArray, NumpyBackend, _view
 
-if TYPE_CHECKING:
-    from ._base import ArrayBase
+
+class Exportable(Protocol):
+    """What the export needs of an array (``_base.ArrayBase`` has it; this module
+    sits below it, so it names the attributes instead of importing the class)."""
+
+    @property
+    def device(self) -> Any: ...
+    @property
+    def buffer(self) -> Any: ...
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+    @property
+    def strides(self) -> tuple[int, ...]: ...
+    @property
+    def offset(self) -> int: ...
+    def numpy(self) -> np.ndarray: ...
 
 # DLDeviceType codes of the DLPack header (dlpack.h).
 KDLCPU = 1
@@ -47,14 +61,14 @@ DEVICE_NAMES = {1: "CPU", 2: "CUDA", 3: "CUDAHost", 4: "OpenCL", 7: "Vulkan", 8:
                  10: "ROCm", 13: "CUDAManaged", 14: "OneAPI"}
 
 
-def dlpack_device(a: ArrayBase) -> tuple[int, int]:
+def dlpack_device(a: Exportable) -> tuple[int, int]:
     """``(device_type, index)`` of ``a``'s memory: ``(2, i)`` on ``cuda:i``, else ``(1, 0)``."""
     if a.device.type == "cuda":
         return KDLCUDA, a.device.index
     return KDLCPU, 0
 
 
-def host_view(a: ArrayBase) -> np.ndarray | None:
+def host_view(a: Exportable) -> np.ndarray | None:
     """A numpy view of ``a`` sharing its memory, or ``None`` if its device has none."""
     buf = a.buffer
     if not isinstance(buf, NumpyArray):
@@ -68,7 +82,7 @@ def host_view(a: ArrayBase) -> np.ndarray | None:
     return _view(buf, a.shape, a.strides, a.offset, "__dlpack__")
 
 
-def export(a: ArrayBase, stream: Any = None, max_version: tuple[int, int] | None = None,
+def export(a: Exportable, stream: Any = None, max_version: tuple[int, int] | None = None,
            dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
     """The capsule behind ``NDArray.__dlpack__`` (the array API's signature)."""
     view = host_view(a)

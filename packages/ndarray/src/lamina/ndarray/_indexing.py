@@ -21,7 +21,7 @@ and adds one of size 1 (``True``) or 0 (``False``), so ``a[True]`` is
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -32,9 +32,6 @@ from ._compute import index_read, take
 from ._dtypes import int64
 from ._errors import DeviceError, DTypeError, ShapeError
 from ._select import where
-
-if TYPE_CHECKING:
-    from ._ndarray import NDArray
 
 A = TypeVar("A", bound=ArrayBase)
 Shape = tuple[int, ...]
@@ -175,13 +172,12 @@ def _device_index(host: np.ndarray, like: A) -> A:
     return like._from_host(host, int64, like._device)
 
 
-def read(a: NDArray, pos: np.ndarray) -> NDArray:
+def read(a: A, pos: np.ndarray) -> A:
     """The elements of ``a`` at row-major ``positions`` (shaped like them)."""
     return take(a.compact().reshape(-1), _device_index(pos, a), 0)
 
 
-def wrap_index(index: Any, size: int, like: ArrayBase, op: str = "getitem", dim: int = 0
-               ) -> NDArray:
+def wrap_index(index: Any, size: int, like: A, op: str = "getitem", dim: int = 0) -> A:
     """An integer ``index`` (array, list or numpy array) into a dim of ``size``, as an
     int64 array on ``like``'s device with each negative entry ``i`` replaced by
     ``i + size``: what ``take`` reads for PyTorch's ``x[[-1, 0]]``.
@@ -206,19 +202,20 @@ def wrap_index(index: Any, size: int, like: ArrayBase, op: str = "getitem", dim:
         if bad.any():
             raise IndexError(f"{op}: index {int(host[bad].flat[0])} is out of bounds for "
                              f"dim {dim} with size {size}")
-        return _device_index(np.where(host < 0, host + size, host), cast("NDArray", like))
+        return _device_index(np.where(host < 0, host + size, host), like)
     if index._device is not like._device:
         raise DeviceError(f"{op}: an index is on {index._device.name}, the array on "
                           f"{like._device.name}; move one with .to(device)")
     if index._dtype is not int64:
         raise DTypeError(f"{op}: index arrays must be integer (int64) or bool masks, got "
                          f"{index._dtype.name}; convert with .astype(int64)")
-    idx = cast("NDArray", index)
+    idx: Any = index  # an NDArray, with its comparison operators
     # three small kernels on the index instead of a copy to the host
-    return where(idx < 0, where(idx < -size, idx, idx + size), idx)
+    out: A = where(idx < 0, where(idx < -size, idx, idx + size), idx)
+    return out
 
 
-def read_array(a: NDArray, key: Any) -> NDArray:
+def read_array(a: A, key: Any) -> A:
     """``a[key]`` for one array key, as PyTorch: an integer array gathers along dim
     0 (negative entries count from the end), a bool mask selects."""
     if not isinstance(key, ArrayBase):
@@ -233,7 +230,7 @@ def read_array(a: NDArray, key: Any) -> NDArray:
     return index_read(a, key)  # masks, and the errors
 
 
-def getitem(a: NDArray, key: Any) -> NDArray:
+def getitem(a: A, key: Any) -> A:
     """``a[key]`` for a key with integer arrays or masks (see the module docstring).
 
     Shapes: ``a (3, 4)``, ``a[[0, 2], 1:]`` -> ``(2, 3)``; ``a[:, [0, 1]]`` ->
@@ -242,13 +239,13 @@ def getitem(a: NDArray, key: Any) -> NDArray:
     return read(a, index_positions(a, key))
 
 
-def _values(a: NDArray, value: Any, shape: Shape, op: str) -> NDArray:
+def _values(a: A, value: Any, shape: Shape, op: str) -> A:
     """``value`` as an array of ``a``'s dtype and device broadcast to ``shape``."""
     if isinstance(value, ArrayBase):
         if value._device is not a._device:
             raise DeviceError(f"{op}: the value is on {value._device.name}, the array on "
                               f"{a._device.name}; move one with .to(device)")
-        v = cast("NDArray", value).astype(a._dtype)  # an array is an NDArray here
+        v = cast("A", value).astype(a._dtype)  # an array is an A here
     else:
         v = a._from_host(np.asarray(value), a._dtype, a._device)
     while v.ndim > len(shape) and v.shape[0] == 1:  # PyTorch drops leading ones
@@ -261,7 +258,7 @@ def _values(a: NDArray, value: Any, shape: Shape, op: str) -> NDArray:
                          f"indexing result's shape {shape}") from None
 
 
-def put(a: NDArray, pos: np.ndarray, value: Any, accumulate: bool = False,
+def put(a: A, pos: np.ndarray, value: Any, accumulate: bool = False,
         op: str = "index_put") -> None:
     """Writes ``value`` (broadcast to ``pos``'s shape) into ``a`` at row-major
     positions, in place: the last of repeated positions wins, or with
@@ -305,7 +302,7 @@ def put(a: NDArray, pos: np.ndarray, value: Any, accumulate: bool = False,
         a[...] = target
 
 
-def _scatter_into_zeros(vals: NDArray, index: NDArray, size: int, op: str) -> NDArray:
+def _scatter_into_zeros(vals: A, index: A, size: int, op: str) -> A:
     """A new (size,) array of zeros plus ``vals`` at ``index``; a float zero is -0.0,
     so that ``-0.0 + v`` is ``v`` for every ``v``, -0.0 included."""
     device = vals._device
@@ -316,19 +313,19 @@ def _scatter_into_zeros(vals: NDArray, index: NDArray, size: int, op: str) -> ND
     return out
 
 
-def _ones_like(a: NDArray) -> NDArray:
+def _ones_like(a: A) -> A:
     out = a._like()
     a._device.kernels.fill(out._buf, 1)
     return out
 
 
-def setitem(a: NDArray, key: Any, value: Any) -> None:
+def setitem(a: A, key: Any, value: Any) -> None:
     """``a[key] = value`` for a key with integer arrays or masks, as PyTorch (and
     NumPy, but for ints mixed with arrays: they select first, as in PyTorch)."""
     put(a, index_positions(a, key, "setitem"), value, False, "setitem")
 
 
-def index_put(a: NDArray, indices: Any, values: Any, accumulate: bool = False) -> NDArray:
+def index_put(a: A, indices: Any, values: Any, accumulate: bool = False) -> A:
     """``a`` with ``a[indices] = values`` (or ``+=`` with ``accumulate``), out of place,
     as ``torch.index_put``: ``indices`` is a tuple of int64 or bool arrays.
 
@@ -379,7 +376,7 @@ def along_positions(a: ArrayBase, dim: int, index: Any, op: str, src: Any = None
     return pos.reshape(host.shape)
 
 
-def gather(a: NDArray, dim: int, index: Any) -> NDArray:
+def gather(a: A, dim: int, index: Any) -> A:
     """``torch.gather``: ``out[i][j] = a[index[i][j]][j]`` for ``dim=0`` (any rank).
 
     Shapes: ``index`` has ``a``'s number of dims and is no larger than ``a``
@@ -388,7 +385,7 @@ def gather(a: NDArray, dim: int, index: Any) -> NDArray:
     return read(a, along_positions(a, dim, index, "gather"))
 
 
-def scatter(a: NDArray, dim: int, index: Any, src: Any, accumulate: bool = False) -> NDArray:
+def scatter(a: A, dim: int, index: Any, src: Any, accumulate: bool = False) -> A:
     """``torch.scatter`` (``scatter_add`` with ``accumulate``), out of place:
     ``out[index[i][j]][j] = src[i][j]`` for ``dim=0``; ``src`` is an array of at
     least ``index``'s shape (its leading block is used) or a scalar."""
