@@ -2,11 +2,15 @@
 
 Assigning a Parameter, a Module or (through ``register_buffer``) a buffer to
 an attribute records it in insertion order; ``named_parameters``,
-``state_dict`` and ``repr`` walk the tree in that order, like PyTorch.
+``state_dict`` and ``repr`` walk the tree in that order, like PyTorch. The
+tables ``_parameters``, ``_buffers`` and ``_modules`` may also be written
+directly (``m._parameters["w"] = p``, ``del m._buffers["b"]``), as PyTorch
+code does; attribute access follows.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
@@ -24,6 +28,77 @@ class IncompatibleKeys(NamedTuple):
 
     missing_keys: list[str]
     unexpected_keys: list[str]
+
+
+_MISSING: Any = object()
+
+
+class _Registry(OrderedDict[str, Any]):
+    """A Module's table of parameters, buffers or submodules.
+
+    An ordered dict whose every write also updates the owner's attribute mirror
+    (see ``Module._register``), so that writing the table directly, as PyTorch
+    code does, is the same as registering through the Module. It holds its owner
+    weakly: a Module and its tables form no reference cycle.
+    """
+
+    def __init__(self, owner: Module | None = None) -> None:
+        super().__init__()
+        self._owner = None if owner is None else weakref.ref(owner)
+
+    def _changed(self, name: str, old: Any) -> None:
+        owner = None if self._owner is None else self._owner()
+        if owner is not None:
+            owner._mirror(name, old)
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        old = self.get(name, _MISSING)
+        super().__setitem__(name, value)
+        self._changed(name, old)
+
+    def __delitem__(self, name: str) -> None:
+        old = self[name]
+        super().__delitem__(name)
+        self._changed(name, old)
+
+    def pop(self, name: str, default: Any = _MISSING) -> Any:
+        if name not in self:
+            if default is _MISSING:
+                raise KeyError(name)
+            return default
+        value = self[name]
+        del self[name]
+        return value
+
+    def popitem(self, last: bool = True) -> tuple[str, Any]:
+        if not self:
+            raise KeyError("popitem(): the table is empty")
+        name = next(reversed(self)) if last else next(iter(self))
+        return name, self.pop(name)
+
+    def setdefault(self, name: str, default: Any = None) -> Any:
+        if name not in self:
+            self[name] = default
+        return self[name]
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for name, value in dict(*args, **kwargs).items():
+            self[name] = value
+
+    def clear(self) -> None:
+        for name in list(self):
+            del self[name]
+
+    def __reduce__(self) -> Any:
+        # Copies and pickles leave the owner out (a weakref does not pickle, and a
+        # copy must not write into the original); Module.__setstate__ rebinds them.
+        return type(self), (), None, None, iter(list(self.items()))
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+_TABLES = ("_parameters", "_buffers", "_modules")  # PyTorch's __getattr__ order
 
 
 class Module:
@@ -48,11 +123,21 @@ class Module:
     training: bool
 
     def __init__(self) -> None:
-        object.__setattr__(self, "_parameters", OrderedDict())
-        object.__setattr__(self, "_buffers", OrderedDict())
+        for table in _TABLES:
+            object.__setattr__(self, table, _Registry(self))
         object.__setattr__(self, "_non_persistent", set())
-        object.__setattr__(self, "_modules", OrderedDict())
         object.__setattr__(self, "training", True)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # Unpickling and copy.(deep)copy: give the new tables this module as owner.
+        self.__dict__.update(state)
+        for table in _TABLES:
+            entries = self.__dict__.get(table)
+            if entries is not None:
+                fresh = _Registry(self)
+                for name, value in entries.items():  # the mirror came with the state
+                    OrderedDict.__setitem__(fresh, name, value)
+                self.__dict__[table] = fresh
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(f"{type(self).__name__} does not define forward()")
@@ -98,9 +183,23 @@ class Module:
     def _register(self, table: dict[str, Any], name: str, value: Any) -> None:
         # The entry is mirrored in the instance dict, so that ``self.weight`` in a
         # forward is an ordinary attribute read, not a __getattr__ call per access;
-        # every write to the three tables goes through here or _forget.
+        # the table (a _Registry) keeps the mirror on every write, see _mirror.
         table[name] = value
-        self.__dict__[name] = value
+
+    def _mirror(self, name: str, old: Any) -> None:
+        """Make ``self.<name>`` show what PyTorch's ``__getattr__`` would find after
+        the table entry ``name`` changed from ``old`` (``_MISSING``: it was absent)."""
+        attrs = self.__dict__
+        tables = [attrs[t] for t in _TABLES if t in attrs]
+        current = attrs.get(name, _MISSING)
+        if current is not _MISSING and current is not old \
+                and not any(t.get(name, _MISSING) is current for t in tables):
+            return  # a plain attribute, which wins over the tables as in PyTorch
+        for table in tables:
+            if name in table:
+                attrs[name] = table[name]
+                return
+        attrs.pop(name, None)
 
     def _forget(self, name: str) -> None:
         for table in self._registry():
@@ -119,7 +218,6 @@ class Module:
         for table in self._registry():
             if name in table:
                 del table[name]
-                self.__dict__.pop(name, None)
                 self._non_persistent.discard(name)
                 return
         object.__delattr__(self, name)

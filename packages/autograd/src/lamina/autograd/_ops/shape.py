@@ -7,6 +7,7 @@ and chunk need: they are compositions with no backward code.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -263,19 +264,18 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 def split(x: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0
           ) -> tuple[Tensor, ...]:
-    """Splits into pieces of ``split_size`` (the last may be smaller) or of the given sizes."""
+    """Splits along ``dim`` into pieces of ``split_size`` (the last may be smaller) or of
+    the given sizes, as views, like ``torch.split``.
+
+    A dim of size 0 gives one empty piece for an int size (0 allowed there) and one
+    empty piece per entry for a list of zeros.
+    """
+    total = _split_dim_size(x, dim, "split")
     d = normalize_axis(dim, x.ndim, "split")
-    total = x.shape[d]
-    if isinstance(split_size_or_sections, int):
-        if split_size_or_sections <= 0:
-            raise ValueError(f"split: split_size must be positive, got {split_size_or_sections}")
-        sizes = [min(split_size_or_sections, total - s)
-                 for s in range(0, total, split_size_or_sections)]
+    if isinstance(split_size_or_sections, Sequence):
+        sizes = _section_sizes(split_size_or_sections, total, x.shape, dim)
     else:
-        sizes = list(split_size_or_sections)
-        if sum(sizes) != total:
-            raise ShapeError(f"split: sizes {sizes} sum to {sum(sizes)}, but dim {dim} "
-                             f"of shape {x.shape} has {total}")
+        sizes = _even_sizes(_int_arg(split_size_or_sections, "split", "split_size"), total)
     pieces, start = [], 0
     for n in sizes:
         pieces.append(x[(slice(None),) * d + (slice(start, start + n),)])
@@ -284,11 +284,49 @@ def split(x: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0
 
 
 def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
-    """Splits into ``chunks`` pieces of equal size (the last may be smaller)."""
+    """Splits into at most ``chunks`` pieces of ``ceil(size / chunks)`` (the last may be
+    smaller; fewer pieces when they run out), like ``torch.chunk``."""
+    chunks = _int_arg(chunks, "chunk", "chunks")
     if chunks <= 0:
         raise ValueError(f"chunk: chunks must be positive, got {chunks}")
-    total = x.shape[normalize_axis(dim, x.ndim, "chunk")]
-    return split(x, max(-(-total // chunks), 1), dim)
+    total = _split_dim_size(x, dim, "chunk")
+    if total == 0:  # PyTorch keeps the count of empty chunks here
+        return split(x, [0] * chunks, dim)
+    return split(x, -(-total // chunks), dim)
+
+
+def _split_dim_size(x: Tensor, dim: int, op: str) -> int:
+    if x.ndim == 0:
+        raise ShapeError(f"{op}: expects a tensor with at least 1 dim, got a 0-d tensor; "
+                         f"reshape it to (1,) first")
+    return x.shape[normalize_axis(dim, x.ndim, op)]
+
+
+def _int_arg(value: Any, op: str, name: str) -> int:
+    # bool is an int in Python but not a size to PyTorch; a 0-d int tensor is one.
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise TypeError(f"{op}: {name} must be an int, got {type(value).__name__} ({value!r})")
+    return operator.index(value)
+
+
+def _even_sizes(split_size: int, total: int) -> list[int]:
+    if split_size < 0 or (split_size == 0 and total != 0):
+        raise ValueError(f"split: split_size must be positive (or 0 for a dim of size 0), "
+                         f"got {split_size} for a dim of size {total}")
+    if total == 0:
+        return [0]
+    return [min(split_size, total - s) for s in range(0, total, split_size)]
+
+
+def _section_sizes(sections: Sequence[Any], total: int, shape: tuple[int, ...], dim: int
+                   ) -> list[int]:
+    sizes = [_int_arg(n, "split", "each section size") for n in sections]
+    if any(n < 0 for n in sizes):
+        raise ValueError(f"split: section sizes must be non-negative, got {sizes}")
+    if sum(sizes) != total:
+        raise ShapeError(f"split: sizes {sizes} sum to {sum(sizes)}, but dim {dim} "
+                         f"of shape {shape} has {total}; give sizes that sum to {total}")
+    return sizes
 
 
 def pad(x: Tensor, pad_width: Sequence[tuple[int, int]]) -> Tensor:
