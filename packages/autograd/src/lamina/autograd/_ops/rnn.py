@@ -16,12 +16,19 @@ Layout (PyTorch's): the 4H gate columns are ordered i, f, g, o::
     i, f, o = sigmoid(gates[i, f, o]);  g = tanh(gates[g])
     c_t = f * c_{t-1} + i * g;           h_t = o * tanh(c_t)
 
-With ``create_graph`` (gradients of gradients) the backward recomputes the
-forward with differentiable composite ops (:func:`lstm_layer_reference`)
-and differentiates that, so higher-order gradients are exact.
+The op has one backward rule, :func:`_bptt`, written with operations that
+Tensor and NDArray share. A first-order backward runs it on NDArrays: the
+gate activations the forward saved, no graph and no Tensor per step. With
+``create_graph`` (gradients of gradients) it runs on Tensors, with the states
+and activations recomputed as Tensor functions of the inputs
+(:func:`_recorded_states`), so the rule records and higher-order gradients
+are exact. :func:`lstm_layer_reference` stays as a test oracle only.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
 
 import lamina.ndarray as nd
 from lamina.ndarray import NDArray, ShapeError
@@ -29,6 +36,7 @@ from lamina.ndarray import NDArray, ShapeError
 from .. import _grad_mode as grad_mode
 from .._function import Function
 from .._tensor import Tensor
+from ._util import as_tensors
 from .elementwise import sigmoid
 from .shape import cat, stack
 
@@ -89,27 +97,39 @@ class LSTMLayer(Function):
         self.acts = self.tanh_c = None
 
     def backward(self, g: Tensor) -> tuple[Tensor | None, ...]:
-        if grad_mode.is_grad_enabled():
-            return self._backward_recomputed(g)
-        # Without create_graph nothing records this pass, so it runs on NDArrays
-        # (half the per-op cost of Tensor ops) and returns constants.
-        xp, h0, c0, w_hh = (t.data for t in self.inputs)
-        grads = _bptt(g.data, self._out_data, self.acts, self.tanh_c, h0, c0, w_hh)
-        return tuple(Tensor._make(a) if need else None
-                     for a, need in zip(grads, self.needs_input_grad))
-
-    def _backward_recomputed(self, g: Tensor) -> tuple[Tensor | None, ...]:
-        from .._engine import grad
-
-        inputs = self.inputs
-        wanted = [x for x, need in zip(inputs, self.needs_input_grad) if need]
-        found = iter(grad(lstm_layer_reference(*inputs), wanted, g, create_graph=True))
-        return tuple(next(found) if need else None for need in self.needs_input_grad)
+        xp, h0, c0, w_hh = self.inputs
+        if grad_mode._state.enabled:  # create_graph: states that depend on the inputs, recorded
+            out, acts, tanh_c = _recorded_states(xp, h0, c0, w_hh)
+            grads = _bptt(g, out, acts, tanh_c, h0, c0, w_hh)
+        else:
+            grads = _bptt(g.data, self._out_data, self.acts, self.tanh_c, h0.data, c0.data,
+                          w_hh.data)
+        return as_tensors([d if need else None for d, need in zip(grads, self.needs_input_grad)])
 
 
-def _bptt(g: NDArray, out: NDArray, acts: NDArray, tanh_c: NDArray, h0: NDArray,
-          c0: NDArray, w_hh: NDArray) -> tuple[NDArray, NDArray, NDArray, NDArray]:
-    """Backpropagation through time of ``LSTMLayer`` for the output gradient ``g``.
+def _recorded_states(xp: Tensor, h0: Tensor, c0: Tensor,
+                     w_hh: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """The forward's output ``[h | c]`` (L, N, 2H), gate activations (L, N, 4H) and
+    ``tanh(c)`` (L, N, H) as Tensor functions of the inputs, for a recorded backward."""
+    w_t = w_hh.transpose(0, 1)
+    h, c = h0, c0
+    outs, acts, tcs = [], [], []
+    for t in range(xp.shape[0]):
+        i, f, gg, o = (xp[t] + h @ w_t).chunk(4, 1)
+        i, f, gg, o = sigmoid(i), sigmoid(f), gg.tanh(), sigmoid(o)
+        c = f * c + i * gg
+        tc = c.tanh()
+        h = o * tc
+        outs.append(cat([h, c], 1))
+        acts.append(cat([i, f, gg, o], 1))
+        tcs.append(tc)
+    return stack(outs), stack(acts), stack(tcs)
+
+
+def _bptt(g: Any, out: Any, acts: Any, tanh_c: Any, h0: Any, c0: Any,
+          w_hh: Any) -> tuple[Any, Any, Any, Any]:
+    """Backpropagation through time of ``LSTMLayer`` for the output gradient ``g``: the
+    op's one backward rule, on NDArrays or on Tensors (all arguments of one kind).
 
     Args:
         g, out: (L, N, 2H), [h | c] columns. acts: (L, N, 4H) gate activations
@@ -120,31 +140,48 @@ def _bptt(g: NDArray, out: NDArray, acts: NDArray, tanh_c: NDArray, h0: NDArray,
     """
     steps, batch, h2 = out.shape
     hidden = h2 // 2
-    c_prev = nd.concatenate([c0.reshape(1, batch, hidden), out[:-1, :, hidden:]], axis=0)
+    c_prev = _cat([c0.reshape(1, batch, hidden), out[:-1, :, hidden:]], 0)
     i, f, gg, o = (acts[:, :, k * hidden:(k + 1) * hidden] for k in range(4))
     # d gates_t = [dc * p_ifg, dh * p_o]; dc_t also gets dh_t * k through h_t = o tanh(c_t).
-    p_ifg = nd.concatenate([gg * i * (1.0 - i), c_prev * f * (1.0 - f),
-                            i * (1.0 - gg * gg)], axis=2).reshape(steps, batch, 3, hidden)
+    p_ifg = _cat([gg * i * (1.0 - i), c_prev * f * (1.0 - f),
+                  i * (1.0 - gg * gg)], 2).reshape(steps, batch, 3, hidden)
     p_o = tanh_c * o * (1.0 - o)
     k = o * (1.0 - tanh_c * tanh_c)
-    f = f.compact()
-    gh, gc = g[:, :, :hidden].compact(), g[:, :, hidden:].compact()
-    d_xp = nd.empty((steps, batch, 4 * hidden), dtype=g.dtype, device=g.device)
+    f = _compact(f)
+    gh, gc = _compact(g[:, :, :hidden]), _compact(g[:, :, hidden:])
+    rows = []
     dh, dc_next = gh[steps - 1], None
     for t in range(steps - 1, -1, -1):
         dc = gc[t] + dh * k[t]
         if dc_next is not None:
             dc = dc + dc_next
-        row = d_xp[t]
-        row.reshape(batch, 4, hidden)[:, :3] = dc.reshape(batch, 1, hidden) * p_ifg[t]
-        row[:, 3 * hidden:] = dh * p_o[t]
+        row = _cat([(dc.reshape(batch, 1, hidden) * p_ifg[t]).reshape(batch, 3 * hidden),
+                    dh * p_o[t]], 1)
+        rows.append(row)
         dh_prev = row @ w_hh
         dc_next = dc * f[t]
         dh = dh_prev + gh[t - 1] if t > 0 else dh_prev
-    h_prev = nd.concatenate([h0.reshape(1, batch, hidden), out[:-1, :, :hidden]], axis=0)
+    d_xp = _stack(rows[::-1])
+    h_prev = _cat([h0.reshape(1, batch, hidden), out[:-1, :, :hidden]], 0)
     d_w = d_xp.reshape(steps * batch, 4 * hidden).transpose(0, 1) @ h_prev.reshape(
         steps * batch, hidden)
     return d_xp, dh, dc_next, d_w
+
+
+def _cat(parts: Sequence[Any], axis: int) -> Any:
+    """Joins NDArrays or Tensors along an existing axis."""
+    return nd.concatenate(parts, axis=axis) if isinstance(parts[0], NDArray) else cat(parts, axis)
+
+
+def _stack(parts: Sequence[Any]) -> Any:
+    """Stacks NDArrays or Tensors along a new first axis."""
+    return nd.stack(parts) if isinstance(parts[0], NDArray) else stack(parts)
+
+
+def _compact(a: Any) -> Any:
+    """A compact copy of a strided NDArray, so per-step rows are not gathered again at each
+    step; a Tensor passes through (a copy would only add a recorded node)."""
+    return a.compact() if isinstance(a, NDArray) else a
 
 
 def _check_shapes(xp: tuple[int, ...], h0: tuple[int, ...], c0: tuple[int, ...],
@@ -175,8 +212,8 @@ def lstm_layer(xp: Tensor, h0: Tensor, c0: Tensor, w_hh: Tensor) -> Tensor:
 
 
 def lstm_layer_reference(xp: Tensor, h0: Tensor, c0: Tensor, w_hh: Tensor) -> Tensor:
-    """``lstm_layer`` built from composite ops, step by step (slow; for checks and
-    for higher-order gradients)."""
+    """``lstm_layer`` built from composite ops, step by step (slow; a test oracle:
+    ``lstm_layer``'s backward never calls it)."""
     _check_shapes(xp.shape, h0.shape, c0.shape, w_hh.shape)
     w_t = w_hh.transpose(0, 1)
     h, c = h0, c0
