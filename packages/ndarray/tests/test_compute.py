@@ -401,3 +401,12 @@ def test_reduce_over_a_huge_broadcast_allocates_nothing_large(op, want):
         tracemalloc.stop()
     assert got == want and per_row == [want / 4 if op == "sum" else want] * 3
     assert peak < 2 * 2**20, f"{op} allocated {peak} bytes at peak"
+
+
+def test_take_and_scatter_add_with_a_prefix_view_of_a_longer_buffer(device):
+    # idx[0:3] is compact but its buffer holds 5 indices: the kernels must see 3
+    a = nd.arange(12, device=device).astype("float32")
+    idx = nd.array([1, 0, 2, 2, 5], dtype="int64", device=device)
+    assert a.take(idx[0:3]).tolist() == [1.0, 0.0, 2.0]
+    assert a.reshape(6, 2).take(idx[0:2], 0).tolist() == [[2.0, 3.0], [0.0, 1.0]]
+    assert nd.scatter_add(a[0:3], idx[0:3], 0, 4).tolist() == [1.0, 0.0, 2.0, 0.0]

@@ -29,6 +29,7 @@ from ._optable import OPS, ops
 from ._select import _scalar, where
 
 A = TypeVar("A", bound=ArrayBase)
+B = TypeVar("B", bound=ArrayBase)
 
 # The op table's rules as sets, built once: a set test per call is what an
 # elementwise op can afford (each attribute lookup costs a tenth of a small op).
@@ -480,7 +481,7 @@ def take(a: A, indices: Any, axis: int = 0) -> A:
     index = _as_index_array(indices, a, "take")
     ax = normalize_axis(axis, a.ndim, "take")
     src = a if a._compact else a.compact()
-    idx = index if index._compact else index.compact()
+    idx = _exact_index(index)
     outer, axis_size, inner = prod(a._shape[:ax]), a._shape[ax], prod(a._shape[ax + 1:])
     shape = a._shape[:ax] + index._shape + a._shape[ax + 1:]
     out = a._empty(shape, a._dtype, a._device)
@@ -508,9 +509,18 @@ def scatter_add(src: A, indices: Any, axis: int, size: int) -> A:
     if out.size:
         kernels.fill(out._buf, 0)
         if index.size:
-            kernels.index_scatter_add(src.compact()._buf, index.compact()._buf, out._buf,
+            kernels.index_scatter_add(_exact_index(src)._buf, _exact_index(index)._buf, out._buf,
                                       prod(shape[:ax]), size, prod(shape[ax + 1:]))
     return out
+
+
+def _exact_index(index: B) -> B:
+    """``index`` compact in a buffer of exactly its size: the index kernels count
+    their operands by the buffers, so a compact prefix view (``idx[0:2]`` of a
+    longer array) is copied out rather than passed with the rest of its buffer."""
+    if (index._compact or index.is_compact()) and index._buf.size == index.size:
+        return index
+    return index.copy()
 
 
 def _as_index_array(indices: Any, like: A, op: str) -> ArrayBase:
