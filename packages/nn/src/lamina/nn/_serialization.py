@@ -18,26 +18,38 @@ the 8- to 32-bit integers, and uint64 entries below 2**63, to int64. Anything
 else (a uint64 value of 2**63 or more, complex numbers) raises
 :class:`CheckpointError` naming the entry; ``as_numpy=True`` returns every
 entry in its stored dtype.
+
+Both functions take a path or a binary file object (``io.BytesIO``, ``open(p, "rb")``).
+A whole :class:`~lamina.nn.Module` saves as its state dict plus its class path
+and, where they can be read back from the module, its constructor arguments;
+see :func:`save` for what loading it back does and does not run.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
+import inspect
+import io
 import json
 import os
 import secrets
+import sys
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Union
 
 import numpy as np
 from lamina import ndarray as nd
 from lamina.autograd import Tensor
 from safetensors import SafetensorError, safe_open
+from safetensors.numpy import load as load_bytes
+from safetensors.numpy import save as save_bytes
 from safetensors.numpy import save_file
 
-from ._errors import CheckpointError
+from ._errors import CheckpointError, StateDictError
+from ._module import Module
 
 __all__ = ["load", "save"]
 
@@ -45,35 +57,74 @@ _FORMAT = "lamina-checkpoint-2"
 # The first format's checksum covers the arrays only (not the structure record).
 _LEGACY_FORMAT = "lamina-checkpoint-1"
 
+# Where a checkpoint goes or comes from: a path, or a binary file object.
+Target = Union[str, "os.PathLike[str]", Any]
 
-def save(obj: Any, path: str | os.PathLike[str]) -> None:
-    """Write ``obj`` (a state dict, an optimizer state dict, or a dict of them) to ``path``.
 
-    The file is written to a temporary file next to ``path`` (its name unique
-    to this save, so concurrent saves to one path never share it), flushed to
-    disk and renamed into place: an interrupted save never leaves a
-    half-written checkpoint under ``path``, a failed one leaves no temporary
-    file behind, and of concurrent saves the last rename wins whole.
+def save(obj: Any, f: Target) -> None:
+    """Write ``obj`` (a state dict, an optimizer state dict, a dict of them, or a whole
+    Module) to ``f``, a path or a binary file object.
+
+    To a path, the file is written to a temporary file next to it (its name
+    unique to this save, so concurrent saves to one path never share it),
+    flushed to disk and renamed into place: an interrupted save never leaves
+    a half-written checkpoint under the path, a failed one leaves no
+    temporary file behind, and of concurrent saves the last rename wins
+    whole. To a file object, the bytes go to ``f.write`` in one call.
+
+    A whole Module is stored as its ``state_dict()``, its class path
+    (``"package.module:QualName"``), its class tree and training flag, and
+    its constructor arguments where they can be read back: every argument
+    of the class's ``__init__`` (no ``*args``/``**kwargs``) must be kept on
+    the module as an attribute of the same name holding plain values
+    (numbers, strings, bools, None, tuples/lists of them), or be a bool
+    ``bias``-like flag whose same-named parameter exists or is None (as
+    ``Linear(..., bias=False)`` keeps it). ``Linear``, ``Conv2d``,
+    ``BatchNorm1d``, ``LSTM`` and classes that keep their settings that way
+    qualify; ``Sequential`` and a class that does not keep its arguments
+    store the class path only, and :func:`load` then wants ``module=``.
+    Nothing is pickled: unlike ``torch.save(model)``, arbitrary Python
+    attributes (hooks, lambdas) are not stored.
 
     Args:
-        obj: nested dicts/lists/tuples of arrays, numbers, strings, bools and None.
-        path: the file to write (conventionally ``*.safetensors``).
+        obj: a Module, or nested dicts/lists/tuples of arrays, numbers,
+            strings, bools and None.
+        f: the file to write (conventionally ``*.safetensors``), or a
+            binary file object with ``write``.
 
     Raises:
-        FileNotFoundError: the folder of ``path`` does not exist.
+        FileNotFoundError: the folder of the path does not exist.
+        TypeError: ``f`` is a text-mode file, or ``obj`` holds something
+            a checkpoint cannot store.
 
     Example:
-        >>> import numpy as np, tempfile, os
-        >>> p = os.path.join(tempfile.mkdtemp(), "ck.safetensors")
-        >>> save({"w": np.ones(2, np.float32), "step": 3}, p)
-        >>> sorted(load(p, as_numpy=True).items(), key=str)[1]
+        >>> import io, numpy as np
+        >>> buffer = io.BytesIO()
+        >>> save({"w": np.ones(2, np.float32), "step": 3}, buffer)
+        >>> sorted(load(io.BytesIO(buffer.getvalue()), as_numpy=True).items(), key=str)[1]
         ('w', array([1., 1.], dtype=float32))
     """
     tensors: dict[str, np.ndarray] = {}
-    tree = json.dumps(_encode(obj, (), tensors))
+    record = _module_record(obj, tensors) if isinstance(obj, Module) \
+        else _encode(obj, (), tensors)
+    tree = json.dumps(record)
     metadata = {"format": _FORMAT, "tree": tree,
                 "sha256": _digest(tensors, _header(_FORMAT, tree))}
-    path = Path(path)
+    if hasattr(f, "write"):
+        _check_binary(f, "save", "wb")
+        f.write(save_bytes(tensors, metadata=metadata))
+        return
+    _save_to_path(tensors, metadata, Path(f))
+
+
+def _check_binary(f: Any, op: str, mode: str) -> None:
+    if isinstance(f, io.TextIOBase) or "b" not in getattr(f, "mode", "b"):
+        raise TypeError(f"{op}: {getattr(f, 'name', f)!r} is open in text mode; a checkpoint "
+                        f"is binary: open it with mode '{mode}' or pass its path")
+
+
+def _save_to_path(tensors: dict[str, np.ndarray], metadata: dict[str, str],
+                  path: Path) -> None:
     if not path.parent.is_dir():
         raise FileNotFoundError(f"save: the folder of {path} does not exist")
     # In the same folder (a rename across file systems is not atomic); hidden,
@@ -123,6 +174,9 @@ def _encode(obj: Any, where: tuple[str, ...], tensors: dict[str, np.ndarray]) ->
         obj = obj.item()
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return {"__value__": obj}
+    if isinstance(obj, Module):
+        raise TypeError(f"save: a {type(obj).__name__} module at '{'.'.join(where)}': store "
+                        f"its .state_dict() there, or save the module on its own")
     raise TypeError(f"save: cannot store a {type(obj).__name__} at "
                     f"'{'.'.join(where) or '<root>'}'; checkpoints hold arrays, numbers, "
                     f"strings, None and lists/dicts of them (no pickle)")
@@ -144,54 +198,116 @@ def _digest(tensors: Mapping[str, np.ndarray], header: str = "") -> str:
     return h.hexdigest()
 
 
-def load(path: str | os.PathLike[str], device: Any = None, as_numpy: bool = False) -> Any:
-    """Read a checkpoint written by :func:`save` (or any safetensors file).
+def load(f: Target, device: Any = None, as_numpy: bool = False,
+         module: Module | Callable[[], Module] | None = None) -> Any:
+    """Read a checkpoint written by :func:`save` (or any safetensors file) from ``f``,
+    a path or a binary file object.
+
+    A whole-Module checkpoint comes back as a Module, built one of three ways:
+
+    * ``module=`` an instance: its state is loaded into it (strictly) and it
+      is returned; ``module=`` a factory (a class or function taking no
+      arguments): the same, into what it returns. The class path is not used.
+    * otherwise, when the constructor arguments were stored: the stored class
+      is looked up, built with them (the random generator's state is put
+      back afterwards, so loading draws no random numbers), checked to have
+      the saved class tree, settings and state keys and shapes, and given
+      the saved state.
+    * otherwise :class:`CheckpointError` asks for ``module=``.
+
+    Loading never runs stored code: the class path is resolved only by
+    importing an installed module by name (as ``import`` would) and looking
+    the attribute up, and it is used only if it is a subclass of
+    :class:`Module`; no ``eval``, no pickle. The module comes back in the
+    saved training mode. ``module=`` also loads a plain state-dict
+    checkpoint into that module and returns it.
 
     Args:
-        path: the file.
-        device: where loaded Tensors live (default device when None).
-        as_numpy: return every array as a numpy array instead of its saved kind.
+        f: the file, or a binary file object with ``read``.
+        device: where loaded Tensors (and a rebuilt module) live; the default
+            device (a rebuilt module: its saved ``device`` argument) when None.
+        as_numpy: return every array as a numpy array instead of its saved
+            kind; a whole-Module checkpoint then gives ``{"class", "args",
+            "state_dict"}`` and builds nothing.
+        module: the Module, or a factory of it, to load the state into.
 
     Returns:
         The saved object; a plain safetensors file gives a flat dict.
 
     Raises:
         FileNotFoundError: no such file.
+        TypeError: ``f`` is a text-mode file; ``module`` is not a Module or a
+            factory of one.
         CheckpointError: the file is truncated, corrupt, edited (its arrays or
-            metadata do not match its checksum), or not safetensors; nothing
-            is returned.
+            metadata do not match its checksum), or not safetensors; its class
+            path is not an installed Module subclass; the rebuilt module does
+            not match the saved one. Nothing is returned.
 
     Warns:
         UserWarning: the file predates the metadata checksum
             (``lamina-checkpoint-1``); it loads with its arrays verified.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"load: no such checkpoint: {path}")
-    try:
-        with safe_open(str(path), framework="numpy") as f:
-            metadata = f.metadata() or {}
-            tensors = {name: f.get_tensor(name) for name in f.keys()}  # noqa: SIM118
-    except (SafetensorError, OSError, ValueError) as exc:
-        raise CheckpointError(f"load: {path} is not a readable safetensors checkpoint "
-                              f"(truncated or corrupt?): {exc}") from exc
+    metadata, tensors, source = _read(f)
     if metadata.get("format") not in (_FORMAT, _LEGACY_FORMAT):
-        return {name: _restore(array, "numpy" if as_numpy else "tensor", device, name, path)
+        flat = {name: _restore(array, "numpy" if as_numpy else "tensor", device, name, source)
                 for name, array in tensors.items()}
-    _verify(metadata, tensors, path)
+        return flat if module is None else _load_into(module, flat)
+    _verify(metadata, tensors, source)
     try:
         tree = json.loads(metadata["tree"])
-        return _decode(tree, tensors, device, as_numpy, path)
+        obj = _decode_record(tree["__module__"], tensors, device, as_numpy, source) \
+            if "__module__" in tree else _decode(tree, tensors, device, as_numpy, source)
     except RecursionError:
         # json.loads and _decode recurse once per level; a hostile file nests
         # deeper than Python's stack, which no checkpoint of ours does.
-        raise CheckpointError(f"load: {path} has a damaged structure record: nested deeper "
+        raise CheckpointError(f"load: {source} has a damaged structure record: nested deeper "
                               f"than the interpreter's recursion limit") from None
     except (KeyError, TypeError, ValueError) as exc:
-        raise CheckpointError(f"load: {path} has a damaged structure record: {exc}") from exc
+        if isinstance(exc, CheckpointError):
+            raise
+        raise CheckpointError(f"load: {source} has a damaged structure record: {exc}") from exc
+    if isinstance(obj, _Record):
+        return obj.as_dict() if as_numpy else _build(obj, device, module, source)
+    if module is None:
+        return obj
+    if not isinstance(obj, Mapping):
+        raise TypeError(f"load: module= was given, but {source} holds a "
+                        f"{type(obj).__name__}, not a state dict or a saved Module")
+    return _load_into(module, obj)
 
 
-def _verify(metadata: dict[str, str], tensors: dict[str, np.ndarray], path: Path) -> None:
+def _read(f: Target) -> tuple[dict[str, str], dict[str, np.ndarray], str]:
+    """The metadata, the arrays and a name for messages, from a path or a file object."""
+    if hasattr(f, "read"):
+        _check_binary(f, "load", "rb")
+        source = repr(getattr(f, "name", f"<{type(f).__name__}>"))
+        data = f.read()
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"load: {source}.read() gave {type(data).__name__}, not bytes; "
+                            f"open the file with mode 'rb'")
+        try:
+            tensors = load_bytes(bytes(data))
+            size = int.from_bytes(bytes(data[:8]), "little")
+            header = json.loads(bytes(data[8:8 + size]))
+        except (SafetensorError, ValueError, OverflowError) as exc:
+            raise CheckpointError(f"load: {source} is not a readable safetensors checkpoint "
+                                  f"(truncated or corrupt?): {exc}") from exc
+        metadata = header.get("__metadata__") or {}
+        return metadata, tensors, source
+    path = Path(f)
+    if not path.is_file():
+        raise FileNotFoundError(f"load: no such checkpoint: {path}")
+    try:
+        with safe_open(str(path), framework="numpy") as handle:
+            metadata = handle.metadata() or {}
+            tensors = {name: handle.get_tensor(name) for name in handle.keys()}  # noqa: SIM118
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise CheckpointError(f"load: {path} is not a readable safetensors checkpoint "
+                              f"(truncated or corrupt?): {exc}") from exc
+    return metadata, tensors, str(path)
+
+
+def _verify(metadata: dict[str, str], tensors: dict[str, np.ndarray], path: str) -> None:
     """Raise CheckpointError unless the checksum matches what was read."""
     tree = metadata.get("tree")
     if not isinstance(tree, str):
@@ -210,7 +326,7 @@ def _verify(metadata: dict[str, str], tensors: dict[str, np.ndarray], path: Path
 
 
 def _decode(node: Any, tensors: dict[str, np.ndarray], device: Any, as_numpy: bool,
-            path: Path) -> Any:
+            path: str) -> Any:
     if "__array__" in node:
         kind = "numpy" if as_numpy else node["kind"]
         return _restore(tensors[node["__array__"]], kind, device, node["__array__"], path)
@@ -226,14 +342,14 @@ def _decode(node: Any, tensors: dict[str, np.ndarray], device: Any, as_numpy: bo
     return node["__value__"]
 
 
-def _restore(array: np.ndarray, kind: str, device: Any, name: str, path: Path) -> Any:
+def _restore(array: np.ndarray, kind: str, device: Any, name: str, path: str) -> Any:
     if kind == "numpy":
         return array
     data = nd.array(_lossless(array, name, path), device=device)
     return data if kind == "ndarray" else Tensor(data)
 
 
-def _lossless(array: np.ndarray, name: str, path: Path) -> np.ndarray:
+def _lossless(array: np.ndarray, name: str, path: str) -> np.ndarray:
     """``array`` in the Lamina dtype that holds each of its values exactly."""
     kind, size = array.dtype.kind, array.dtype.itemsize
     if kind == "f":
@@ -248,3 +364,177 @@ def _lossless(array: np.ndarray, name: str, path: Path) -> np.ndarray:
            else "has no Lamina dtype (float32, float64, int64, bool)")
     raise CheckpointError(f"load: entry {name!r} of {path} is {array.dtype.name} and {why}; "
                           "load it with as_numpy=True to get the stored values")
+
+
+# ------------------------------------------------------------------ whole modules
+_BUILD_HINT = ("pass module=YourModel(...) (or a factory returning one) to nn.load to load "
+               "the saved state into it")
+
+
+def _class_path(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def _module_record(model: Module, tensors: dict[str, np.ndarray]) -> dict[str, Any]:
+    """The structure record of a whole module; its state's arrays go to ``tensors``."""
+    args = _constructor_args(model)
+    return {"__module__": {
+        "class": _class_path(type(model)),
+        "args": None if args is None else _encode(args, ("__args__",), tensors),
+        "tree": [[name, _class_path(type(m))] for name, m in model.named_modules()],
+        "training": model.training,
+        "state": _encode(model.state_dict(), (), tensors)}}
+
+
+def _constructor_args(model: Module) -> dict[str, Any] | None:
+    """The arguments that rebuild ``model``'s class, read from its attributes; None
+    where any one cannot be read back exactly (see :func:`save`)."""
+    try:
+        signature = inspect.signature(type(model).__init__)
+    except (TypeError, ValueError):
+        return None
+    params = model.__dict__.get("_parameters", {})
+    registered = [model.__dict__.get(t, {}) for t in ("_parameters", "_buffers", "_modules")]
+    args: dict[str, Any] = {}
+    for p in list(signature.parameters.values())[1:]:
+        if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+            return None  # *args, **kwargs or positional-only: not rebuildable by name
+        if isinstance(p.default, bool) and p.name in params:
+            args[p.name] = params[p.name] is not None  # Linear(..., bias=False)
+            continue
+        value = model.__dict__.get(p.name, _MISSING)
+        if value is _MISSING and p.name in ("device", "dtype"):
+            value = _placement(model, p.name)  # kept on the tensors, not as attributes
+            if value is _MISSING:
+                continue  # no tensors: the default builds the same module
+        if value is _MISSING or any(p.name in table for table in registered) \
+                or not _plain(value):
+            return None
+        args[p.name] = value
+    return args
+
+
+def _placement(model: Module, name: str) -> Any:
+    """The device or the (floating) dtype of ``model``'s first tensor, as a string; a
+    model whose tensors differ in it fails the state check in :func:`_build`."""
+    for tensor in model.state_dict().values():
+        if name == "device":
+            return str(tensor.device)
+        if tensor.dtype.is_floating:
+            return str(tensor.dtype.name)
+    return _MISSING
+
+
+_MISSING = object()
+
+
+def _plain(value: Any) -> bool:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return True
+    return isinstance(value, (tuple, list)) and all(_plain(v) for v in value)
+
+
+class _Record:
+    """A decoded whole-module record (nothing built yet)."""
+
+    def __init__(self, node: dict[str, Any], args: dict[str, Any] | None,
+                 state: dict[str, Any]) -> None:
+        self.cls, self.args, self.state = node["class"], args, state
+        self.tree = [tuple(item) for item in node["tree"]]
+        self.training = bool(node["training"])
+        if not isinstance(self.cls, str) or not isinstance(state, dict) \
+                or not (args is None or isinstance(args, dict)):
+            raise TypeError("the module record has the wrong shape")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"class": self.cls, "args": self.args, "state_dict": self.state}
+
+
+def _decode_record(node: dict[str, Any], tensors: dict[str, np.ndarray], device: Any,
+                   as_numpy: bool, source: str) -> _Record:
+    args = None if node["args"] is None else _decode(node["args"], tensors, None, True, source)
+    return _Record(node, args, _decode(node["state"], tensors, device, as_numpy, source))
+
+
+def _build(record: _Record, device: Any, module: Any, source: str) -> Module:
+    """The saved module: ``module`` (or what it makes), or the stored class rebuilt."""
+    if module is not None:
+        model = _load_into(module, record.state)
+        return model.train(record.training)
+    what = f"{source} holds a whole {record.cls}"
+    if record.args is None:
+        raise CheckpointError(f"load: {what} whose constructor arguments could not be "
+                              f"stored (see nn.save); {_BUILD_HINT}")
+    cls = _resolve(record.cls, source)
+    args = dict(record.args)
+    if device is not None and "device" in args:
+        args["device"] = device
+    try:
+        model = _keeping_rng(lambda: cls(**args))
+    except (TypeError, ValueError) as exc:
+        raise CheckpointError(f"load: {what}, which its stored arguments {record.args} do not "
+                              f"build ({exc}); {_BUILD_HINT}") from exc
+    built = [(name, _class_path(type(m))) for name, m in model.named_modules()]
+    again = _constructor_args(model) or {}  # what saving the rebuilt module would store
+    changed = [k for k, v in record.args.items()
+               if k != "device" and again.get(k, _MISSING) != v]
+    if built != record.tree or changed:
+        raise CheckpointError(f"load: {what}, but {record.cls}(**{record.args}) builds a "
+                              f"different module (class tree or settings {changed} differ); "
+                              f"{_BUILD_HINT}")
+    saved = {k: (str(v.dtype.name) if isinstance(v, Tensor) else str(v.dtype))
+             for k, v in record.state.items()}
+    dtypes = {k: str(v.dtype.name) for k, v in model.state_dict().items()}
+    try:
+        if dtypes != saved:
+            raise StateDictError(type(model).__name__, [], [], [
+                f"{k}: dtype {saved.get(k)} in the checkpoint, {dtypes.get(k)} in the model"
+                for k in sorted(set(saved) | set(dtypes)) if saved.get(k) != dtypes.get(k)])
+        model.load_state_dict(record.state)
+    except StateDictError as exc:
+        raise CheckpointError(f"load: {what}, but the rebuilt module does not take the "
+                              f"saved state: {exc}; {_BUILD_HINT}") from exc
+    return model.train(record.training)
+
+
+def _load_into(module: Any, state: Mapping[str, Any]) -> Module:
+    """Load ``state`` into ``module``, or into what the factory ``module`` returns."""
+    model = module if isinstance(module, Module) else \
+        _keeping_rng(module) if callable(module) else None
+    if not isinstance(model, Module):
+        raise TypeError(f"load: module= must be a Module or a factory returning one, got "
+                        f"{type(model if callable(module) else module).__name__}")
+    model.load_state_dict(state)
+    return model
+
+
+def _keeping_rng(make: Callable[[], Any]) -> Any:
+    """``make()`` with the global generator's state put back: building a model to load
+    weights into must not shift the random numbers drawn after the load."""
+    bits = nd.generator().bit_generator
+    state = bits.state
+    try:
+        return make()
+    finally:
+        bits.state = state
+
+
+def _resolve(path: str, source: str) -> type[Module]:
+    """The installed Module subclass named ``package.module:QualName``; nothing is called."""
+    modname, _, qualname = path.partition(":")
+    parts = modname.split(".") + qualname.split(".")
+    if not qualname or not all(part.isidentifier() for part in parts):
+        raise CheckpointError(f"load: {source} names the class {path!r}, which is not a "
+                              f"'package.module:QualName' path; {_BUILD_HINT}")
+    try:
+        found: Any = sys.modules.get(modname) or importlib.import_module(modname)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError) as exc:
+        raise CheckpointError(f"load: {source} names the class {path!r}, which is not "
+                              f"installed here ({exc}); {_BUILD_HINT}") from exc
+    if not (isinstance(found, type) and issubclass(found, Module)):
+        raise CheckpointError(f"load: {source} names {path!r}, which is a "
+                              f"{type(found).__name__}, not a lamina.nn.Module subclass; "
+                              f"refusing to call it")
+    return found
