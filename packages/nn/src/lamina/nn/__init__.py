@@ -60,7 +60,13 @@ from ._pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from ._positional import PositionalEmbedding, SinusoidalPositionalEncoding
 from ._rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from ._serialization import load, save
-from ._transformer import TransformerDecoderLayer, TransformerEncoderLayer
+from ._transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = [
     "GELU", "BatchNorm1d", "CheckpointError", "CrossEntropyLoss", "Dropout", "Embedding",
@@ -70,6 +76,7 @@ __all__ = [
     "init", "load", "save", "utils",
     "MultiheadAttention", "PositionalEmbedding", "SinusoidalPositionalEncoding",
     "TransformerDecoderLayer", "TransformerEncoderLayer",
+    "Transformer", "TransformerDecoder", "TransformerEncoder",
     "LSTM", "LSTMCell", "RNN", "RNNCell", "GRU", "GRUCell", "Conv1d", "ConvTranspose2d",
     "AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm2d", "Conv2d", "MaxPool2d",
     "BCELoss", "BCEWithLogitsLoss", "HuberLoss", "KLDivLoss", "L1Loss", "SmoothL1Loss",
