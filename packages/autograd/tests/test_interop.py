@@ -20,9 +20,9 @@ CPU_KIND = [d for d in DEVICES if nd.get_device(d).type != "cuda"]
 
 def _address(t: ag.Tensor) -> int:
     """Address of element 0 of a host-device tensor's view."""
-    buf = t.data.buffer
+    buf = t._data.buffer
     flat = buf.data if t.device.type == "numpy" else np.frombuffer(memoryview(buf), buf.dtype)
-    return int(flat.ctypes.data) + t.data.offset * t.dtype.itemsize
+    return int(flat.ctypes.data) + t._data.offset * t.dtype.itemsize
 
 
 VIEWS = {
@@ -42,7 +42,7 @@ def test_torch_from_dlpack_is_zero_copy_on_host_devices(host: str, view: str,
     x = VIEWS[view](ag.arange(12, device=host).to(dtype=dtype).reshape(3, 4))
     t = torch.from_dlpack(x)
     assert t.data_ptr() == _address(x)
-    assert tuple(t.shape) == x.shape and t.stride() == x.data.strides
+    assert tuple(t.shape) == x.shape and t.stride() == x._data.strides
     assert str(t.dtype) == f"torch.{dtype}"
     np.testing.assert_array_equal(t.numpy(), x.numpy())
     assert torch.as_tensor(x).data_ptr() == _address(x)
@@ -56,7 +56,7 @@ def test_from_dlpack_of_torch_views_is_zero_copy_on_host_devices(host: str,
     for t in (base, base[:, 1:, ::3], base.transpose(0, 2), base[1, 2]):
         x = ag.from_dlpack(t, device=host)
         assert _address(x) == t.data_ptr()
-        assert x.shape == tuple(t.shape) and x.data.strides == t.stride()
+        assert x.shape == tuple(t.shape) and x._data.strides == t.stride()
         np.testing.assert_array_equal(x.numpy(), t.numpy())
     x = ag.from_dlpack(base, device=host)
     base[0, 0, 0] = 42
@@ -69,7 +69,7 @@ def test_writes_through_a_shared_tensor_show_in_torch(host: str) -> None:
     t = torch.from_dlpack(x)
     t[1, 2] = 3.0
     assert x.tolist() == [[0.0, 0.0, 0.0], [0.0, 0.0, 3.0]]
-    x.data[0, :] = 2.0  # a lamina kernel's write shows in torch
+    x._data[0, :] = 2.0  # a lamina kernel's write shows in torch
     assert t.tolist() == [[2.0, 2.0, 2.0], [0.0, 0.0, 3.0]]
 
 
@@ -134,7 +134,7 @@ def test_from_numpy_shares_memory_on_host_devices_and_copies_elsewhere() -> None
     assert _address(x) == a.ctypes.data and x.dtype == "float64"
     a[0, 0] = 8.0
     assert x[0, 0].item() == 8.0
-    x.data[1, 1] = 9.0  # an NDArray write lands in the numpy array
+    x._data[1, 1] = 9.0  # an NDArray write lands in the numpy array
     assert a[1, 1] == 9.0
     for device in DEVICES:
         y = ag.from_numpy(a, device=device)

@@ -40,7 +40,7 @@ def _same_tensor(ours: Any, original: Any) -> None:
     assert ours.device is original.device and ours.dtype is original.dtype
     assert ours.shape == original.shape
     np.testing.assert_array_equal(ours.detach().numpy(), original.detach().numpy())
-    assert ours.data.buffer is not original.data.buffer  # its own storage
+    assert ours._data.buffer is not original._data.buffer  # its own storage
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -60,7 +60,7 @@ def test_copies_of_views_hold_only_the_viewed_values(how: str, device: str) -> N
     view = base.T[1:]  # strided, offset
     out = COPIES[how](view)
     _same_tensor(out, view)
-    assert out.data.is_compact() and out._base is None
+    assert out._data.is_compact() and out._base is None
     base.mul_(0)
     assert out.abs().sum().item() > 0  # not a view of base any more
 
@@ -137,7 +137,7 @@ def test_shallow_copy_shares_storage_and_version_counter(device: str) -> None:
     t = ag.tensor([1.0, 2.0], requires_grad=True, device=device)
     y = (t * t).sum()  # saves t
     c = copy.copy(t)
-    assert c.data is t.data and c.is_leaf and c.requires_grad
+    assert c._data is t._data and c.is_leaf and c.requires_grad
     with ag.no_grad():
         c.add_(1)
     assert t.tolist() == [2.0, 3.0] and t._version == 1

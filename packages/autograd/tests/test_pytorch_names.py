@@ -91,7 +91,7 @@ def test_t_matches_torch(shape: tuple[int, ...]) -> None:
     t = torch.tensor(a, requires_grad=True)
     y, r = x.t(), t.t()
     np.testing.assert_array_equal(y.detach().numpy(), r.detach().numpy())
-    g = np.arange(float(y.data.size)).reshape(y.shape) + 1.0
+    g = np.arange(float(y.numel())).reshape(y.shape) + 1.0
     (y * ag.tensor(g, dtype="float64", device=device)).sum().backward()
     (r * torch.tensor(g)).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), t.grad.numpy())
@@ -154,7 +154,7 @@ def test_the_first_lines_a_pytorch_user_types() -> None:
     a = np.arange(12.0).reshape(3, 4)
     x = ag.tensor(a, device="numpy")
     t = torch.tensor(a)
-    assert torch.from_dlpack(x).data_ptr() == int(x.data.buffer.data.ctypes.data)
+    assert torch.from_dlpack(x).data_ptr() == int(x._data.buffer.data.ctypes.data)
     np.testing.assert_array_equal(np.from_dlpack(x), a)
     torch.testing.assert_close(torch.tensor(x), t)
     np.testing.assert_allclose(x.mean(axis=1).numpy(), t.mean(axis=1).numpy())

@@ -178,7 +178,7 @@ def test_item_numel_and_contiguous(device):
         ag.tensor([1.0, 2.0], device=device).item()
     x = ag.zeros(3, 4, device=device)
     assert x.numel() == ag.numel(x) == torch.numel(torch.zeros(3, 4)) == 12
-    assert x.contiguous() is x and x.T.contiguous().data.is_compact()
+    assert x.contiguous() is x and x.T.contiguous()._data.is_compact()
 
 
 @pytest.mark.parametrize("device", DEVICES)

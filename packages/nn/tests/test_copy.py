@@ -57,7 +57,7 @@ def test_module_copies_keep_tensors_classes_and_devices(how, device):
     for name, p in ours.items():
         assert type(p) is nn.Parameter and p.device is theirs[name].device
         assert p.requires_grad == theirs[name].requires_grad and p.is_leaf
-        assert p.data.buffer is not theirs[name].data.buffer
+        assert p._data.buffer is not theirs[name]._data.buffer
         np.testing.assert_array_equal(p.detach().numpy(), theirs[name].detach().numpy())
     for (name, b), (_, b0) in zip(clone.named_buffers(), model.named_buffers()):
         assert type(b) is ag.Tensor and b.device is b0.device and b.dtype is b0.dtype, name

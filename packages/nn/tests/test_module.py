@@ -130,10 +130,10 @@ def test_load_state_dict_between_forward_and_backward_raises_like_torch(device):
 def test_load_state_dict_writes_in_place_like_torch(device):
     net = Block().to(device)
     weight, counter = net.fc.weight, net.counter
-    storage, row = weight.data, weight[0].detach()  # a view taken before the load
+    storage, row = weight._data, weight[0].detach()  # a view taken before the load
     state = {k: v.numpy() + 1 for k, v in net.state_dict().items()}
     net.load_state_dict(state)
-    assert net.fc.weight is weight and weight.data is storage  # same tensor, same storage
+    assert net.fc.weight is weight and weight._data is storage  # same tensor, same storage
     np.testing.assert_array_equal(row.numpy(), state["fc.weight"][0])
     np.testing.assert_array_equal(counter.numpy(), state["counter"])
     assert counter._version == 1  # buffers too (a zeros buffer: no init wrote it)
@@ -230,3 +230,13 @@ def test_parameter_is_a_leaf_tensor():
     p = nn.Parameter(ag.zeros(2, 3))
     assert isinstance(p, ag.Tensor) and p.requires_grad and p.is_leaf
     assert "Parameter containing" in repr(p)
+
+
+def test_parameter_data_is_a_plain_tensor_sharing_storage():
+    p, t = nn.Parameter(ag.zeros(2, 3)), torch.nn.Parameter(torch.zeros(2, 3))
+    assert type(p.data) is ag.Tensor and type(t.data) is torch.Tensor  # not a Parameter
+    p.data.normal_(0.0, 0.02)
+    t.data.normal_(0.0, 0.02)
+    assert np.abs(p.detach().numpy()).max() > 0 and not p.data.requires_grad
+    p.data = ag.ones(3)
+    assert tuple(p.shape) == (3,) and isinstance(p, nn.Parameter) and p.requires_grad

@@ -219,12 +219,12 @@ def test_lamina_train_with_lr_nan_fails_before_training(capsys):
 @pytest.mark.parametrize("name,ours,_,kwargs", OPTIMIZERS, ids=[o[0] for o in OPTIMIZERS])
 def test_step_updates_parameters_in_place(name, ours, _, kwargs):
     w = nn.Parameter(ag.tensor([[1.0, -2.0], [0.5, 3.0]]))
-    data, row = w.data, w[0].detach()  # the storage and a view of it, taken before the step
+    data, row = w._data, w[0].detach()  # the storage and a view of it, taken before the step
     opt = ours([w], **kwargs)
     (w * w).sum().backward()
     before = w.detach().numpy().copy()
     opt.step()
-    assert w.data is data and w._version == 1
+    assert w._data is data and w._version == 1
     assert not np.array_equal(w.detach().numpy(), before)
     np.testing.assert_array_equal(row.numpy(), w.detach().numpy()[0])
 

@@ -81,14 +81,14 @@ for salt, (shape, dtype, layout) in enumerate(itertools.product(
 from lamina.distributed._buffers import HostBuffer  # noqa: E402
 
 z = ag.tensor([1.0, 2.0, 3.0], device="numpy")
-staged = HostBuffer.of(z.data)
-assert not staged.staged and np.shares_memory(staged.array, z.data.buffer.data)
-assert HostBuffer.of(z.T.data[::2]).staged  # a strided view is staged
+staged = HostBuffer.of(z._data)
+assert not staged.staged and np.shares_memory(staged.array, z._data.buffer.data)
+assert HostBuffer.of(z.T._data[::2]).staged  # a strided view is staged
 dist.all_reduce(z)
 assert z.tolist() == [float(world), 2.0 * world, 3.0 * world]
 
 # NDArrays work like Tensors; barrier completes
-arr = ag.tensor([1.0, 2.0]).data
+arr = ag.tensor([1.0, 2.0])._data
 dist.all_reduce(arr, op=ReduceOp.AVG)
 assert arr.tolist() == [1.0, 2.0]
 dist.barrier()

@@ -113,11 +113,11 @@ def check_grad_memory(ddp: DDP, as_view: bool) -> None:
     """With gradient_as_bucket_view each .grad is its bucket slot's memory, else a copy."""
     for p in ddp.parameters():
         bucket, i = ddp._slot[id(p)]
-        shares = p.grad.data.buffer is bucket.flat.buffer
+        shares = p.grad._data.buffer is bucket.flat.buffer
         assert shares == as_view, f"as_view={as_view} but .grad shares the bucket: {shares}"
         assert p.grad.shape == p.shape
         if as_view:
-            assert p.grad.data.offset == bucket.offsets[i], "a .grad views the wrong slot"
+            assert p.grad._data.offset == bucket.offsets[i], "a .grad views the wrong slot"
     assert 0 <= ddp.overlapped_bytes <= ddp.reduced_bytes
 
 

@@ -34,7 +34,7 @@ def tensor(data: Any, dtype: Any = None, device: Any = None,
         tensor([1., 2.], requires_grad=True)
     """
     if isinstance(data, Tensor):
-        data = data.data
+        data = data._data
     return _leaf(nd.array(data, dtype=dtype, device=device), requires_grad)
 
 
@@ -80,7 +80,7 @@ def from_dlpack(x: Any, *, device: Any = None, copy: bool | None = None) -> Tens
         [0.0, 1.0, 2.0]
     """
     if isinstance(x, Tensor):
-        x = x.data
+        x = x._data
     return Tensor(nd.from_dlpack(x, device=device, copy=copy))
 
 

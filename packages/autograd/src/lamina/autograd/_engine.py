@@ -86,12 +86,12 @@ def _seed(outputs: Sequence[Tensor], grad_outputs: Sequence[Any] | None,
             raise RuntimeError(
                 f"element {i} of tensors does not require grad and does not have a grad_fn")
         if g is None:
-            if out.data.size != 1:
+            if out._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            g = Tensor._make(ones_like_data(out.data))
+            g = Tensor._make(ones_like_data(out._data))
         elif not isinstance(g, Tensor):
             g = Tensor(g, dtype=out.dtype, device=out.device)
-        if g.data.shape != out.data.shape:
+        if g._data.shape != out._data.shape:
             raise ShapeError(
                 f"{op}: gradient {i} has shape {g.shape} but output {i} has shape "
                 f"{out.shape}; pass a gradient of the output's shape")
@@ -147,11 +147,11 @@ def run_backward(pairs: list[tuple[Tensor, Tensor]], retain_graph: bool, create_
                                                          node.backward(grad)):
                     if edge is None or edge_grad is None:
                         continue
-                    if edge_grad.data._dtype is not dtype:
+                    if edge_grad._data._dtype is not dtype:
                         # An op promoted its inputs (float32 * float64): each input's
                         # gradient is in that input's own dtype, as in PyTorch.
                         edge_grad = edge_grad.to(dtype=dtype)
-                    if edge_grad.data.shape != shape:
+                    if edge_grad._data.shape != shape:
                         edge_grad = sum_to_shape(edge_grad, shape)
                     key = id(edge)
                     keep[key] = edge
@@ -194,7 +194,7 @@ def _store_grad(tensor: Tensor | None, grad: Tensor, create_graph: bool) -> None
     if tensor is None:
         return
     if not create_graph:
-        grad = Tensor._make(grad.data)  # detached (a fresh gradient: no counter to share)
+        grad = Tensor._make(grad._data)  # detached (a fresh gradient: no counter to share)
     tensor.grad = grad if tensor.grad is None else tensor.grad + grad
     if tensor.grad_fn is None and tensor._post_hooks:
         for hook in list(tensor._post_hooks.values()):

@@ -141,7 +141,7 @@ class Function:
         arrays = []
         record = False
         for t in inputs:
-            arrays.append(t.data)
+            arrays.append(t._data)
             if t._base is not None and t._history != t._vc.history:  # type: ignore[union-attr]
                 refresh_view(t)
             if t._requires_grad:
@@ -152,7 +152,7 @@ class Function:
             # alone, no node. Tensor._make and share_storage are written out here, one
             # Python call fewer each on the path every inference op takes.
             out = object.__new__(Tensor)
-            out.data = data
+            out._data = data
             out._requires_grad = False
             out.grad = out.grad_fn = out._post_hooks = out._vc = out._base = None
             if cls.is_view and data._buf is arrays[0]._buf:

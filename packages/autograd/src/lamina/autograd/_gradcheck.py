@@ -29,7 +29,7 @@ def _outputs(fn: Callable[..., Any], inputs: Sequence[Tensor]) -> list[Tensor]:
 
 
 def _flat(t: Tensor) -> np.ndarray:
-    return np.asarray(t.data.numpy(), dtype=np.float64).reshape(-1)  # .data: no grad check
+    return np.asarray(t._data.numpy(), dtype=np.float64).reshape(-1)  # raw values: no graph
 
 
 def _with(inputs: Sequence[Tensor], j: int, values: np.ndarray) -> list[Tensor]:
@@ -100,7 +100,7 @@ def gradcheck(fn: Callable[..., Any], inputs: Tensor | Sequence[Tensor], eps: fl
             if not x.requires_grad:
                 continue
             for i, out in enumerate(outputs):
-                small = max(x.data.size, out.data.size) <= max_full_elements
+                small = max(x._data.size, out._data.size) <= max_full_elements
                 check = _check_full if small else _check_direction
                 check(fn, inputs, outputs, i, j, eps, atol, rtol, rng)
     except GradcheckError:
@@ -113,16 +113,16 @@ def gradcheck(fn: Callable[..., Any], inputs: Tensor | Sequence[Tensor], eps: fl
 def _vjp(out: Tensor, x: Tensor, u: np.ndarray) -> np.ndarray:
     """``u^T J`` by autograd (zeros when ``out`` does not depend on ``x``)."""
     if not out.requires_grad:
-        return np.zeros(x.data.size)
+        return np.zeros(x._data.size)
     cot = Tensor(nd.array(u.reshape(out.shape), dtype=out.dtype, device=out.device))
     (g,) = grad(out, [x], cot, retain_graph=True, allow_unused=True)
-    return np.zeros(x.data.size) if g is None else _flat(g)
+    return np.zeros(x._data.size) if g is None else _flat(g)
 
 
 def _check_full(fn: Callable[..., Any], inputs: list[Tensor], outputs: list[Tensor], i: int,
                 j: int, eps: float, atol: float, rtol: float, rng: np.random.Generator) -> None:
     """Compares the whole Jacobian, shape ``(outputs[i].size, inputs[j].size)``."""
-    n_in, n_out = inputs[j].data.size, outputs[i].data.size
+    n_in, n_out = inputs[j]._data.size, outputs[i]._data.size
     numerical = np.empty((n_out, n_in))
     for k in range(n_in):
         numerical[:, k] = _numerical(fn, inputs, j, np.eye(n_in)[k], eps)[i]
@@ -136,8 +136,8 @@ def _check_direction(fn: Callable[..., Any], inputs: list[Tensor], outputs: list
                      i: int, j: int, eps: float, atol: float, rtol: float,
                      rng: np.random.Generator) -> None:
     """Compares ``u^T J v`` for a random cotangent ``u`` and unit direction ``v``."""
-    u = rng.standard_normal(outputs[i].data.size)
-    v = rng.standard_normal(inputs[j].data.size)
+    u = rng.standard_normal(outputs[i]._data.size)
+    v = rng.standard_normal(inputs[j]._data.size)
     v /= np.linalg.norm(v)
     numerical = float(_numerical(fn, inputs, j, v, eps)[i] @ u)
     analytical = float(_vjp(outputs[i], inputs[j], u) @ v)

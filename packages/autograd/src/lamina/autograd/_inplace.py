@@ -74,7 +74,7 @@ def _check_leaf(t: Tensor, op: str) -> None:
 
 def _write(t: Tensor, out: Tensor, op: str) -> Tensor:
     """Stores ``out`` (the op's out-of-place result) into ``t``'s storage."""
-    if out.data.shape != t.data.shape:
+    if out._data.shape != t._data.shape:
         raise ShapeError(f"{op}: the result has shape {out.shape} (broadcast), which does not "
                          f"fit in place into a tensor of shape {t.shape}")
     if out.dtype != t.dtype:
@@ -93,13 +93,13 @@ def _write(t: Tensor, out: Tensor, op: str) -> Tensor:
                 f"{op}: derivative for {op} is not implemented (its result does not "
                 f"depend differentiably on the tensor of shape {t.shape}, which requires "
                 "grad); compute it out of place, or under `with no_grad():`")
-        t.data[...] = out.data
+        t._data[...] = out._data
         bump(t)
         return t
     _keep_old_value(out.grad_fn, t)
     base = t._base
     if base is None:
-        t.data[...] = out.data
+        t._data[...] = out._data
         t.grad_fn = out.grad_fn
         t._requires_grad = True
     else:
@@ -114,14 +114,14 @@ def _write(t: Tensor, out: Tensor, op: str) -> Tensor:
 def _copy_slices(view: Tensor, base: Tensor, out: Tensor, op: str) -> None:
     """Writes ``out`` into ``view`` and gives ``base`` the history PyTorch's
     ``CopySlices`` does: ``base`` with the view's positions replaced by ``out``."""
-    layout = view.data
+    layout = view._data
     if any(st == 0 and n > 1 for n, st in zip(layout.shape, layout.strides)):
         raise RuntimeError(f"{op}: more than one element of the written-to tensor refers to "
                            f"a single memory location (a broadcast view of shape "
                            f"{layout.shape}); clone it first")
     positions = _positions_in(view, base)
     new_base = X.IndexPut.apply(base, out, positions=positions, accumulate=False)
-    view.data[...] = out.data
+    view._data[...] = out._data
     base.grad_fn = new_base.grad_fn
     base._requires_grad = True
     view.grad_fn = X.read(base, positions).grad_fn
@@ -131,11 +131,11 @@ def _copy_slices(view: Tensor, base: Tensor, out: Tensor, op: str) -> None:
 def _positions_in(view: Tensor, base: Tensor) -> Any:
     """The row-major positions in ``base`` of the elements of ``view`` (which shares
     ``base``'s buffer), shaped like ``view``."""
-    at = nd.buffer_positions(view.data)
-    if base.data.is_compact():
-        return at - base.data.offset
-    logical = np.zeros(base.data.buffer.size, dtype=np.int64)
-    logical[nd.buffer_positions(base.data)] = np.arange(base.data.size)
+    at = nd.buffer_positions(view._data)
+    if base._data.is_compact():
+        return at - base._data.offset
+    logical = np.zeros(base._data.buffer.size, dtype=np.int64)
+    logical[nd.buffer_positions(base._data)] = np.arange(base._data.size)
     return logical[at]
 
 
@@ -159,7 +159,7 @@ def _keep_old_value(node: Any, t: Tensor) -> None:
     saved = node._saved
     if saved is None or not any(s is t for s in saved):
         return
-    old = Tensor._make(t.data.copy(), t._requires_grad, t.grad_fn)
+    old = Tensor._make(t._data.copy(), t._requires_grad, t.grad_fn)
     node._saved = tuple([old if s is t else s for s in saved])
 
 
@@ -216,7 +216,7 @@ def fill_(t: Tensor, value: Any) -> Tensor:
     """
     _check_leaf(t, "fill_")
     if isinstance(value, Tensor):
-        if value.data.size != 1:
+        if value._data.size != 1:
             raise ShapeError(f"fill_: value must have one element, got shape {value.shape}")
         return copy_(t, value.reshape(()))
     if not isinstance(value, (int, float, bool)):
@@ -224,7 +224,7 @@ def fill_(t: Tensor, value: Any) -> Tensor:
                         f"got {type(value).__name__}")
     if t._requires_grad and grad_mode._state.enabled:
         return _write(t, _replaced(t, value), "fill_")
-    t.data[...] = value
+    t._data[...] = value
     bump(t)
     return t
 
@@ -232,7 +232,7 @@ def fill_(t: Tensor, value: Any) -> Tensor:
 def _replaced(t: Tensor, value: Any) -> Tensor:
     """``value`` as the result of a recorded op on ``t`` whose gradient to ``t`` is zero."""
     out = E.add(E.mul(t, 0.0), value)
-    out.data[...] = value.data if isinstance(value, Tensor) else value  # exact, even where
+    out._data[...] = value._data if isinstance(value, Tensor) else value  # exact, even where
     return out                                                          # t held inf or nan
 
 
@@ -256,7 +256,7 @@ def copy_(t: Tensor, src: Any) -> Tensor:
                          f"place; convert the source with .long() first")
     recording = grad_mode._state.enabled and (src._requires_grad or t._requires_grad)
     if not recording:
-        t.data[...] = S.to(src, device=t.device).data
+        t._data[...] = S.to(src, device=t.device)._data
         bump(t)
         return t
     if t._requires_grad:
@@ -282,11 +282,11 @@ def setitem(t: Tensor, key: Any, value: Any) -> None:
     key = X.unwrap(key)
     if not _recording(t, value):
         if isinstance(value, Tensor):
-            value = X.value_tensor(t, value, "setitem").data
-        t.data[key] = value
+            value = X.value_tensor(t, value, "setitem")._data
+        t._data[key] = value
         bump(t)
         return
-    positions = nd.index_positions(t.data, key, "setitem")
+    positions = nd.index_positions(t._data, key, "setitem")
     _write(t, X.put(t, positions, value, False, "setitem"), "setitem")
 
 

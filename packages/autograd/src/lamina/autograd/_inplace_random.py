@@ -30,7 +30,7 @@ def _fill(t: Tensor, draw: Any, op: str) -> Tensor:
     sample: NDArray = draw()
     if t._requires_grad and grad_mode.is_grad_enabled():
         return _inplace._write(t, _inplace._replaced(t, Tensor._make(sample)), op)
-    t.data[...] = sample
+    t._data[...] = sample
     _inplace.bump(t)
     return t
 
@@ -58,7 +58,7 @@ def bernoulli_(t: Tensor, p: Any = 0.5) -> Tensor:
     """Fills ``t`` (any dtype) with 1 with probability ``p``, else 0; ``p`` is a number
     or a tensor of probabilities that broadcasts to ``t``'s shape."""
     if isinstance(p, Tensor):
-        probs = p.data
+        probs = p._data
         if probs.device is not t.device:
             probs = probs.to(t.device)
         probs = probs.broadcast_to(t.shape)

@@ -1,12 +1,13 @@
 """``Tensor``: an NDArray plus what autograd needs to differentiate through it.
 
-A Tensor holds its values in ``data`` (a ``lamina.ndarray.NDArray``), a
+A Tensor holds its values in ``_data`` (a ``lamina.ndarray.NDArray``), a
 ``requires_grad`` flag, the accumulated ``grad`` and, when an op made it while
 recording, ``grad_fn``: the node of that op. Methods mirror PyTorch's names
 and delegate to the op functions in ``lamina.autograd._ops``.
 
-Unlike PyTorch, ``tensor.data`` is the raw NDArray (not a detached Tensor);
-assigning to it replaces the storage without recording. In-place ops
+As in PyTorch, ``tensor.data`` is a Tensor sharing that storage, outside autograd
+(no grad, no version counter); assigning to it replaces the storage without
+recording. Internals read the ``_data`` slot directly (no wrapper). In-place ops
 (``add_``, ``x -= y``, ...) write into the storage instead and keep PyTorch's
 safety net: see ``_inplace``.
 """
@@ -57,11 +58,11 @@ class Tensor:
         ((2, 2), lamina.float32)
     """
 
-    __slots__ = ("data", "_requires_grad", "grad", "grad_fn", "_post_hooks", "_vc", "_base",
+    __slots__ = ("_data", "_requires_grad", "grad", "grad_fn", "_post_hooks", "_vc", "_base",
                  "_history", "__weakref__")
     __array_priority__ = 1000  # numpy scalars on the left defer to Tensor's operators
 
-    data: NDArray
+    _data: NDArray
     grad: Tensor | None
     grad_fn: Any
     _history: int  # views only: the storage's history count their grad_fn is of
@@ -69,12 +70,12 @@ class Tensor:
     def __init__(self, data: Any, dtype: Any = None, device: Any = None,
                  requires_grad: bool = False) -> None:
         if isinstance(data, Tensor):
-            data = data.data
+            data = data._data
         if not (isinstance(data, NDArray) and dtype is None and device is None):
             data = nd.array(data, dtype=dtype, device=device)
         if requires_grad:
             _check_float(data.dtype, "Tensor")
-        self.data = data
+        self._data = data
         self._requires_grad = bool(requires_grad)
         self.grad = None
         self.grad_fn = None
@@ -86,7 +87,7 @@ class Tensor:
     def _make(cls, data: NDArray, requires_grad: bool = False, grad_fn: Any = None) -> Tensor:
         """Wraps an NDArray without copying or checking (for ops and the engine)."""
         t = object.__new__(cls)
-        t.data = data
+        t._data = data
         t._requires_grad = requires_grad
         t.grad = None
         t.grad_fn = grad_fn
@@ -129,11 +130,41 @@ class Tensor:
         It shares the version counter: an in-place op on either one is seen
         by the saved-tensor checks of both.
         """
-        out = Tensor._make(self.data)
+        out = Tensor._make(self._data)
         if self._vc is None:
             self._vc = Version()
         out._vc = self._vc
         return out
+
+    @property
+    def data(self) -> Tensor:
+        """The values as a Tensor that autograd does not see (PyTorch's ``.data``).
+
+        It shares this tensor's storage (writes through it change this tensor)
+        but not its version counter, requires no grad and has no ``grad_fn``:
+        an in-place change through it is invisible to the saved-tensor checks,
+        as in PyTorch. Prefer ``detach()`` (tracked) or ``no_grad()`` blocks.
+
+        Assigning a Tensor (or an NDArray) replaces the values, shape and dtype
+        included, keeping this tensor's identity, ``requires_grad`` and ``grad``.
+
+        Example:
+            >>> import lamina.autograd as ag
+            >>> w = ag.tensor([1.0, 2.0], requires_grad=True)
+            >>> _ = w.data.fill_(0.5)
+            >>> w.tolist(), w.data.requires_grad
+            ([0.5, 0.5], False)
+        """
+        return Tensor._make(self._data)
+
+    @data.setter
+    def data(self, value: Tensor | NDArray) -> None:
+        if isinstance(value, Tensor):
+            value = value._data
+        elif not isinstance(value, NDArray):
+            raise TypeError(f"Tensor.data: can only assign a Tensor, got "
+                            f"{type(value).__name__}; wrap it with lamina.autograd.tensor(...)")
+        self._data = value
 
     @property
     def _version(self) -> int:
@@ -209,29 +240,29 @@ class Tensor:
     # The array's fields, not its properties: one frame per read instead of two.
     @property
     def shape(self) -> tuple[int, ...]:
-        return self.data._shape
+        return self._data._shape
 
     @property
     def ndim(self) -> int:
-        return len(self.data._shape)
+        return len(self._data._shape)
 
     @property
     def dtype(self) -> nd.DType:
-        return self.data._dtype
+        return self._data._dtype
 
     @property
     def device(self) -> nd.Device:
-        return self.data._device
+        return self._data._device
 
     def size(self, dim: int | None = None) -> Any:
         """The shape, or the size of one axis (PyTorch's ``Tensor.size``)."""
         return self.shape if dim is None else self.shape[dim]
 
     def numel(self) -> int:
-        return self.data.size
+        return self._data.size
 
     def dim(self) -> int:
-        return self.data.ndim
+        return self._data.ndim
 
     def __len__(self) -> int:
         if self.ndim == 0:
@@ -248,17 +279,17 @@ class Tensor:
         if self._requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
-        return self.data.numpy()
+        return self._data.numpy()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        return self.data.__array__(dtype, copy)
+        return self._data.__array__(dtype, copy)
 
     def item(self) -> builtins.float | int:
         """The value of a one-element tensor as a Python number."""
-        return self.data.item()
+        return self._data.item()
 
     def tolist(self) -> Any:
-        return self.data.tolist()
+        return self._data.tolist()
 
     def __float__(self) -> builtins.float:
         return builtins.float(self.item())
@@ -267,8 +298,8 @@ class Tensor:
         return int(self.item())
 
     def __bool__(self) -> bool:
-        if self.data.size != 1:
-            many = "no values" if self.data.size == 0 else "more than one value"
+        if self._data.size != 1:
+            many = "no values" if self._data.size == 0 else "more than one value"
             raise RuntimeError(f"Boolean value of Tensor with {many} is ambiguous")
         return bool(self.item())
 
@@ -305,19 +336,19 @@ class Tensor:
         return _ops_shape.to(self, copy=True)
 
     def contiguous(self) -> Tensor:
-        return self if self.data.is_compact() else self.clone()
+        return self if self._data.is_compact() else self.clone()
 
     # ----- copy and pickle: PyTorch's rules -------------------------------------------
 
     def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
         # Values (through the host, see NDArray.__reduce__), dtype, device and
         # requires_grad; not the graph or .grad: any tensor unpickles as a leaf.
-        return _rebuild, (type(self), self.data, self.requires_grad,
+        return _rebuild, (type(self), self._data, self.requires_grad,
                           getattr(self, "__dict__", None))
 
     def __copy__(self) -> Tensor:
         """A leaf sharing this tensor's storage and version counter (requires_grad kept)."""
-        out = _rebuild(type(self), self.data, self.requires_grad, getattr(self, "__dict__", None))
+        out = _rebuild(type(self), self._data, self.requires_grad, getattr(self, "__dict__", None))
         if self._vc is None:
             self._vc = Version()
         out._vc = self._vc
@@ -336,7 +367,7 @@ class Tensor:
                 f"the deepcopy protocol; this one (shape {self.shape}) was made by "
                 f"{self.grad_fn.name()}: deepcopy .detach() for its values, or use .clone() "
                 "to copy it inside the graph")
-        out = _rebuild(type(self), self.data.copy(), requires_grad, None)
+        out = _rebuild(type(self), self._data.copy(), requires_grad, None)
         memo[id(self)] = out
         if keep_grad and self.grad is not None:
             out.grad = copy.deepcopy(self.grad, memo)
@@ -346,7 +377,7 @@ class Tensor:
         return out
 
     def __repr__(self) -> str:
-        values = self.data.numpy()
+        values = self._data.numpy()
         # PyTorch's style: "1." when every float is whole, else four fixed decimals.
         finite = values[np.isfinite(values)] if values.dtype.kind == "f" else values
         whole = values.dtype.kind != "f" or bool(np.all(finite == np.round(finite)))
@@ -374,11 +405,11 @@ class Tensor:
         only: nothing it does is recorded. ``torch.tensor(t)`` and
         ``torch.as_tensor(t)`` go through this too.
         """
-        return self.data.__dlpack__(stream=stream, max_version=max_version,
+        return self._data.__dlpack__(stream=stream, max_version=max_version,
                                     dl_device=dl_device, copy=copy)
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        return self.data.__dlpack_device__()
+        return self._data.__dlpack_device__()
 
     def cpu(self) -> Tensor:
         """This tensor in host memory: itself on ``numpy``/``cpu``, else moved to ``cpu``.
@@ -648,7 +679,7 @@ class Tensor:
                    requires_grad: builtins.bool = False) -> Tensor:
         """A leaf copy of ``data`` (a list, number, numpy array or Tensor), with this
         tensor's dtype and device unless given (PyTorch's rule, even for int data)."""
-        values = data.data.numpy() if isinstance(data, Tensor) else data
+        values = data._data.numpy() if isinstance(data, Tensor) else data
         return Tensor(nd.array(values, dtype=self.dtype if dtype is None else dtype,
                                device=self.device if device is None else device),
                       requires_grad=requires_grad)
@@ -767,7 +798,7 @@ class Tensor:
 
     def __index__(self) -> int:
         """A one-element integer (or bool) tensor as a Python index: ``items[t]``."""
-        if self.data.size != 1 or self.dtype.is_floating:
+        if self._data.size != 1 or self.dtype.is_floating:
             raise TypeError(f"only integer tensors of a single element can be converted to "
                             f"an index, got {self.dtype.name} of shape {self.shape}")
         return int(self.item())
@@ -775,7 +806,7 @@ class Tensor:
     def __format__(self, spec: str) -> str:
         """``f"{loss:.4f}"`` formats the value of a one-element tensor (PyTorch: 0-d only),
         ``f"{t}"`` of a larger one is ``str(t)``; a 0-d tensor formats as its value."""
-        if self.ndim == 0 or (spec and self.data.size == 1):
+        if self.ndim == 0 or (spec and self._data.size == 1):
             return format(self.item(), spec)
         if spec:
             raise TypeError(f"unsupported format string passed to Tensor.__format__: "

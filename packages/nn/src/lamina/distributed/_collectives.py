@@ -56,7 +56,7 @@ class Work:
 
 
 def _array(t: Any, op: str, name: str = "tensor") -> NDArray:
-    data = getattr(t, "data", t)
+    data = getattr(t, "_data", t)  # a Tensor's NDArray (its .data is a Tensor)
     if not isinstance(data, NDArray):
         raise TypeError(f"{op}: {name} must be a Tensor or NDArray, got {type(t).__name__}")
     return data

@@ -88,7 +88,7 @@ def generate_tokens(model: GPT, prompt: Any, max_new_tokens: int, temperature: f
                     pending = ids[:, -(block if cache is None else max(block // 2, 1)):]
                     cache = model.new_cache()
                 logits = model(ag.tensor(pending, device=device), cache=cache)
-            nxt = sample_next(logits.data[:, -1].numpy(), temperature, top_k, rng)
+            nxt = sample_next(logits._data[:, -1].numpy(), temperature, top_k, rng)
             ids = np.concatenate([ids, nxt[:, None]], axis=1)
             pending = nxt[:, None]
             yield nxt

@@ -16,7 +16,7 @@ __all__ = ["evaluate", "fit", "train_epoch"]
 
 
 def _correct(logits: autograd.Tensor, labels: autograd.Tensor) -> int:
-    predicted = logits.data.argmax(1).numpy()
+    predicted = logits._data.argmax(1).numpy()
     return int((predicted == labels.numpy()).sum())
 
 

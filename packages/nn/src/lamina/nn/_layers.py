@@ -281,9 +281,9 @@ class Embedding(Module):
         """Re-draw the table from N(0, 1) and zero the padding row."""
         init.normal_(self.weight)
         if self.padding_idx is not None:
-            data = self.weight.data.copy()
+            data = self.weight._data.copy()
             data[self.padding_idx] = 0.0
-            self.weight.data = data
+            self.weight._data = data
 
     def forward(self, indices: Tensor) -> Tensor:
         return F.embedding(indices, self.weight, self.padding_idx)

@@ -375,7 +375,7 @@ class Module:
 
     def num_parameters(self) -> int:
         """The number of trainable scalars."""
-        return sum(p.data.size for p in self.parameters())
+        return sum(p._data.size for p in self.parameters())
 
     # ------------------------------------------------------------- state dict
     def state_dict(self, prefix: str = "") -> OrderedDict[str, Tensor]:
@@ -474,13 +474,13 @@ def _join(prefix: str, name: str) -> str:
 
 
 def _move(tensor: Tensor, device: Any, dtype: Any) -> None:
-    data = tensor.data
+    data = tensor._data
     if dtype is not None and data.dtype.is_floating:
         data = data.astype(dtype)
     if device is not None:
         data = data.to(device)
-    if data is not tensor.data:
-        tensor.data = data
+    if data is not tensor._data:
+        tensor._data = data
         if tensor.grad is not None:
-            grad = tensor.grad.data
+            grad = tensor.grad._data
             tensor.grad = Tensor(grad.astype(data.dtype).to(data.device))

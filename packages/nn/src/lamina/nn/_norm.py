@@ -53,7 +53,7 @@ class _BatchNorm(Module):
             count = self.num_batches_tracked
             # int64 arrays have no arithmetic kernels: count on the host.
             tracked = int(count.item()) + 1
-            count.data = nd.full((), tracked, dtype=nd.int64, device=count.device)
+            count._data = nd.full((), tracked, dtype=nd.int64, device=count.device)
         return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
                             training=self.training or not self.track_running_stats,
                             momentum=self.momentum, eps=self.eps,

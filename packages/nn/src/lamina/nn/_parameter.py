@@ -35,7 +35,7 @@ class Parameter(Tensor):
 
     def __init__(self, data: Any, requires_grad: bool = True) -> None:
         if isinstance(data, Tensor):
-            data = data.data
+            data = data._data
         elif not isinstance(data, nd.NDArray):
             data = nd.array(data)
         super().__init__(data, requires_grad=requires_grad)
@@ -56,7 +56,7 @@ def new_tensor(data: nd.NDArray, requires_grad: bool = False) -> Tensor:
 def as_array(value: Any, like: Tensor) -> nd.NDArray:
     """``value`` (Tensor, NDArray, numpy array) as an NDArray with ``like``'s dtype and device."""
     if isinstance(value, Tensor):
-        value = value.data
+        value = value._data
     if isinstance(value, nd.NDArray):
         if value.dtype != like.dtype:
             value = value.astype(like.dtype)

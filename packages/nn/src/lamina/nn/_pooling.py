@@ -77,7 +77,7 @@ def adaptive_avg_pool2d(x: Tensor, output_size: Any) -> Tensor:
         return x.mean((2, 3), keepdim=True)
     if h % oh == 0 and w % ow == 0:
         return ag.avg_pool2d(x, (h // oh, w // ow))
-    dtype, device = x.data.dtype, x.data.device
+    dtype, device = x._data.dtype, x._data.device
     rows = ag.tensor(_bin_matrix(h, oh), dtype=dtype, device=device)
     cols = ag.tensor(_bin_matrix(w, ow).T, dtype=dtype, device=device)
     return rows @ (x @ cols)

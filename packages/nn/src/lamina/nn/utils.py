@@ -42,7 +42,7 @@ def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float,
         The total norm before clipping, a scalar Tensor.
     """
     params = [parameters] if isinstance(parameters, Tensor) else list(parameters)
-    grads = [p.grad.data for p in params if p.grad is not None]
+    grads = [p.grad._data for p in params if p.grad is not None]
     if not max_norm >= 0:  # NaN too
         raise ValueError(f"clip_grad_norm_: max_norm must be >= 0, got {max_norm}")
     if not grads:
@@ -59,7 +59,7 @@ def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float,
     if coef < 1.0 or math.isnan(coef):
         for p in params:
             if p.grad is not None:
-                p.grad.data = p.grad.data * coef
+                p.grad._data = p.grad._data * coef
     return autograd.tensor(total)
 
 

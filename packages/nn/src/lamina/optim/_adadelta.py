@@ -49,7 +49,7 @@ class Adadelta(Optimizer):
 
     def _update(self, param: Tensor, grad: nd.NDArray, group: dict[str, Any],
                 state: dict[str, Any]) -> nd.NDArray:
-        p = param.data
+        p = param._data
         rho, eps = group["rho"], group["eps"]
         if not state:
             state["step"] = 0

@@ -52,7 +52,7 @@ class Adam(Optimizer):
 
     def _update(self, param: Tensor, grad: nd.NDArray, group: dict[str, Any],
                 state: dict[str, Any]) -> nd.NDArray:
-        p = param.data
+        p = param._data
         if not state:
             state["step"] = 0
             state["exp_avg"] = nd.zeros(*p.shape, dtype=p.dtype, device=p.device)

@@ -81,7 +81,7 @@ class Adamax(_AdamLike):
 
     def _update(self, param: Tensor, grad: nd.NDArray, group: dict[str, Any],
                 state: dict[str, Any]) -> nd.NDArray:
-        p = param.data
+        p = param._data
         if not state:
             state.update(step=0, exp_avg=_zeros(p), exp_inf=_zeros(p))
         p, grad = _decay(p, grad, group)
@@ -135,7 +135,7 @@ class NAdam(_AdamLike):
 
     def _update(self, param: Tensor, grad: nd.NDArray, group: dict[str, Any],
                 state: dict[str, Any]) -> nd.NDArray:
-        p = param.data
+        p = param._data
         if not state:
             state.update(step=0, mu_product=1.0, exp_avg=_zeros(p), exp_avg_sq=_zeros(p))
         p, grad = _decay(p, grad, group)
@@ -191,7 +191,7 @@ class RAdam(_AdamLike):
 
     def _update(self, param: Tensor, grad: nd.NDArray, group: dict[str, Any],
                 state: dict[str, Any]) -> nd.NDArray:
-        p = param.data
+        p = param._data
         if not state:
             state.update(step=0, exp_avg=_zeros(p), exp_avg_sq=_zeros(p))
         p, grad = _decay(p, grad, group)

@@ -1,7 +1,7 @@
 """Optimizer: parameter groups, per-parameter state, zero_grad, state dicts.
 
 Subclasses implement ``_update(param, grad, group, state)``, working on
-NDArrays (``param.data``, ``param.grad.data``) and returning the parameter's
+NDArrays (``param._data``, ``param.grad._data``) and returning the parameter's
 new value: an update records no graph. ``step`` writes that value into the
 parameter's storage in place, as PyTorch's optimizers do: views of the
 parameter see it, and its version counter records the change (a graph that
@@ -122,7 +122,7 @@ class Optimizer:
                         continue
                     if p not in self.state:
                         self.state[p] = {}
-                    assign_array(p, self._update(p, p.grad.data, group, self.state[p]))
+                    assign_array(p, self._update(p, p.grad._data, group, self.state[p]))
         return loss
 
     def _update(self, param: Tensor, grad: nd.NDArray, group: dict[str, Any],
@@ -203,7 +203,7 @@ def _plain(value: Any) -> Any:
 
 def _restore(value: Any, param: Tensor, where: str, problems: list[str]) -> Any:
     if isinstance(value, Tensor):
-        value = value.data
+        value = value._data
     elif hasattr(value, "shape") and not isinstance(value, nd.NDArray):
         value = nd.array(value, dtype=param.dtype, device=param.device)
     if isinstance(value, nd.NDArray):

@@ -53,7 +53,7 @@ class RMSprop(Optimizer):
 
     def _update(self, param: Tensor, grad: nd.NDArray, group: dict[str, Any],
                 state: dict[str, Any]) -> nd.NDArray:
-        p = param.data
+        p = param._data
         alpha = group["alpha"]
         if group["weight_decay"]:
             grad = grad + p * group["weight_decay"]
@@ -111,7 +111,7 @@ class Adagrad(Optimizer):
 
     def _update(self, param: Tensor, grad: nd.NDArray, group: dict[str, Any],
                 state: dict[str, Any]) -> nd.NDArray:
-        p = param.data
+        p = param._data
         if not state:
             state["step"] = 0
             state["sum"] = _zeros_like(p, group["initial_accumulator_value"])

@@ -53,7 +53,7 @@ class SGD(Optimizer):
 
     def _update(self, param: Tensor, grad: nd.NDArray, group: dict[str, Any],
                 state: dict[str, Any]) -> nd.NDArray:
-        p = param.data
+        p = param._data
         if group["weight_decay"]:
             grad = grad + p * group["weight_decay"]
         momentum = group["momentum"]

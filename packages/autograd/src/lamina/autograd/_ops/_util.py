@@ -18,8 +18,8 @@ def lift(value: Any, like: Tensor) -> Tensor:
     if isinstance(value, Tensor):
         return value
     if isinstance(value, (int, float, bool)):
-        dtype = nd.result_type(like.data, value)
-        return Tensor._make(nd.full((), value, dtype=dtype, device=like.data.device))
+        dtype = nd.result_type(like._data, value)
+        return Tensor._make(nd.full((), value, dtype=dtype, device=like._data.device))
     return Tensor(value, dtype=like.dtype, device=like.device)
 
 

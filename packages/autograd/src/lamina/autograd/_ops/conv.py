@@ -236,7 +236,7 @@ def max_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0
     oh, ow = _out_size("max_pool2d", x.shape, kernel, stride, pads, (1, 1))
     if pads != (0, 0):
         widths = ((0, 0), (0, 0), (pads[0], pads[0]), (pads[1], pads[1]))
-        inside = nd.ones(x.shape, dtype=x.data.dtype, device=x.data.device).pad(widths)
+        inside = nd.ones(x.shape, dtype=x._data.dtype, device=x._data.device).pad(widths)
         x = where(Tensor._make(inside), pad(x, widths), float("-inf"))
     cols = Im2Col.apply(x, kernel=kernel, stride=stride, padding=(0, 0), dilation=(1, 1))
     n, c = x.shape[:2]

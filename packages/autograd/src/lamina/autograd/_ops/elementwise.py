@@ -377,7 +377,7 @@ class Gelu(Function):
         (x,) = self.inputs
         if grad_mode._state.enabled:  # create_graph: the rule on Tensors, recorded
             return (g * _gelu_slope(x, self.approximate),)
-        return (Tensor._make(g.data * _gelu_slope(x.data, self.approximate)),)
+        return (Tensor._make(g._data * _gelu_slope(x._data, self.approximate)),)
 
 
 def _gelu_slope(a: Any, approximate: str) -> Any:
@@ -563,7 +563,7 @@ def where(cond: Tensor, a: Any, b: Any) -> Tensor:
     """
     like = a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else None
     if like is None:
-        like = Tensor._make(nd.zeros((), device=cond.data.device))
+        like = Tensor._make(nd.zeros((), device=cond._data.device))
     return Where.apply(cond, lift(a, like), lift(b, like))
 
 
@@ -622,7 +622,7 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
         return x
     if p == 1:
         return x * 0.0
-    keep = nd.rand(x.shape, dtype=x.data.dtype, device=x.data.device) >= p
+    keep = nd.rand(x.shape, dtype=x._data.dtype, device=x._data.device) >= p
     return x * Tensor._make(keep * (1 / (1 - p)))
 
 

@@ -57,12 +57,12 @@ class OneHot(Function):
 
 def _index_array(indices: Any, like: Tensor, op: str) -> NDArray:
     """``indices`` as an int64 NDArray on ``like``'s device."""
-    data = indices.data if isinstance(indices, Tensor) else indices
+    data = indices._data if isinstance(indices, Tensor) else indices
     if not isinstance(data, NDArray):
         data = np.asarray(data)
         if data.dtype.kind not in "iu" and data.size:  # [] is an empty integer index
             raise DTypeError(f"{op}: indices must be integers, got {data.dtype}")
-        return nd.array(data.astype(np.int64), dtype=nd.int64, device=like.data.device)
+        return nd.array(data.astype(np.int64), dtype=nd.int64, device=like._data.device)
     if data.dtype != nd.int64:
         raise DTypeError(f"{op}: indices must be int64, got {data.dtype}; use .long()")
     return data
@@ -104,14 +104,14 @@ def _is_bool_scalar(k: Any) -> bool:
     """``True``, ``False`` or a 0-d bool array: a 0-d mask, not the int 0 or 1."""
     if isinstance(k, (bool, np.bool_)):
         return True
-    data = k.data if isinstance(k, Tensor) else k
+    data = k._data if isinstance(k, Tensor) else k
     if isinstance(data, NDArray):
         return data.ndim == 0 and data.dtype == nd.bool_
     return isinstance(data, np.ndarray) and data.ndim == 0 and data.dtype == np.bool_
 
 
 def _is_mask(k: Any) -> bool:
-    data = k.data if isinstance(k, Tensor) else k
+    data = k._data if isinstance(k, Tensor) else k
     if isinstance(data, NDArray):
         return data.dtype == nd.bool_
     return isinstance(k, (list, np.ndarray)) and np.asarray(k).dtype == np.bool_
@@ -121,8 +121,8 @@ def masked_select(x: Tensor, mask: Any) -> Tensor:
     """``x[mask]`` for a bool mask of ``x``'s leading dims: the selected elements
     (or trailing sub-tensors) in row-major order, differentiable as a ``take``.
     Shapes: ``x (*M, *R)``, ``mask (*M)`` -> ``(count, *R)``."""
-    data = mask.data if isinstance(mask, Tensor) else mask
-    index = nd.mask_indices(data, x.shape, x.data, "getitem")
+    data = mask._data if isinstance(mask, Tensor) else mask
+    index = nd.mask_indices(data, x.shape, x._data, "getitem")
     lead = data.ndim if isinstance(data, NDArray) else np.ndim(data)
     return take(x.reshape((int(np.prod(x.shape[:lead])),) + x.shape[lead:]), index, 0)
 
@@ -136,8 +136,8 @@ def read(x: Tensor, positions: np.ndarray) -> Tensor:
 def unwrap(key: Any) -> Any:
     """A key with its Tensors replaced by their NDArrays (what lamina.ndarray reads)."""
     if isinstance(key, tuple):
-        return tuple(k.data if isinstance(k, Tensor) else k for k in key)
-    return key.data if isinstance(key, Tensor) else key
+        return tuple(k._data if isinstance(k, Tensor) else k for k in key)
+    return key._data if isinstance(key, Tensor) else key
 
 
 def getitem(x: Tensor, key: Any) -> Tensor:
@@ -158,7 +158,7 @@ def getitem(x: Tensor, key: Any) -> Tensor:
         return Slice.apply(x, key=key)
     parts = key if isinstance(key, tuple) else (key,)
     if any(_is_bool_scalar(k) for k in parts):
-        return read(x, nd.index_positions(x.data, unwrap(key), "getitem"))
+        return read(x, nd.index_positions(x._data, unwrap(key), "getitem"))
     if _is_mask(key):
         return masked_select(x, key)
     arrays = [i for i, k in enumerate(parts) if _is_index_array(k)]
@@ -167,9 +167,9 @@ def getitem(x: Tensor, key: Any) -> Tensor:
     p = arrays[0]
     if len(arrays) > 1 or _is_mask(parts[p]) or p >= x.ndim or \
             any(not isinstance(k, slice) or k != slice(None) for k in parts[:p]):
-        return read(x, nd.index_positions(x.data, unwrap(key), "getitem"))
-    index = parts[p].data if isinstance(parts[p], Tensor) else parts[p]
-    out = take(x, nd.wrap_index(index, x.shape[p], x.data, "getitem", p), p)
+        return read(x, nd.index_positions(x._data, unwrap(key), "getitem"))
+    index = parts[p]._data if isinstance(parts[p], Tensor) else parts[p]
+    out = take(x, nd.wrap_index(index, x.shape[p], x._data, "getitem", p), p)
     rest = parts[p + 1:]
     if not rest:
         return out
@@ -185,8 +185,8 @@ def masked_fill(x: Tensor, mask: Any, value: Any) -> Tensor:
         if host.dtype != np.bool_:
             raise DTypeError(f"masked_fill: the mask must be bool, got {host.dtype}")
         # a device without bool (interface v1.0) takes an int64 condition
-        dtype = nd.bool_ if "bool" in x.data.device.dtypes else nd.int64
-        mask = Tensor._make(nd.array(host.astype(dtype.np), dtype=dtype, device=x.data.device))
+        dtype = nd.bool_ if "bool" in x._data.device.dtypes else nd.int64
+        mask = Tensor._make(nd.array(host.astype(dtype.np), dtype=dtype, device=x._data.device))
     elif mask.dtype != nd.bool_:
         raise DTypeError(f"masked_fill: the mask must be bool, got {mask.dtype}")
     if nd.broadcast_shapes(mask.shape, x.shape, op="masked_fill") != x.shape:
@@ -195,13 +195,13 @@ def masked_fill(x: Tensor, mask: Any, value: Any) -> Tensor:
     if isinstance(value, Tensor):
         fill = value.to(dtype=x.dtype)
     else:
-        fill = Tensor._make(nd.full((), value, dtype=x.dtype, device=x.data.device))
+        fill = Tensor._make(nd.full((), value, dtype=x.dtype, device=x._data.device))
     return Where.apply(mask, fill, x)
 
 
 def nonzero(x: Tensor) -> Tensor:
     """Indices of the non-zero entries, ``(count, x.ndim)`` int64 (not differentiable)."""
-    return Tensor._make(nd.nonzero(x.data))
+    return Tensor._make(nd.nonzero(x._data))
 
 
 PRIMITIVES = (Take, ScatterAdd, OneHot)

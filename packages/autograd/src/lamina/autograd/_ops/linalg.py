@@ -90,7 +90,7 @@ class Linear(Function):
         x, weight = self.inputs[:2]
         # One rule, on Tensors (recorded) with create_graph, else on their NDArrays.
         gv, xv, wv = ((g, x, weight) if grad_mode._state.enabled
-                      else (g.data, x.data, weight.data))
+                      else (g._data, x._data, weight._data))
         need = self.needs_input_grad
         rows = gv.reshape(-1, gv.shape[-1])
         grads = [gv @ wv if need[0] else None,

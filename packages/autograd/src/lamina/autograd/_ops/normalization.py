@@ -54,8 +54,8 @@ class LayerNorm(Function):
         if grad_mode._state.enabled:  # create_graph: statistics that depend on x, recorded
             xhat, rstd = _normalised(x, self.eps)
             return _layer_norm_grads(g, weight, xhat, rstd, self.needs_input_grad)
-        xhat_d = (x.data - self.mean) * self.rstd
-        return as_tensors(_layer_norm_grads(g.data, weight.data, xhat_d, self.rstd,
+        xhat_d = (x._data - self.mean) * self.rstd
+        return as_tensors(_layer_norm_grads(g._data, weight._data, xhat_d, self.rstd,
                                             self.needs_input_grad))
 
 
@@ -137,12 +137,12 @@ class BatchNorm(Function):
             mean, self.centred, var = _batch_statistics(x, self.stat_shape)
             if running_mean is not None and running_var is not None:
                 m = 1.0 / max(num_batches_tracked, 1) if momentum is None else momentum
-                running_mean.data = running_mean.data * (1 - m) + mean * m
-                running_var.data = running_var.data * (1 - m) + var * (m * n / (n - 1))
+                running_mean._data = running_mean._data * (1 - m) + mean * m
+                running_var._data = running_var._data * (1 - m) + var * (m * n / (n - 1))
         else:
             if running_mean is None or running_var is None:
                 raise ValueError("batch_norm: running statistics are needed in eval mode")
-            self.fixed_mean, var = running_mean.data, running_var.data
+            self.fixed_mean, var = running_mean._data, running_var._data
             self.centred = x - self.fixed_mean.reshape(self.stat_shape)
         self.rstd = (var + eps) ** -0.5
         scale = (self.rstd * weight).reshape(self.stat_shape)
@@ -158,7 +158,7 @@ class BatchNorm(Function):
         if grad_mode._state.enabled:  # create_graph: statistics that depend on x, recorded
             centred, rstd = self._recorded_statistics(x)
             return _batch_norm_grads(g, weight, centred, rstd, shape, training, need)
-        return as_tensors(_batch_norm_grads(g.data, weight.data, self.centred, self.rstd,
+        return as_tensors(_batch_norm_grads(g._data, weight._data, self.centred, self.rstd,
                                             shape, training, need))
 
     def _recorded_statistics(self, x: Tensor) -> tuple[Tensor, Tensor]:

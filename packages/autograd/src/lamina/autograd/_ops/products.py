@@ -147,7 +147,7 @@ def _scaled_sum(op: str, input: Tensor, product: Tensor, beta: Any, alpha: Any  
                          f"product's shape {product.shape}")
     out = product if alpha == 1 else product * alpha
     if beta == 0:
-        never = Tensor._make(nd.zeros((), dtype="bool", device=input.data.device))
+        never = Tensor._make(nd.zeros((), dtype="bool", device=input._data.device))
         return out + F.where(never, input, 0)
     return out + (input if beta == 1 else input * beta)
 

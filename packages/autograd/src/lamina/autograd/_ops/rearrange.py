@@ -197,8 +197,8 @@ def numel(x: Tensor) -> int:
 
 def _triangle(x: Tensor, keep: np.ndarray) -> Tensor:
     """``x`` with the entries of its last two dims outside the bool ``keep`` set to 0."""
-    mask = Tensor._make(nd.array(keep, dtype="bool", device=x.data.device))
-    return F.where(mask, x, Tensor._make(nd.zeros((), dtype=x.dtype, device=x.data.device)))
+    mask = Tensor._make(nd.array(keep, dtype="bool", device=x._data.device))
+    return F.where(mask, x, Tensor._make(nd.zeros((), dtype=x.dtype, device=x._data.device)))
 
 
 def _matrices(x: Tensor, op: str) -> tuple[int, int]:

@@ -48,7 +48,7 @@ class Prod(Function):
         (x,) = self.inputs
         g = g.reshape(self.kept)
         # One host read, as PyTorch's rule makes: is there a zero to step around?
-        if x.data.size == 0 or not (x.data == 0).sum().item():
+        if x._data.size == 0 or not (x._data == 0).sum().item():
             return (g * self.output.reshape(self.kept) / x,)
         return (g * _product_of_others(x, self.axes),)
 
@@ -74,7 +74,7 @@ def _exclusive_cumprod(y: Tensor) -> Tensor:
     """``out[..., k] = prod(y[..., :k])`` (1 at ``k = 0``), by Hillis-Steele doubling."""
     n = y.shape[-1]
     lead = (slice(None),) * (y.ndim - 1)
-    one = Tensor._make(nd.ones(y.shape[:-1] + (1,), dtype=y.dtype, device=y.data.device))
+    one = Tensor._make(nd.ones(y.shape[:-1] + (1,), dtype=y.dtype, device=y._data.device))
     out = cat([one, y[lead + (slice(0, n - 1),)]], -1)
     step = 1
     while step < n:  # out[k] gathers the product of its 2 * step predecessors
@@ -113,7 +113,7 @@ class EmptyReductionError(nd.ShapeError, IndexError):
 
 def _check_extremum(op: str, x: Tensor, dim: Dim, axes: tuple[int, ...]) -> None:
     """As PyTorch: an empty input reduces to an empty result, but not over a size-0 dim."""
-    if x.data.size:  # no dim has size 0
+    if x._data.size:  # no dim has size 0
         return
     if dim is None or (not isinstance(dim, int) and len(dim) == 0):
         raise EmptyReductionError(

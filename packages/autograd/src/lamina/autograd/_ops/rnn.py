@@ -102,8 +102,8 @@ class LSTMLayer(Function):
             out, acts, tanh_c = _recorded_states(xp, h0, c0, w_hh)
             grads = _bptt(g, out, acts, tanh_c, h0, c0, w_hh)
         else:
-            grads = _bptt(g.data, self._out_data, self.acts, self.tanh_c, h0.data, c0.data,
-                          w_hh.data)
+            grads = _bptt(g._data, self._out_data, self.acts, self.tanh_c, h0._data, c0._data,
+                          w_hh._data)
         return as_tensors([d if need else None for d, need in zip(grads, self.needs_input_grad)])
 
 

@@ -27,7 +27,7 @@ class Sampled(Function):
         return given["values"]  # drawn by the caller; params only carry the graph edges
 
     def backward(self, g: Tensor) -> tuple[Tensor, ...]:
-        return tuple(Tensor._make(nd.zeros(shape, dtype=dtype, device=g.data.device))
+        return tuple(Tensor._make(nd.zeros(shape, dtype=dtype, device=g._data.device))
                      for shape, dtype in zip(self.shapes, self.dtypes))
 
 
@@ -54,7 +54,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False) -> T
         >>> ag.multinomial(ag.tensor([0.0, 1.0, 0.0]), 1).tolist()
         [1]
     """
-    return Tensor._make(nd.multinomial(input.data, num_samples, replacement))
+    return Tensor._make(nd.multinomial(input._data, num_samples, replacement))
 
 
 def bernoulli(input: Tensor, p: float | None = None) -> Tensor:  # noqa: A002
@@ -69,7 +69,7 @@ def bernoulli(input: Tensor, p: float | None = None) -> Tensor:  # noqa: A002
         [0.0, 1.0]
     """
     if p is None:
-        values = nd.bernoulli(input.data)
+        values = nd.bernoulli(input._data)
     else:
         values = nd.bernoulli(p, input.shape, input.dtype, input.device)
     return Sampled.apply(*_float_params(input), values=values)
@@ -104,6 +104,6 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, dtype: Any = None,
     if size is not None:
         raise TypeError("normal: size= applies to a number mean and std only; the tensor "
                         "arguments give the shape")
-    m, s = (t.data if isinstance(t, Tensor) else t for t in (mean, std))
+    m, s = (t._data if isinstance(t, Tensor) else t for t in (mean, std))
     values = nd.normal(m, s)
     return Sampled.apply(*_float_params(mean, std), values=values)

@@ -52,7 +52,7 @@ class IndexPut(Function):
 
 
 def _zero(like: Tensor) -> Tensor:
-    return Tensor._make(nd.full((), 0, dtype=like.dtype, device=like.data.device))
+    return Tensor._make(nd.full((), 0, dtype=like.dtype, device=like._data.device))
 
 
 def value_tensor(x: Tensor, value: Any, op: str) -> Tensor:
@@ -60,7 +60,7 @@ def value_tensor(x: Tensor, value: Any, op: str) -> Tensor:
     a floating point Tensor is not silently truncated into an integer ``x``."""
     if not isinstance(value, Tensor):
         return Tensor._make(nd.array(value.data if isinstance(value, NDArray) else value,
-                                     dtype=x.dtype, device=x.data.device))
+                                     dtype=x.dtype, device=x._data.device))
     if value.dtype != x.dtype and value.dtype.is_floating and not x.dtype.is_floating:
         raise DTypeError(f"{op}: cannot write {value.dtype.name} values into a "
                          f"{x.dtype.name} tensor; convert them with .long() first")
@@ -102,7 +102,7 @@ def index_put(x: Tensor, indices: Any, values: Any, accumulate: bool = False) ->
     if isinstance(values, Tensor) and values.dtype != x.dtype:
         raise DTypeError(f"index_put: values are {values.dtype.name}, the tensor "
                          f"{x.dtype.name}; index_put needs one dtype (convert with .to())")
-    positions = nd.index_positions(x.data, unwrap(key), "index_put")
+    positions = nd.index_positions(x._data, unwrap(key), "index_put")
     return put(x, positions, values, accumulate, "index_put")
 
 
@@ -120,7 +120,7 @@ def gather(x: Tensor, dim: int, index: Any) -> Tensor:
         >>> ag.gather(x, 1, ag.tensor([[0, 0], [1, 0]])).tolist()
         [[1.0, 1.0], [4.0, 3.0]]
     """
-    return read(x, nd.along_positions(x.data, dim, unwrap(index), "gather"))
+    return read(x, nd.along_positions(x._data, dim, unwrap(index), "gather"))
 
 
 def _scatter(x: Tensor, dim: int, index: Any, src: Any, value: Any, accumulate: bool
@@ -135,11 +135,11 @@ def _scatter(x: Tensor, dim: int, index: Any, src: Any, value: Any, accumulate: 
         if src.dtype != x.dtype:
             raise DTypeError(f"{op}: the source is {src.dtype.name}, the tensor "
                              f"{x.dtype.name}; {op} needs one dtype (convert with .to())")
-        positions = nd.along_positions(x.data, dim, unwrap(index), op, src.data)
+        positions = nd.along_positions(x._data, dim, unwrap(index), op, src._data)
         if positions.ndim:
             src = Slice.apply(src, key=tuple(slice(0, n) for n in positions.shape))
     elif isinstance(src, (int, float, bool)) and not accumulate:
-        positions = nd.along_positions(x.data, dim, unwrap(index), op)
+        positions = nd.along_positions(x._data, dim, unwrap(index), op)
     else:
         raise TypeError(f"{op}: the source must be a Tensor, got {type(src).__name__}")
     return put(x, positions, src, accumulate, op)

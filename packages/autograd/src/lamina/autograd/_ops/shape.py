@@ -150,7 +150,7 @@ def to(x: Tensor, device: Any = None, dtype: Any = None, copy: bool = False) -> 
     if not copy and device == x.device and dtype == x.dtype:
         return x
     if not dtype.is_floating:
-        return Tensor._make(x.data.to(device).astype(dtype))
+        return Tensor._make(x._data.to(device).astype(dtype))
     return Copy.apply(x, device=device, dtype=dtype)
 
 
@@ -204,7 +204,7 @@ def view(x: Tensor, *shape: Any) -> Tensor:
 
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     """Swaps two axes. A view."""
-    ndim = len(x.data._shape)
+    ndim = len(x._data._shape)
     axes = list(range(ndim))
     d0, d1 = normalize_axis(dim0, ndim, "transpose"), normalize_axis(dim1, ndim, "transpose")
     axes[d0], axes[d1] = axes[d1], axes[d0]

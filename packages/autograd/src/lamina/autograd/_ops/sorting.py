@@ -56,7 +56,7 @@ def sort(x: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = F
         ([3.0, 2.0, 1.0], [0, 2, 1])
     """
     axis = normalize_axis(dim, x.ndim, "sort")
-    values, indices = nd.sort(x.data, axis, descending, stable)
+    values, indices = nd.sort(x._data, axis, descending, stable)
     return _selected(x, axis, values, indices)
 
 
@@ -64,7 +64,7 @@ def argsort(x: Tensor, dim: int = -1, descending: bool = False, *, stable: bool 
             ) -> Tensor:
     """The int64 indices that sort ``x`` along ``dim`` (``sort(...).indices``)."""
     axis = normalize_axis(dim, x.ndim, "argsort")
-    return Tensor._make(nd.argsort(x.data, axis, descending, stable))
+    return Tensor._make(nd.argsort(x._data, axis, descending, stable))
 
 
 def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
@@ -82,7 +82,7 @@ def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = 
         [1, 2]
     """
     axis = normalize_axis(dim, x.ndim, "topk")
-    values, indices = nd.topk(x.data, k, axis, largest, sorted)
+    values, indices = nd.topk(x._data, k, axis, largest, sorted)
     return _selected(x, axis, values, indices)
 
 
@@ -98,7 +98,7 @@ def _extremum(x: Tensor, dim: Any, keepdim: bool, axis: Any, keepdims: bool | No
                         f"for the {op}imum over several dims")
     ax = normalize_axis(int(dim), x.ndim, op)
     pick = nd.max_with_indices if op == "max" else nd.min_with_indices
-    values, indices = pick(x.data, ax, True)
+    values, indices = pick(x._data, ax, True)
     out = _selected(x, ax, values, indices)
     if keepdim or x.ndim == 0:
         return out

@@ -51,11 +51,11 @@ class Bucket:
             if grad is None:
                 self.host_slots[i].fill(0)
             else:
-                view = host_view(grad.data)
-                np.copyto(self.host_slots[i], view if view is not None else grad.data.numpy())
+                view = host_view(grad._data)
+                np.copyto(self.host_slots[i], view if view is not None else grad._data.numpy())
         else:
             slot = self.slots[i]
-            slot[(slice(None),) * slot.ndim] = 0.0 if grad is None else grad.data
+            slot[(slice(None),) * slot.ndim] = 0.0 if grad is None else grad._data
         self.ready[i] = True
         self.used[i] = grad is not None
         self.n_ready += 1
@@ -119,7 +119,7 @@ def broadcast_coalesced(tensors: Sequence[Tensor], src: int = 0) -> None:
     if not tensors:
         return
     if group.rank == src:
-        flat = np.concatenate([np.ascontiguousarray(t.data.numpy()).reshape(-1).view(np.uint8)
+        flat = np.concatenate([np.ascontiguousarray(t._data.numpy()).reshape(-1).view(np.uint8)
                                for t in tensors])
     else:
         flat = np.empty(sum(sizes), dtype=np.uint8)
