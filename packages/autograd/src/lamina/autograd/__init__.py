@@ -8,7 +8,7 @@ Example:
     tensor([2., 4., 6.])
 """
 
-from typing import TYPE_CHECKING, Any
+import typing as _typing
 
 from lamina.ndarray import (
     DeviceError,
@@ -192,6 +192,6 @@ globals().update(_table.FUNCTIONS)
 __all__ += list(_table.FUNCTIONS)
 _table.install(Tensor)
 
-if TYPE_CHECKING:
-    def __getattr__(name: str) -> Any:
+if _typing.TYPE_CHECKING:
+    def __getattr__(name: str) -> _typing.Any:
         """The op table's functions, set above (``ag.add``, ``ag.exp``, ...)."""

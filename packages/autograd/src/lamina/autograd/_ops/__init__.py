@@ -12,8 +12,8 @@ added to this namespace and ``__all__`` from ``table.FUNCTIONS``, not by name.
 
 from __future__ import annotations
 
+import typing as _typing
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from .._function import Function
 from . import conv, elementwise, index, linalg, normalization, reduce, rnn, scattering, shape, table
@@ -84,7 +84,7 @@ _FAMILIES = (table, elementwise, linalg, reduce, shape, index, scattering, conv,
 
 PRIMITIVES: dict[str, type[Function]] = {
     op.name: op for family in _FAMILIES for op in family.PRIMITIVES}
-COMPOSITES: dict[str, Callable[..., Any]] = {
+COMPOSITES: dict[str, Callable[..., _typing.Any]] = {
     fn.__name__: fn for family in _FAMILIES for fn in family.COMPOSITES}
 
 __all__ = [
@@ -105,6 +105,6 @@ __all__ = [
 globals().update(table.FUNCTIONS)
 __all__ += list(table.FUNCTIONS)
 
-if TYPE_CHECKING:
-    def __getattr__(name: str) -> Any:
+if _typing.TYPE_CHECKING:
+    def __getattr__(name: str) -> _typing.Any:
         """The op table's functions, set above (``add``, ``exp``, ``maximum``, ...)."""
