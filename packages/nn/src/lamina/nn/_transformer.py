@@ -351,10 +351,13 @@ class Transformer(Module):
     attends to the encoder's output. Every weight matrix starts Xavier-uniform.
 
     Args:
-        d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
-            norm_first, bias: as ``TransformerEncoderLayer``.
-        num_encoder_layers, num_decoder_layers: depth of each stack.
-        custom_encoder, custom_decoder: modules used instead of the built stacks.
+        d_model: the model width; ``nhead``, ``dim_feedforward``, ``dropout``,
+            ``activation``, ``layer_norm_eps``, ``batch_first``, ``norm_first`` and
+            ``bias`` are as in ``TransformerEncoderLayer``.
+        num_encoder_layers: depth of the encoder stack.
+        num_decoder_layers: depth of the decoder stack.
+        custom_encoder: a module used instead of the built encoder.
+        custom_decoder: a module used instead of the built decoder.
 
     Shape:
         src (N, S, E), tgt (N, T, E) (batch_first; (S, N, E) and (T, N, E) otherwise,
