@@ -27,7 +27,7 @@ from lamina.ndarray import ShapeError
 
 from . import _grad_mode as grad_mode
 from ._function import Function
-from ._tensor import Tensor, ones_like_data
+from ._tensor_base import Tensor, TensorBase, make, new, ones_like_data
 
 
 def topological_order(roots: Sequence[Function]) -> list[Function]:
@@ -53,7 +53,7 @@ def topological_order(roots: Sequence[Function]) -> list[Function]:
     return order
 
 
-def sum_to_shape(grad: Tensor, shape: tuple[int, ...]) -> Tensor:
+def sum_to_shape(grad: TensorBase, shape: tuple[int, ...]) -> TensorBase:
     """Sums ``grad`` over the axes that broadcasting added or stretched.
 
     Args:
@@ -73,8 +73,8 @@ def sum_to_shape(grad: Tensor, shape: tuple[int, ...]) -> Tensor:
     return grad.reshape(shape)
 
 
-def _seed(outputs: Sequence[Tensor], grad_outputs: Sequence[Any] | None,
-          op: str) -> list[tuple[Tensor, Tensor]]:
+def _seed(outputs: Sequence[TensorBase], grad_outputs: Sequence[Any] | None,
+          op: str) -> list[tuple[TensorBase, TensorBase]]:
     """Pairs each output with the gradient that starts the backward pass."""
     if grad_outputs is None:
         grad_outputs = [None] * len(outputs)
@@ -88,9 +88,9 @@ def _seed(outputs: Sequence[Tensor], grad_outputs: Sequence[Any] | None,
         if g is None:
             if out._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            g = Tensor._make(ones_like_data(out._data))
-        elif not isinstance(g, Tensor):
-            g = Tensor(g, dtype=out.dtype, device=out.device)
+            g = make(ones_like_data(out._data))
+        elif not isinstance(g, TensorBase):
+            g = new(g, dtype=out.dtype, device=out.device)
         if g._data.shape != out._data.shape:
             raise ShapeError(
                 f"{op}: gradient {i} has shape {g.shape} but output {i} has shape "
@@ -99,13 +99,13 @@ def _seed(outputs: Sequence[Tensor], grad_outputs: Sequence[Any] | None,
     return pairs
 
 
-def _accumulate(store: dict[int, Tensor], key: int, grad: Tensor) -> None:
+def _accumulate(store: dict[int, TensorBase], key: int, grad: TensorBase) -> None:
     old = store.get(key)
     store[key] = grad if old is None else old + grad
 
 
-def run_backward(pairs: list[tuple[Tensor, Tensor]], retain_graph: bool, create_graph: bool,
-                 capture: dict[int, int] | None = None) -> dict[int, Tensor]:
+def run_backward(pairs: list[tuple[TensorBase, TensorBase]], retain_graph: bool, create_graph: bool,
+                 capture: dict[int, int] | None = None) -> dict[int, Any]:
     """Propagates gradients from ``pairs`` of (output, gradient) to the leaves.
 
     Without ``capture`` (``Tensor.backward``), gradients accumulate into the
@@ -117,9 +117,9 @@ def run_backward(pairs: list[tuple[Tensor, Tensor]], retain_graph: bool, create_
     The loop is written out (no helper per node or per edge): it runs once per
     node of every training step, so each Python call saved is eager overhead saved.
     """
-    captured: dict[int, Tensor] = {}
-    leaves: dict[int, Tensor] = {}
-    pending: dict[int, Tensor] = {}
+    captured: dict[int, TensorBase] = {}
+    leaves: dict[int, TensorBase] = {}
+    pending: dict[int, TensorBase] = {}
     keep: dict[int, Any] = {}  # ids stay valid only while their objects live
     previous = grad_mode._state.enabled
     grad_mode._state.enabled = create_graph
@@ -189,12 +189,12 @@ def _last_uses(order: list[Function]) -> dict[int, list[int]]:
     return after
 
 
-def _store_grad(tensor: Tensor | None, grad: Tensor, create_graph: bool) -> None:
+def _store_grad(tensor: TensorBase | None, grad: TensorBase, create_graph: bool) -> None:
     """Accumulates into ``tensor.grad`` (PyTorch: sum across backward calls)."""
     if tensor is None:
         return
     if not create_graph:
-        grad = Tensor._make(grad._data)  # detached (a fresh gradient: no counter to share)
+        grad = make(grad._data)  # detached (a fresh gradient: no counter to share)
     tensor.grad = grad if tensor.grad is None else tensor.grad + grad
     if tensor.grad_fn is None and tensor._post_hooks:
         for hook in list(tensor._post_hooks.values()):
@@ -213,8 +213,8 @@ def backward(tensors: Tensor | Sequence[Tensor], grad_tensors: Any = None,
             ``create_graph``.
         create_graph: record the backward pass, for higher-order gradients.
     """
-    outputs = [tensors] if isinstance(tensors, Tensor) else list(tensors)
-    if isinstance(grad_tensors, Tensor) or grad_tensors is None and len(outputs) == 1:
+    outputs = [tensors] if isinstance(tensors, TensorBase) else list(tensors)
+    if isinstance(grad_tensors, TensorBase) or grad_tensors is None and len(outputs) == 1:
         grad_tensors = [grad_tensors]
     pairs = _seed(outputs, grad_tensors, "backward")
     retain = create_graph if retain_graph is None else retain_graph
@@ -245,9 +245,9 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
         >>> g.tolist(), ag.grad(g.sum(), x)[0].tolist()
         ([3.0, 12.0], [6.0, 12.0])
     """
-    outs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
-    ins = [inputs] if isinstance(inputs, Tensor) else list(inputs)
-    if isinstance(grad_outputs, Tensor) or grad_outputs is None and len(outs) == 1:
+    outs = [outputs] if isinstance(outputs, TensorBase) else list(outputs)
+    ins = [inputs] if isinstance(inputs, TensorBase) else list(inputs)
+    if isinstance(grad_outputs, TensorBase) or grad_outputs is None and len(outs) == 1:
         grad_outputs = [grad_outputs]
     for i, t in enumerate(ins):
         if not t.requires_grad:
@@ -266,7 +266,7 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
     return tuple(result)
 
 
-def retain_grad(tensor: Tensor) -> None:
+def retain_grad(tensor: TensorBase) -> None:
     """Makes a non-leaf ``tensor`` keep its ``.grad`` after backward."""
     if tensor.grad_fn is not None:
         tensor.grad_fn._retained = weakref.ref(tensor)

@@ -27,6 +27,8 @@ import weakref
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from . import _grad_mode as grad_mode
+from . import _tensor_base as tb
+from ._tensor_base import TensorBase, Version, share_storage
 
 if TYPE_CHECKING:
     from lamina.ndarray import DType, NDArray
@@ -37,32 +39,6 @@ FREED_MESSAGE = (
     "graph are freed when you call .backward() or autograd.grad(). Specify "
     "retain_graph=True if you need to backward through the graph a second time or "
     "if you need to access saved tensors after calling backward.")
-
-
-class Version:
-    """A tensor's version counter, shared by views of the same storage.
-
-    ``history`` counts the recorded in-place writes into the storage: each
-    gives the base tensor a new ``grad_fn``, so a view made before it (whose
-    ``_history`` is older) takes a view of the new one when next used
-    (:func:`lamina.autograd._inplace.refresh_view`), as PyTorch's views do.
-    """
-
-    __slots__ = ("value", "history")
-
-    def __init__(self) -> None:
-        self.value = 0
-        self.history = 0
-
-
-def share_storage(view: Tensor, base: Tensor) -> None:
-    """Marks ``view`` as a view of ``base``: one version counter, one base."""
-    vc = base._vc
-    if vc is None:
-        vc = base._vc = Version()
-    view._vc = vc
-    view._base = base if base._base is None else base._base
-    view._history = vc.history
 
 
 class OpName(str):
@@ -117,10 +93,10 @@ class Function:
     next: tuple[Any, ...]
     shapes: tuple[tuple[int, ...], ...]
     dtypes: tuple[DType, ...]  # each input's; a gradient goes back in its input's dtype
-    _saved: tuple[Tensor, ...] | None = None
+    _saved: tuple[TensorBase, ...] | None = None
     _out_data: NDArray | None = None
     _released: bool = False
-    _retained: weakref.ref[Tensor] | None = None
+    _retained: weakref.ref[TensorBase] | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -129,12 +105,15 @@ class Function:
     def forward(self, *arrays: NDArray, **params: Any) -> NDArray:
         raise TypeError(f"{type(self).__name__} does not define forward()")
 
-    def backward(self, grad: Tensor) -> tuple[Tensor | None, ...]:
+    def backward(self, grad: TensorBase) -> tuple[TensorBase | None, ...]:
         raise RuntimeError(f"{self.name}: this op is not differentiable")
 
     @classmethod
-    def apply(cls, *inputs: Tensor, **params: Any) -> Tensor:
-        """Runs the forward on ``inputs``' data and records the node if needed."""
+    def apply(cls, *inputs: TensorBase, **params: Any) -> Any:
+        """Runs the forward on ``inputs``' data and records the node if needed.
+
+        Returns a Tensor (typed ``Any``: see ``_tensor_base.make``).
+        """
         node = cls()
         # Plain loops, not comprehensions or any(genexpr): this runs for every
         # op, and each comprehension is one more Python call (eager overhead).
@@ -143,15 +122,15 @@ class Function:
         for t in inputs:
             arrays.append(t._data)
             if t._base is not None and t._history != t._vc.history:  # type: ignore[union-attr]
-                refresh_view(t)
+                t._refresh_view()
             if t._requires_grad:
                 record = True
         data = node.forward(*arrays, **params)
         if not (record and cls.differentiable and grad_mode._state.enabled):
             # Nothing to record (no_grad, inference, no input needing grad): the output
-            # alone, no node. Tensor._make and share_storage are written out here, one
+            # alone, no node. make() and share_storage are written out here, one
             # Python call fewer each on the path every inference op takes.
-            out = object.__new__(Tensor)
+            out = object.__new__(tb._tensor_class)
             out._data = data
             out._requires_grad = False
             out.grad = out.grad_fn = out._post_hooks = out._vc = out._base = None
@@ -181,7 +160,7 @@ class Function:
                     node._versions = tuple([0 if u._vc is None else u._vc.value
                                             for u in inputs])
                     break
-        out = Tensor._make(data, True, node)
+        out = tb.make(data, True, node)
         if cls.save_output:
             node._out_data = data
             out._vc = node._out_vc = Version()
@@ -215,11 +194,11 @@ class Function:
             >>> y.grad_fn.next_functions[0][0].next_functions
             ((<AccumulateGrad>, 0), (None, 0))
         """
-        return tuple((_accumulate_grad(e) if isinstance(e, Tensor) else e, 0)
+        return tuple((_accumulate_grad(e) if isinstance(e, TensorBase) else e, 0)
                      for e in self.next)
 
     @property
-    def inputs(self) -> tuple[Tensor, ...]:
+    def inputs(self) -> tuple[TensorBase, ...]:
         """The input Tensors saved by ``save_inputs``."""
         if self._released:
             raise RuntimeError(FREED_MESSAGE)
@@ -232,7 +211,7 @@ class Function:
         return self._saved
 
     @property
-    def output(self) -> Tensor:
+    def output(self) -> TensorBase:
         """The output, rebuilt as a Tensor whose grad_fn is this node.
 
         Only the output's NDArray is stored: storing the output Tensor would
@@ -244,9 +223,9 @@ class Function:
         assert self._out_data is not None, f"{self.name} did not declare save_output"
         if self._out_vc is not None and self._out_vc.value:
             raise RuntimeError(modified_message(
-                f"the output of {self.name}", Tensor._make(self._out_data), 0,
+                f"the output of {self.name}", tb.make(self._out_data), 0,
                 self._out_vc.value))
-        return Tensor._make(self._out_data, requires_grad=True, grad_fn=self)
+        return tb.make(self._out_data, requires_grad=True, grad_fn=self)
 
     def release(self) -> None:
         """Drops the saved tensors (after a backward without retain_graph)."""
@@ -258,7 +237,7 @@ class Function:
         return f"<{type(self).__name__}Backward>"
 
 
-def modified_message(what: str, t: Tensor, expected: int, found: int | None = None) -> str:
+def modified_message(what: str, t: TensorBase, expected: int, found: int | None = None) -> str:
     """PyTorch's error for a saved tensor that an in-place op has changed."""
     if found is None:
         found = t._version
@@ -274,7 +253,7 @@ class AccumulateGrad:
 
     next_functions: tuple[tuple[Any, int], ...] = ()
 
-    def __init__(self, variable: Tensor) -> None:
+    def __init__(self, variable: TensorBase) -> None:
         self.variable = variable
 
     def name(self) -> str:
@@ -290,7 +269,7 @@ class AccumulateGrad:
 _accumulators: dict[int, weakref.ref[AccumulateGrad]] = {}
 
 
-def _accumulate_grad(leaf: Tensor) -> AccumulateGrad:
+def _accumulate_grad(leaf: TensorBase) -> AccumulateGrad:
     key = id(leaf)
     ref = _accumulators.get(key)
     node = ref() if ref is not None else None
@@ -305,6 +284,3 @@ def _accumulate_grad(leaf: Tensor) -> AccumulateGrad:
     return node
 
 
-# Tensor's module imports the ops, which import this one: bind Tensor last.
-from ._inplace import refresh_view  # noqa: E402
-from ._tensor import Tensor  # noqa: E402

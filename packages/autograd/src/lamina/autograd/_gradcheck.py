@@ -17,6 +17,7 @@ import numpy as np
 
 from ._engine import grad
 from ._tensor import Tensor
+from ._tensor_base import TensorBase
 
 
 class GradcheckError(RuntimeError):
@@ -28,7 +29,7 @@ def _outputs(fn: Callable[..., Any], inputs: Sequence[Tensor]) -> list[Tensor]:
     return [out] if isinstance(out, Tensor) else list(out)
 
 
-def _flat(t: Tensor) -> np.ndarray:
+def _flat(t: TensorBase) -> np.ndarray:
     return np.asarray(t._data.numpy(), dtype=np.float64).reshape(-1)  # raw values: no graph
 
 

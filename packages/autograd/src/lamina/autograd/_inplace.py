@@ -36,11 +36,10 @@ import numpy as np
 from lamina.ndarray import DTypeError, NDArray, ShapeError
 
 from . import _grad_mode as grad_mode
-from ._function import Version
 from ._ops import elementwise as E
 from ._ops import scattering as X
 from ._ops import shape as S
-from ._tensor import Tensor
+from ._tensor_base import Tensor, TensorBase, Version, make, new
 
 _NUMBER = (int, float)
 
@@ -159,7 +158,7 @@ def _keep_old_value(node: Any, t: Tensor) -> None:
     saved = node._saved
     if saved is None or not any(s is t for s in saved):
         return
-    old = Tensor._make(t._data.copy(), t._requires_grad, t.grad_fn)
+    old = make(t._data.copy(), t._requires_grad, t.grad_fn)
     node._saved = tuple([old if s is t else s for s in saved])
 
 
@@ -176,7 +175,7 @@ def bump(t: Tensor) -> None:
 def _binary(t: Tensor, other: Any, op: str, fn: Callable[[Any, Any], Tensor]) -> Tensor:
     _check_leaf(t, op)
     if isinstance(other, NDArray):
-        other = Tensor._make(other)
+        other = make(other)
     return _write(t, fn(t, other), op)
 
 
@@ -215,7 +214,7 @@ def fill_(t: Tensor, value: Any) -> Tensor:
     ``value``, the summed gradient to it), as PyTorch.
     """
     _check_leaf(t, "fill_")
-    if isinstance(value, Tensor):
+    if isinstance(value, TensorBase):
         if value._data.size != 1:
             raise ShapeError(f"fill_: value must have one element, got shape {value.shape}")
         return copy_(t, value.reshape(()))
@@ -232,7 +231,7 @@ def fill_(t: Tensor, value: Any) -> Tensor:
 def _replaced(t: Tensor, value: Any) -> Tensor:
     """``value`` as the result of a recorded op on ``t`` whose gradient to ``t`` is zero."""
     out = E.add(E.mul(t, 0.0), value)
-    out._data[...] = value._data if isinstance(value, Tensor) else value  # exact, even where
+    out._data[...] = value._data if isinstance(value, TensorBase) else value  # exact, even where
     return out                                                          # t held inf or nan
 
 
@@ -242,8 +241,8 @@ def copy_(t: Tensor, src: Any) -> Tensor:
     Differentiable with respect to ``src``; ``t``'s old value gets no gradient.
     """
     _check_leaf(t, "copy_")
-    if not isinstance(src, Tensor):
-        src = Tensor(src, dtype=t.dtype, device=t.device)
+    if not isinstance(src, TensorBase):
+        src = new(src, dtype=t.dtype, device=t.device)
     if src.shape != t.shape:
         try:
             src = src.broadcast_to(t.shape)
@@ -267,7 +266,7 @@ def copy_(t: Tensor, src: Any) -> Tensor:
 
 def _recording(t: Tensor, value: Any) -> bool:
     return grad_mode._state.enabled and (
-        t._requires_grad or (isinstance(value, Tensor) and value._requires_grad))
+        t._requires_grad or (isinstance(value, TensorBase) and value._requires_grad))
 
 
 def setitem(t: Tensor, key: Any, value: Any) -> None:
@@ -281,7 +280,7 @@ def setitem(t: Tensor, key: Any, value: Any) -> None:
     _check_leaf(t, "setitem")
     key = X.unwrap(key)
     if not _recording(t, value):
-        if isinstance(value, Tensor):
+        if isinstance(value, TensorBase):
             value = X.value_tensor(t, value, "setitem")._data
         t._data[key] = value
         bump(t)

@@ -17,7 +17,7 @@ from lamina.ndarray import DTypeError, NDArray
 
 from . import _grad_mode as grad_mode
 from . import _inplace
-from ._tensor import Tensor
+from ._tensor_base import Tensor, TensorBase, make
 
 # The widest range random_() draws from when no bound is given: every integer in
 # [0, 2**mantissa] is exact in the float dtype (PyTorch's choice).
@@ -29,7 +29,7 @@ def _fill(t: Tensor, draw: Any, op: str) -> Tensor:
     _inplace._check_leaf(t, op)
     sample: NDArray = draw()
     if t._requires_grad and grad_mode.is_grad_enabled():
-        return _inplace._write(t, _inplace._replaced(t, Tensor._make(sample)), op)
+        return _inplace._write(t, _inplace._replaced(t, make(sample)), op)
     t._data[...] = sample
     _inplace.bump(t)
     return t
@@ -57,7 +57,7 @@ def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
 def bernoulli_(t: Tensor, p: Any = 0.5) -> Tensor:
     """Fills ``t`` (any dtype) with 1 with probability ``p``, else 0; ``p`` is a number
     or a tensor of probabilities that broadcasts to ``t``'s shape."""
-    if isinstance(p, Tensor):
+    if isinstance(p, TensorBase):
         probs = p._data
         if probs.device is not t.device:
             probs = probs.to(t.device)

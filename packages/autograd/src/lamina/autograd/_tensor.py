@@ -18,28 +18,23 @@ import builtins
 import copy
 import itertools
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import lamina.ndarray as nd
 import numpy as np
-from lamina.ndarray import DTypeError, NDArray
+from lamina.ndarray import NDArray
 
-_FLOAT_DTYPES = ("float32", "float64")
+from . import _engine, _inplace, _inplace_random
+from . import _ops as F
+from ._ops import products as _products
+from ._ops import rearrange as _rearrange
+from ._ops import shape as _ops_shape
+from ._tensor_base import TensorBase, Version, make, register_tensor_class
+
 _HOST_DEVICES = ("numpy", "cpu")
 
 
-def ones_like_data(a: NDArray) -> NDArray:
-    """An NDArray of ones with ``a``'s shape, dtype and device."""
-    return nd.ones(a.shape, dtype=a.dtype, device=a.device)
-
-
-def _check_float(dtype: Any, op: str) -> None:
-    if dtype not in _FLOAT_DTYPES:
-        raise DTypeError(f"{op}: Only Tensors of floating point dtype can require "
-                         f"gradients, got {dtype}; convert with .float()")
-
-
-class Tensor:
+class Tensor(TensorBase):
     """An n-dimensional array that can record the ops applied to it.
 
     Args:
@@ -58,71 +53,17 @@ class Tensor:
         ((2, 2), lamina.float32)
     """
 
-    __slots__ = ("_data", "_requires_grad", "grad", "grad_fn", "_post_hooks", "_vc", "_base",
-                 "_history", "__weakref__")
-    __array_priority__ = 1000  # numpy scalars on the left defer to Tensor's operators
+    __slots__ = ()
 
-    _data: NDArray
-    grad: Tensor | None
-    grad_fn: Any
-    _history: int  # views only: the storage's history count their grad_fn is of
-
-    def __init__(self, data: Any, dtype: Any = None, device: Any = None,
-                 requires_grad: bool = False) -> None:
-        if isinstance(data, Tensor):
-            data = data._data
-        if not (isinstance(data, NDArray) and dtype is None and device is None):
-            data = nd.array(data, dtype=dtype, device=device)
-        if requires_grad:
-            _check_float(data.dtype, "Tensor")
-        self._data = data
-        self._requires_grad = bool(requires_grad)
-        self.grad = None
-        self.grad_fn = None
-        self._post_hooks: dict[int, Callable[[Tensor], None]] | None = None
-        self._vc: Version | None = None  # created by the first in-place op or view
-        self._base: Tensor | None = None  # the viewed tensor, for views
-
-    @classmethod
-    def _make(cls, data: NDArray, requires_grad: bool = False, grad_fn: Any = None) -> Tensor:
-        """Wraps an NDArray without copying or checking (for ops and the engine)."""
-        t = object.__new__(cls)
-        t._data = data
-        t._requires_grad = requires_grad
-        t.grad = None
-        t.grad_fn = grad_fn
-        t._post_hooks = None
-        t._vc = None
-        t._base = None
-        return t
-
-    # ----- autograd state -------------------------------------------------------------
-
-    @property
-    def requires_grad(self) -> bool:
-        """Whether ops on this tensor are recorded for ``backward``."""
-        if self._base is not None and self._history != self._vc.history:  # type: ignore[union-attr]
-            _inplace.refresh_view(self)  # a write through another view gave it history
-        return self._requires_grad
-
-    @requires_grad.setter
-    def requires_grad(self, value: bool) -> None:
-        if self.grad_fn is not None and not value:
-            raise RuntimeError("you can only change requires_grad flags of leaf variables; "
-                               "use .detach() to get a tensor that does not require grad")
-        if value:
-            _check_float(self.dtype, "requires_grad")
-        self._requires_grad = bool(value)
+    def _refresh_view(self) -> None:
+        """A view made before a recorded write through another view takes its base's
+        new history as ``grad_fn`` (see ``_inplace.refresh_view``)."""
+        _inplace.refresh_view(self)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         """Sets ``requires_grad`` in place and returns ``self``."""
         self.requires_grad = requires_grad
         return self
-
-    @property
-    def is_leaf(self) -> bool:
-        """True for tensors made by the user rather than by a recorded op."""
-        return self.grad_fn is None
 
     def detach(self) -> Tensor:
         """The same data (no copy) as a new leaf that does not require grad.
@@ -130,7 +71,7 @@ class Tensor:
         It shares the version counter: an in-place op on either one is seen
         by the saved-tensor checks of both.
         """
-        out = Tensor._make(self._data)
+        out = make(self._data)
         if self._vc is None:
             self._vc = Version()
         out._vc = self._vc
@@ -155,7 +96,7 @@ class Tensor:
             >>> w.tolist(), w.data.requires_grad
             ([0.5, 0.5], False)
         """
-        return Tensor._make(self._data)
+        return make(self._data)
 
     @data.setter
     def data(self, value: Tensor | NDArray) -> None:
@@ -165,11 +106,6 @@ class Tensor:
             raise TypeError(f"Tensor.data: can only assign a Tensor, got "
                             f"{type(value).__name__}; wrap it with lamina.autograd.tensor(...)")
         self._data = value
-
-    @property
-    def _version(self) -> int:
-        """How many in-place ops have modified this tensor's storage (PyTorch's name)."""
-        return 0 if self._vc is None else self._vc.value
 
     def backward(self, gradient: Any = None, retain_graph: bool | None = None,
                  create_graph: bool = False) -> None:
@@ -236,23 +172,6 @@ class Tensor:
         return self.grad_fn is not None and self.grad_fn._retained is not None
 
     # ----- metadata and conversion -------------------------------------------------
-
-    # The array's fields, not its properties: one frame per read instead of two.
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self._data._shape
-
-    @property
-    def ndim(self) -> int:
-        return len(self._data._shape)
-
-    @property
-    def dtype(self) -> nd.DType:
-        return self._data._dtype
-
-    @property
-    def device(self) -> nd.Device:
-        return self._data._device
 
     def size(self, dim: int | None = None) -> Any:
         """The shape, or the size of one axis (PyTorch's ``Tensor.size``)."""
@@ -437,40 +356,7 @@ class Tensor:
 
     # The elementwise operators (__add__, __rmod__, __ixor__, ...) and methods (exp,
     # maximum, mul_, logical_xor, ...) are set from the op table by
-    # lamina.autograd._ops.table.install; declared here for type checkers only.
-    if TYPE_CHECKING:
-        def __add__(self, other: Any) -> Tensor: ...
-        def __radd__(self, other: Any) -> Tensor: ...
-        def __sub__(self, other: Any) -> Tensor: ...
-        def __rsub__(self, other: Any) -> Tensor: ...
-        def __mul__(self, other: Any) -> Tensor: ...
-        def __rmul__(self, other: Any) -> Tensor: ...
-        def __truediv__(self, other: Any) -> Tensor: ...
-        def __rtruediv__(self, other: Any) -> Tensor: ...
-        def __floordiv__(self, other: Any) -> Tensor: ...
-        def __rfloordiv__(self, other: Any) -> Tensor: ...
-        def __mod__(self, other: Any) -> Tensor: ...
-        def __rmod__(self, other: Any) -> Tensor: ...
-        def __pow__(self, other: Any) -> Tensor: ...
-        def __rpow__(self, other: Any) -> Tensor: ...
-        def __and__(self, other: Any) -> Tensor: ...
-        def __rand__(self, other: Any) -> Tensor: ...
-        def __or__(self, other: Any) -> Tensor: ...
-        def __ror__(self, other: Any) -> Tensor: ...
-        def __xor__(self, other: Any) -> Tensor: ...
-        def __rxor__(self, other: Any) -> Tensor: ...
-        def __eq__(self, other: Any) -> Tensor: ...  # type: ignore[override]
-        def __ne__(self, other: Any) -> Tensor: ...  # type: ignore[override]
-        def __lt__(self, other: Any) -> Tensor: ...
-        def __le__(self, other: Any) -> Tensor: ...
-        def __gt__(self, other: Any) -> Tensor: ...
-        def __ge__(self, other: Any) -> Tensor: ...
-        def __neg__(self) -> Tensor: ...
-        def __abs__(self) -> Tensor: ...
-        def __invert__(self) -> Tensor: ...
-
-        def __getattr__(self, name: str) -> Callable[..., Tensor]:
-            """The op table's methods (``t.exp()``, ``t.maximum(b)``, ``t.mul_(2)``, ...)."""
+    # lamina.autograd._ops.table.install; TensorBase declares them for type checkers.
 
     def __matmul__(self, other: Tensor) -> Tensor:
         return F.matmul(self, other)
@@ -892,14 +778,8 @@ class RemovableHandle:
         self._hooks.pop(self.id, None)
 
 
-# The op modules build Tensors, so they are imported once Tensor exists.
-from . import _engine, _inplace, _inplace_random  # noqa: E402
-from . import _ops as F  # noqa: E402
-from ._function import Version  # noqa: E402
-from ._ops import products as _products  # noqa: E402
-from ._ops import rearrange as _rearrange  # noqa: E402
-from ._ops import shape as _ops_shape  # noqa: E402
-
 # Tensor.type()'s names, as PyTorch's "torch.FloatTensor"
 _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor",
                "bool": "BoolTensor"}
+
+register_tensor_class(Tensor)  # every op's result is a Tensor (see _tensor_base.make)

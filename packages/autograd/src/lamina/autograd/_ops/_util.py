@@ -7,27 +7,27 @@ from typing import Any
 
 import lamina.ndarray as nd
 
-from .._tensor import Tensor
+from .._tensor_base import TensorBase, make, new
 
 
-def lift(value: Any, like: Tensor) -> Tensor:
+def lift(value: Any, like: TensorBase) -> TensorBase:
     """``value`` as a Tensor on ``like``'s device. A Python scalar becomes a 0-d
     tensor of ``result_type(like, value)``: a 0-d operand promotes ``like`` only to
     a higher category, so ``int_tensor * 2.5`` is float32 and ``float64 * 2.0``
     stays float64, as in PyTorch."""
-    if isinstance(value, Tensor):
+    if isinstance(value, TensorBase):
         return value
     if isinstance(value, (int, float, bool)):
         dtype = nd.result_type(like._data, value)
-        return Tensor._make(nd.full((), value, dtype=dtype, device=like._data.device))
-    return Tensor(value, dtype=like.dtype, device=like.device)
+        return make(nd.full((), value, dtype=dtype, device=like._data.device))
+    return new(value, dtype=like.dtype, device=like.device)
 
 
-def operands(a: Any, b: Any, op: str) -> tuple[Tensor, Tensor]:
+def operands(a: Any, b: Any, op: str) -> tuple[TensorBase, TensorBase]:
     """Both operands of a binary op as Tensors (at least one must be one)."""
-    if isinstance(a, Tensor):
+    if isinstance(a, TensorBase):
         return a, lift(b, a)
-    if isinstance(b, Tensor):
+    if isinstance(b, TensorBase):
         return lift(a, b), b
     raise TypeError(f"{op}: expected at least one Tensor, got {type(a).__name__} "
                     f"and {type(b).__name__}")
@@ -93,11 +93,11 @@ def kept_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]
     return tuple(1 if i in axes else n for i, n in enumerate(shape))
 
 
-def as_tensors(grads: Sequence[Any]) -> tuple[Tensor | None, ...]:
+def as_tensors(grads: Sequence[Any]) -> tuple[TensorBase | None, ...]:
     """A fused op's gradients as Tensors. Its one backward rule runs on NDArrays for a
     first-order backward (no graph, so no Tensor per step) and on Tensors with
     ``create_graph``: NDArrays are wrapped, Tensors and None pass through."""
     out = []
     for g in grads:  # a loop, not a generator: one Python call fewer per gradient
-        out.append(g if g is None or isinstance(g, Tensor) else Tensor._make(g))
+        out.append(g if g is None or isinstance(g, TensorBase) else make(g))
     return tuple(out)

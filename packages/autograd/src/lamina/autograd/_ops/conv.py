@@ -16,7 +16,7 @@ import lamina.ndarray as nd
 from lamina.ndarray import NDArray, ShapeError, conv_output_size, pair
 
 from .._function import Function
-from .._tensor import Tensor
+from .._tensor_base import Tensor, TensorBase, make
 from .elementwise import where
 from .reduce import amax
 from .shape import pad
@@ -34,7 +34,7 @@ class Im2Col(Function):
         self.params = (kernel, stride, padding, dilation)
         return nd.im2col(x, kernel=kernel, stride=stride, padding=padding, dilation=dilation)
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         return (Col2Im.apply(g, input_shape=self.shapes[0], params=self.params),)
 
 
@@ -50,7 +50,7 @@ class Col2Im(Function):
         return nd.col2im(cols, input_shape=input_shape, kernel=kernel, stride=stride,
                          padding=padding, dilation=dilation)
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         kernel, stride, padding, dilation = self.params
         return (Im2Col.apply(g, kernel=kernel, stride=stride, padding=padding,
                              dilation=dilation),)
@@ -237,7 +237,7 @@ def max_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0
     if pads != (0, 0):
         widths = ((0, 0), (0, 0), (pads[0], pads[0]), (pads[1], pads[1]))
         inside = nd.ones(x.shape, dtype=x._data.dtype, device=x._data.device).pad(widths)
-        x = where(Tensor._make(inside), pad(x, widths), float("-inf"))
+        x = where(make(inside), pad(x, widths), float("-inf"))
     cols = Im2Col.apply(x, kernel=kernel, stride=stride, padding=(0, 0), dilation=(1, 1))
     n, c = x.shape[:2]
     windows = cols.reshape(n, oh, ow, c, kernel[0] * kernel[1])

@@ -24,7 +24,7 @@ from lamina.ndarray._optable import OPS
 
 from .. import _grad_mode as grad_mode
 from .._function import Function
-from .._tensor import Tensor
+from .._tensor_base import Tensor, TensorBase, make
 from ._util import lift, operands
 
 GRADIENTS: dict[str, type[Function]] = {}
@@ -58,7 +58,7 @@ class Add(Function):
     def forward(self, a: NDArray, b: NDArray) -> NDArray:
         return a + b
 
-    def backward(self, g: Tensor) -> tuple[Tensor, Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase, TensorBase]:
         return g, g
 
 
@@ -71,7 +71,7 @@ class Sub(Function):
     def forward(self, a: NDArray, b: NDArray) -> NDArray:
         return a - b
 
-    def backward(self, g: Tensor) -> tuple[Tensor, Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase, TensorBase]:
         return g, -g
 
 
@@ -85,7 +85,7 @@ class Mul(Function):
     def forward(self, a: NDArray, b: NDArray) -> NDArray:
         return a * b
 
-    def backward(self, g: Tensor) -> tuple[Tensor | None, Tensor | None]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase | None, TensorBase | None]:
         a, b = self.inputs
         need_a, need_b = self.needs_input_grad
         return (g * b if need_a else None), (g * a if need_b else None)
@@ -101,7 +101,7 @@ class Div(Function):
     def forward(self, a: NDArray, b: NDArray) -> NDArray:
         return a / b
 
-    def backward(self, g: Tensor) -> tuple[Tensor, Tensor | None]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase, TensorBase | None]:
         a, b = self.inputs
         ga = g / b
         return ga, (-ga * a / b if self.needs_input_grad[1] else None)
@@ -117,7 +117,7 @@ class Pow(Function):
     def forward(self, a: NDArray, b: NDArray) -> NDArray:
         return a**b
 
-    def backward(self, g: Tensor) -> tuple[Tensor | None, Tensor | None]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase | None, TensorBase | None]:
         a, b = self.inputs
         need_a, need_b = self.needs_input_grad
         ga = g * b * a ** (b - 1) if need_a else None
@@ -138,7 +138,7 @@ class PowScalar(Function):
         self.exponent = exponent
         return a**exponent
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         (a,) = self.inputs
         if self.exponent == 0:
             return (g * 0.0,)
@@ -153,7 +153,7 @@ class AddScalar(Function):
     def forward(self, a: NDArray, value: float) -> NDArray:
         return a + value
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         return (g,)
 
 
@@ -166,7 +166,7 @@ class MulScalar(Function):
         self.value = value
         return a * value
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         return (g * self.value,)
 
 
@@ -179,7 +179,7 @@ class DivScalar(Function):
         self.value = value
         return a / value
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         return (g / self.value,)
 
 
@@ -191,7 +191,7 @@ class RSubScalar(Function):
     def forward(self, a: NDArray, value: float) -> NDArray:
         return value - a
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         return (-g,)
 
 
@@ -205,7 +205,7 @@ class RDivScalar(Function):
     def forward(self, a: NDArray, value: float) -> NDArray:
         return value / a
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         (a,) = self.inputs
         return (-(g * self.output) / a,)
 
@@ -219,7 +219,7 @@ class Neg(Function):
     def forward(self, a: NDArray) -> NDArray:
         return -a
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         return (-g,)
 
 
@@ -233,7 +233,7 @@ class Exp(Function):
     def forward(self, a: NDArray) -> NDArray:
         return a.exp()
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         return (g * self.output,)
 
 
@@ -247,7 +247,7 @@ class Log(Function):
     def forward(self, a: NDArray) -> NDArray:
         return a.log()
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         return (g / self.inputs[0],)
 
 
@@ -261,7 +261,7 @@ class Sqrt(Function):
     def forward(self, a: NDArray) -> NDArray:
         return a.sqrt()
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         return (g / (self.output * 2),)
 
 
@@ -275,7 +275,7 @@ class Tanh(Function):
     def forward(self, a: NDArray) -> NDArray:
         return a.tanh()
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         out = self.output
         return (g * (1 - out * out),)
 
@@ -290,7 +290,7 @@ class Sin(Function):
     def forward(self, a: NDArray) -> NDArray:
         return a.sin()
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         return (g * self.inputs[0].cos(),)
 
 
@@ -304,7 +304,7 @@ class Cos(Function):
     def forward(self, a: NDArray) -> NDArray:
         return a.cos()
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         return (-g * self.inputs[0].sin(),)
 
 
@@ -318,7 +318,7 @@ class Abs(Function):
     def forward(self, a: NDArray) -> NDArray:
         return a.abs()
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         return (g * self.inputs[0].sign(),)
 
 
@@ -329,7 +329,7 @@ class Relu(Function):
     def forward(self, a: NDArray) -> NDArray:
         return a.maximum(0)
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         # PyTorch's threshold rule: 0 where x <= 0, g elsewhere, so a NaN input passes g
         return (where(self.inputs[0] <= 0, 0.0, g),)
 
@@ -350,7 +350,7 @@ class Erf(Function):
     def forward(self, a: NDArray) -> NDArray:
         return a.erf()
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         (a,) = self.inputs
         return (g * (2 / math.sqrt(math.pi)) * (-(a * a)).exp(),)
 
@@ -373,11 +373,11 @@ class Gelu(Function):
         self.approximate = approximate
         return nd.gelu(a, approximate)  # one buffer, its steps in place
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         (x,) = self.inputs
         if grad_mode._state.enabled:  # create_graph: the rule on Tensors, recorded
             return (g * _gelu_slope(x, self.approximate),)
-        return (Tensor._make(g._data * _gelu_slope(x._data, self.approximate)),)
+        return (make(g._data * _gelu_slope(x._data, self.approximate)),)
 
 
 def _gelu_slope(a: Any, approximate: str) -> Any:
@@ -405,7 +405,7 @@ class Maximum(Function):
     def forward(self, a: NDArray, b: NDArray) -> NDArray:
         return a.maximum(b)
 
-    def backward(self, g: Tensor) -> tuple[Tensor, Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase, TensorBase]:
         a, b = self.inputs
         share = (a > b) + (a == b) * 0.5
         return g * share, g * (1 - share)
@@ -421,7 +421,7 @@ class Minimum(Function):
     def forward(self, a: NDArray, b: NDArray) -> NDArray:
         return a.minimum(b)
 
-    def backward(self, g: Tensor) -> tuple[Tensor, Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase, TensorBase]:
         a, b = self.inputs
         share = (a < b) + (a == b) * 0.5
         return g * share, g * (1 - share)
@@ -436,7 +436,7 @@ class Where(Function):
     def forward(self, cond: NDArray, a: NDArray, b: NDArray) -> NDArray:
         return nd.where(cond, a, b)
 
-    def backward(self, g: Tensor) -> tuple[None, Tensor, Tensor]:
+    def backward(self, g: TensorBase) -> tuple[None, TensorBase, TensorBase]:
         cond = self.inputs[0]
         return None, where(cond, g, 0.0), where(cond, 0.0, g)
 
@@ -452,7 +452,7 @@ class Remainder(Function):
     def forward(self, a: NDArray, b: NDArray) -> NDArray:
         return a % b
 
-    def backward(self, g: Tensor) -> tuple[Tensor, Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase, TensorBase]:
         a, b = self.inputs
         return g, -(g * (a // b))
 
@@ -468,61 +468,61 @@ _NUMBER = (int, float)
 
 
 @public
-def add(a: Any, b: Any) -> Tensor:
+def add(a: Any, b: Any) -> Any:
     """``a + b``, broadcast. Shapes: ``(*A)``, ``(*B)`` -> ``broadcast(A, B)``."""
-    if isinstance(a, Tensor) and isinstance(b, _NUMBER):
+    if isinstance(a, TensorBase) and isinstance(b, _NUMBER):
         return AddScalar.apply(a, value=b)
-    if isinstance(b, Tensor) and isinstance(a, _NUMBER):
+    if isinstance(b, TensorBase) and isinstance(a, _NUMBER):
         return AddScalar.apply(b, value=a)
-    if isinstance(b, Tensor) and isinstance(a, Tensor):  # the common case, without operands()
+    if isinstance(b, TensorBase) and isinstance(a, TensorBase):  # common: no operands()
         return Add.apply(a, b)
     return Add.apply(*operands(a, b, "add"))
 
 
 @public
-def sub(a: Any, b: Any) -> Tensor:
+def sub(a: Any, b: Any) -> Any:
     """``a - b``, broadcast."""
-    if isinstance(a, Tensor) and isinstance(b, _NUMBER):
+    if isinstance(a, TensorBase) and isinstance(b, _NUMBER):
         if isinstance(b, bool) or a.dtype.name == "bool":  # as ndarray's sub; -b would pass
             raise nd.DTypeError(f"sub: {OPS['sub'].bool_error}")
         return AddScalar.apply(a, value=-b)
-    if isinstance(b, Tensor) and isinstance(a, _NUMBER):
+    if isinstance(b, TensorBase) and isinstance(a, _NUMBER):
         return RSubScalar.apply(b, value=a)
-    if isinstance(b, Tensor) and isinstance(a, Tensor):  # the common case, without operands()
+    if isinstance(b, TensorBase) and isinstance(a, TensorBase):  # common: no operands()
         return Sub.apply(a, b)
     return Sub.apply(*operands(a, b, "sub"))
 
 
 @public
-def mul(a: Any, b: Any) -> Tensor:
+def mul(a: Any, b: Any) -> Any:
     """``a * b``, broadcast."""
-    if isinstance(a, Tensor) and isinstance(b, _NUMBER):
+    if isinstance(a, TensorBase) and isinstance(b, _NUMBER):
         return MulScalar.apply(a, value=b)
-    if isinstance(b, Tensor) and isinstance(a, _NUMBER):
+    if isinstance(b, TensorBase) and isinstance(a, _NUMBER):
         return MulScalar.apply(b, value=a)
-    if isinstance(b, Tensor) and isinstance(a, Tensor):  # the common case, without operands()
+    if isinstance(b, TensorBase) and isinstance(a, TensorBase):  # common: no operands()
         return Mul.apply(a, b)
     return Mul.apply(*operands(a, b, "mul"))
 
 
 @public
-def div(a: Any, b: Any) -> Tensor:
+def div(a: Any, b: Any) -> Any:
     """``a / b``, broadcast."""
-    if isinstance(a, Tensor) and isinstance(b, _NUMBER):
+    if isinstance(a, TensorBase) and isinstance(b, _NUMBER):
         return DivScalar.apply(a, value=b)
-    if isinstance(b, Tensor) and isinstance(a, _NUMBER):
+    if isinstance(b, TensorBase) and isinstance(a, _NUMBER):
         return RDivScalar.apply(b, value=a)
-    if isinstance(b, Tensor) and isinstance(a, Tensor):  # the common case, without operands()
+    if isinstance(b, TensorBase) and isinstance(a, TensorBase):  # common: no operands()
         return Div.apply(a, b)
     return Div.apply(*operands(a, b, "div"))
 
 
 @public
-def pow(a: Any, exponent: Any) -> Tensor:  # noqa: A001 (PyTorch's name)
+def pow(a: Any, exponent: Any) -> Any:  # noqa: A001 (PyTorch's name)
     """``a ** exponent``; the exponent is a Tensor or a number, ``a`` may be a number."""
-    if isinstance(a, Tensor) and isinstance(exponent, (int, float)):
+    if isinstance(a, TensorBase) and isinstance(exponent, (int, float)):
         return PowScalar.apply(a, exponent=exponent)
-    if isinstance(exponent, Tensor) and isinstance(a, (int, float)):
+    if isinstance(exponent, TensorBase) and isinstance(a, (int, float)):
         # c ** x = exp(x * log c), differentiable in x; an int c with an int or bool x
         # stays integral (as PyTorch), so it takes the power kernel.
         if a > 0 and (isinstance(a, float) or exponent.dtype.is_floating):
@@ -561,9 +561,9 @@ def where(cond: Tensor, a: Any, b: Any) -> Tensor:
         a: Tensor or number taken where ``cond`` holds.
         b: Tensor or number taken elsewhere.
     """
-    like = a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else None
+    like = a if isinstance(a, TensorBase) else b if isinstance(b, TensorBase) else None
     if like is None:
-        like = Tensor._make(nd.zeros((), device=cond._data.device))
+        like = make(nd.zeros((), device=cond._data.device))
     return Where.apply(cond, lift(a, like), lift(b, like))
 
 
@@ -623,7 +623,7 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
     if p == 1:
         return x * 0.0
     keep = nd.rand(x.shape, dtype=x._data.dtype, device=x._data.device) >= p
-    return x * Tensor._make(keep * (1 / (1 - p)))
+    return x * make(keep * (1 / (1 - p)))
 
 
 # The Functions of no op table op (the table's own are listed by _ops.table.PRIMITIVES).

@@ -14,7 +14,7 @@ import numpy as np
 from lamina.ndarray import DTypeError, NDArray
 
 from .._function import Function
-from .._tensor import Tensor
+from .._tensor_base import Tensor, TensorBase, make
 from ._util import normalize_axis
 from .elementwise import Where
 from .shape import Slice
@@ -29,7 +29,7 @@ class Take(Function):
         self.indices, self.axis = indices, axis
         return a.take(indices, axis=axis)
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         size = self.shapes[0][self.axis]
         return (ScatterAdd.apply(g, indices=self.indices, axis=self.axis, size=size),)
 
@@ -43,7 +43,7 @@ class ScatterAdd(Function):
         self.indices, self.axis = indices, axis
         return nd.scatter_add(src, indices, axis, size)
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         return (Take.apply(g, indices=self.indices, axis=self.axis),)
 
 
@@ -57,7 +57,7 @@ class OneHot(Function):
 
 def _index_array(indices: Any, like: Tensor, op: str) -> NDArray:
     """``indices`` as an int64 NDArray on ``like``'s device."""
-    data = indices._data if isinstance(indices, Tensor) else indices
+    data = indices._data if isinstance(indices, TensorBase) else indices
     if not isinstance(data, NDArray):
         data = np.asarray(data)
         if data.dtype.kind not in "iu" and data.size:  # [] is an empty integer index
@@ -97,21 +97,21 @@ def one_hot(indices: Tensor, num_classes: int, dtype: Any = "float32") -> Tensor
 
 
 def _is_index_array(k: Any) -> bool:
-    return isinstance(k, (Tensor, NDArray, list, np.ndarray))
+    return isinstance(k, (TensorBase, NDArray, list, np.ndarray))
 
 
 def _is_bool_scalar(k: Any) -> bool:
     """``True``, ``False`` or a 0-d bool array: a 0-d mask, not the int 0 or 1."""
     if isinstance(k, (bool, np.bool_)):
         return True
-    data = k._data if isinstance(k, Tensor) else k
+    data = k._data if isinstance(k, TensorBase) else k
     if isinstance(data, NDArray):
         return data.ndim == 0 and data.dtype == nd.bool_
     return isinstance(data, np.ndarray) and data.ndim == 0 and data.dtype == np.bool_
 
 
 def _is_mask(k: Any) -> bool:
-    data = k._data if isinstance(k, Tensor) else k
+    data = k._data if isinstance(k, TensorBase) else k
     if isinstance(data, NDArray):
         return data.dtype == nd.bool_
     return isinstance(k, (list, np.ndarray)) and np.asarray(k).dtype == np.bool_
@@ -121,7 +121,7 @@ def masked_select(x: Tensor, mask: Any) -> Tensor:
     """``x[mask]`` for a bool mask of ``x``'s leading dims: the selected elements
     (or trailing sub-tensors) in row-major order, differentiable as a ``take``.
     Shapes: ``x (*M, *R)``, ``mask (*M)`` -> ``(count, *R)``."""
-    data = mask._data if isinstance(mask, Tensor) else mask
+    data = mask._data if isinstance(mask, TensorBase) else mask
     index = nd.mask_indices(data, x.shape, x._data, "getitem")
     lead = data.ndim if isinstance(data, NDArray) else np.ndim(data)
     return take(x.reshape((int(np.prod(x.shape[:lead])),) + x.shape[lead:]), index, 0)
@@ -136,8 +136,8 @@ def read(x: Tensor, positions: np.ndarray) -> Tensor:
 def unwrap(key: Any) -> Any:
     """A key with its Tensors replaced by their NDArrays (what lamina.ndarray reads)."""
     if isinstance(key, tuple):
-        return tuple(k._data if isinstance(k, Tensor) else k for k in key)
-    return key._data if isinstance(key, Tensor) else key
+        return tuple(k._data if isinstance(k, TensorBase) else k for k in key)
+    return key._data if isinstance(key, TensorBase) else key
 
 
 def getitem(x: Tensor, key: Any) -> Tensor:
@@ -168,7 +168,7 @@ def getitem(x: Tensor, key: Any) -> Tensor:
     if len(arrays) > 1 or _is_mask(parts[p]) or p >= x.ndim or \
             any(not isinstance(k, slice) or k != slice(None) for k in parts[:p]):
         return read(x, nd.index_positions(x._data, unwrap(key), "getitem"))
-    index = parts[p]._data if isinstance(parts[p], Tensor) else parts[p]
+    index = parts[p]._data if isinstance(parts[p], TensorBase) else parts[p]
     out = take(x, nd.wrap_index(index, x.shape[p], x._data, "getitem", p), p)
     rest = parts[p + 1:]
     if not rest:
@@ -180,28 +180,28 @@ def masked_fill(x: Tensor, mask: Any, value: Any) -> Tensor:
     """``x`` with ``value`` where the bool ``mask`` (broadcast to ``x``'s shape) is
     True, keeping ``x``'s dtype as PyTorch; differentiable in ``x`` (and in a
     0-d Tensor ``value``)."""
-    if not isinstance(mask, Tensor):
+    if not isinstance(mask, TensorBase):
         host = np.asarray(mask)
         if host.dtype != np.bool_:
             raise DTypeError(f"masked_fill: the mask must be bool, got {host.dtype}")
         # a device without bool (interface v1.0) takes an int64 condition
         dtype = nd.bool_ if "bool" in x._data.device.dtypes else nd.int64
-        mask = Tensor._make(nd.array(host.astype(dtype.np), dtype=dtype, device=x._data.device))
+        mask = make(nd.array(host.astype(dtype.np), dtype=dtype, device=x._data.device))
     elif mask.dtype != nd.bool_:
         raise DTypeError(f"masked_fill: the mask must be bool, got {mask.dtype}")
     if nd.broadcast_shapes(mask.shape, x.shape, op="masked_fill") != x.shape:
         raise nd.ShapeError(f"masked_fill: mask of shape {mask.shape} does not broadcast to "
                             f"the tensor's shape {x.shape}")
-    if isinstance(value, Tensor):
+    if isinstance(value, TensorBase):
         fill = value.to(dtype=x.dtype)
     else:
-        fill = Tensor._make(nd.full((), value, dtype=x.dtype, device=x._data.device))
+        fill = make(nd.full((), value, dtype=x.dtype, device=x._data.device))
     return Where.apply(mask, fill, x)
 
 
 def nonzero(x: Tensor) -> Tensor:
     """Indices of the non-zero entries, ``(count, x.ndim)`` int64 (not differentiable)."""
-    return Tensor._make(nd.nonzero(x._data))
+    return make(nd.nonzero(x._data))
 
 
 PRIMITIVES = (Take, ScatterAdd, OneHot)

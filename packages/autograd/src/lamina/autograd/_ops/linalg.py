@@ -7,7 +7,7 @@ from lamina.ndarray import NDArray, ShapeError
 
 from .. import _grad_mode as grad_mode
 from .._function import Function
-from .._tensor import Tensor
+from .._tensor_base import Tensor, TensorBase
 from ._util import as_tensors
 
 
@@ -30,7 +30,7 @@ class Matmul(Function):
                              f"{a.shape} and {b.shape}; use * to multiply by a scalar")
         return a @ b
 
-    def backward(self, g: Tensor) -> tuple[Tensor | None, Tensor | None]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase | None, TensorBase | None]:
         a, b = self.inputs
         need_a, need_b = self.needs_input_grad
         a2 = a.unsqueeze(0) if a.ndim == 1 else a
@@ -86,7 +86,7 @@ class Linear(Function):
     def forward(self, x: NDArray, weight: NDArray, bias: NDArray | None = None) -> NDArray:
         return nd.linear(x, weight, bias)  # checks the shapes, naming linear
 
-    def backward(self, g: Tensor) -> tuple[Tensor | None, ...]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase | None, ...]:
         x, weight = self.inputs[:2]
         # One rule, on Tensors (recorded) with create_graph, else on their NDArrays.
         gv, xv, wv = ((g, x, weight) if grad_mode._state.enabled

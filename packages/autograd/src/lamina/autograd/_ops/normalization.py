@@ -30,7 +30,7 @@ from lamina.ndarray import NDArray, ShapeError
 
 from .. import _grad_mode as grad_mode
 from .._function import Function
-from .._tensor import Tensor
+from .._tensor_base import Tensor, TensorBase, make
 from ._util import as_tensors
 
 
@@ -49,7 +49,7 @@ class LayerNorm(Function):
         super().release()
         self.mean = self.rstd = None
 
-    def backward(self, g: Tensor) -> tuple[Tensor | None, ...]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase | None, ...]:
         x, weight, _ = self.inputs
         if grad_mode._state.enabled:  # create_graph: statistics that depend on x, recorded
             xhat, rstd = _normalised(x, self.eps)
@@ -152,7 +152,7 @@ class BatchNorm(Function):
         super().release()
         self.centred = self.rstd = self.fixed_mean = None
 
-    def backward(self, g: Tensor) -> tuple[Tensor | None, ...]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase | None, ...]:
         x, weight, _ = self.inputs
         shape, training, need = self.stat_shape, self.training, self.needs_input_grad
         if grad_mode._state.enabled:  # create_graph: statistics that depend on x, recorded
@@ -167,8 +167,8 @@ class BatchNorm(Function):
         if self.training:
             _, centred, var = _batch_statistics(x, self.stat_shape)
             return centred, (var + self.eps) ** -0.5
-        fixed_mean = Tensor._make(self.fixed_mean).reshape(self.stat_shape)
-        return x - fixed_mean, Tensor._make(self.rstd)
+        fixed_mean = make(self.fixed_mean).reshape(self.stat_shape)
+        return x - fixed_mean, make(self.rstd)
 
 
 def _batch_norm_grads(g: Any, weight: Any, centred: Any, rstd: Any,

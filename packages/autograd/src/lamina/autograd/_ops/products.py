@@ -20,7 +20,7 @@ import numpy as np
 from lamina.ndarray import DTypeError, ShapeError
 
 from .. import _ops as F
-from .._tensor import Tensor
+from .._tensor_base import Tensor, TensorBase, make
 from ._util import reduction_axes
 from .rearrange import diagonal
 
@@ -30,7 +30,7 @@ from .rearrange import diagonal
 
 def _expect(op: str, x: Any, ndim: int, what: str) -> None:
     """``x`` is a Tensor of ``ndim`` dims, else a TypeError/ShapeError naming ``what``."""
-    if not isinstance(x, Tensor):
+    if not isinstance(x, TensorBase):
         raise TypeError(f"{op}: {what} must be a Tensor, got {type(x).__name__}")
     if x.ndim != ndim:
         raise ShapeError(f"{op}: {what} must be {ndim}-D, got shape {x.shape}; reshape it or "
@@ -139,7 +139,7 @@ def _scaled_sum(op: str, input: Tensor, product: Tensor, beta: Any, alpha: Any  
     With ``beta == 0`` the values of ``input`` are ignored (its NaN and inf do not
     propagate) and its gradient is zero, as in PyTorch.
     """
-    if not isinstance(input, Tensor):
+    if not isinstance(input, TensorBase):
         raise TypeError(f"{op}: input must be a Tensor, got {type(input).__name__}")
     _same_dtype(op, input, product)
     if np.broadcast_shapes(input.shape, product.shape) != product.shape:
@@ -147,7 +147,7 @@ def _scaled_sum(op: str, input: Tensor, product: Tensor, beta: Any, alpha: Any  
                          f"product's shape {product.shape}")
     out = product if alpha == 1 else product * alpha
     if beta == 0:
-        never = Tensor._make(nd.zeros((), dtype="bool", device=input._data.device))
+        never = make(nd.zeros((), dtype="bool", device=input._data.device))
         return out + F.where(never, input, 0)
     return out + (input if beta == 1 else input * beta)
 
@@ -312,7 +312,7 @@ def _contract(x: Tensor, xt: list[str], y: Tensor, yt: list[str], later: set[str
     return F.reshape(z, z.shape[:nb] + xs + ys), batch + xo + yo
 
 
-def einsum(equation: str, *operands: Any) -> Tensor:
+def einsum(equation: str, *operands: Any) -> Any:
     """Einstein summation, as ``torch.einsum``: ``einsum("bij,bjk->bik", a, b)``.
 
     Each operand has a term of one letter (``[a-zA-Z]``) per dim; ``...`` stands
@@ -337,7 +337,7 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     if not operands:
         raise ValueError("einsum: expected at least one operand")
     for i, x in enumerate(operands):
-        if not isinstance(x, Tensor):
+        if not isinstance(x, TensorBase):
             raise TypeError(f"einsum: operand {i} must be a Tensor, got {type(x).__name__}")
     _same_dtype("einsum", *operands)
     terms, out = _parse(equation, [x.ndim for x in operands])

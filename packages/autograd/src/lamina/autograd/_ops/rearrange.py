@@ -19,7 +19,7 @@ import numpy as np
 from lamina.ndarray import DTypeError, ShapeError
 
 from .. import _ops as F
-from .._tensor import Tensor
+from .._tensor_base import Tensor, TensorBase, make
 from ._util import normalize_axis, reduction_axes, shape_arg
 
 # The ops are reached through the package at call time (F.cat): Tensor imports
@@ -133,7 +133,7 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
         >>> ag.tensor([10.0, 20.0, 30.0]).index_select(0, ag.tensor([2, 0]))
         tensor([30., 10.])
     """
-    if not isinstance(index, Tensor):
+    if not isinstance(index, TensorBase):
         raise TypeError(f"index_select: index must be a Tensor, not {type(index).__name__}; "
                         "wrap it with lamina.autograd.tensor(..., dtype='int64')")
     if index.ndim > 1:
@@ -190,15 +190,15 @@ def any(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A
 
 def numel(x: Tensor) -> int:
     """The number of elements of ``x`` (``torch.numel``)."""
-    return x.numel()
+    return x._data.size
 
 
 # ----- triangles and diagonals ---------------------------------------------------------
 
 def _triangle(x: Tensor, keep: np.ndarray) -> Tensor:
     """``x`` with the entries of its last two dims outside the bool ``keep`` set to 0."""
-    mask = Tensor._make(nd.array(keep, dtype="bool", device=x._data.device))
-    return F.where(mask, x, Tensor._make(nd.zeros((), dtype=x.dtype, device=x._data.device)))
+    mask = make(nd.array(keep, dtype="bool", device=x._data.device))
+    return F.where(mask, x, make(nd.zeros((), dtype=x.dtype, device=x._data.device)))
 
 
 def _matrices(x: Tensor, op: str) -> tuple[int, int]:

@@ -9,7 +9,7 @@ import lamina.ndarray as nd
 from lamina.ndarray import NDArray
 
 from .._function import Function
-from .._tensor import Tensor
+from .._tensor_base import Tensor, TensorBase, make
 from ._util import NOT_GIVEN, kept_shape, normalize_axis, reduction_args, reduction_axes
 from .elementwise import where
 from .shape import cat
@@ -26,7 +26,7 @@ class Sum(Function):
             return a.copy()
         return a.sum(axis=axes, keepdims=keepdim)
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         return (g.reshape(self.kept).broadcast_to(self.shapes[0]),)
 
 
@@ -44,7 +44,7 @@ class Prod(Function):
         self.axes, self.kept = axes, kept_shape(a.shape, axes)
         return a.prod(axis=axes, keepdims=keepdim)  # a 0-d input: axes == (), a copy
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         (x,) = self.inputs
         g = g.reshape(self.kept)
         # One host read, as PyTorch's rule makes: is there a zero to step around?
@@ -74,7 +74,7 @@ def _exclusive_cumprod(y: Tensor) -> Tensor:
     """``out[..., k] = prod(y[..., :k])`` (1 at ``k = 0``), by Hillis-Steele doubling."""
     n = y.shape[-1]
     lead = (slice(None),) * (y.ndim - 1)
-    one = Tensor._make(nd.ones(y.shape[:-1] + (1,), dtype=y.dtype, device=y._data.device))
+    one = make(nd.ones(y.shape[:-1] + (1,), dtype=y.dtype, device=y._data.device))
     out = cat([one, y[lead + (slice(0, n - 1),)]], -1)
     step = 1
     while step < n:  # out[k] gathers the product of its 2 * step predecessors
@@ -97,7 +97,7 @@ class _Extremum(Function):
         reduce = a.max if self.name == "amax" else a.min
         return reduce(axis=axes, keepdims=keepdim)
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         (x,) = self.inputs
         hit = x == self.output.reshape(self.kept)
         return (g.reshape(self.kept) * hit / hit.sum(dim=self.axes, keepdim=True),)
@@ -147,7 +147,7 @@ class LogSumExp(Function):
             return a.copy()
         return a.logsumexp(axis=axes, keepdims=keepdim)
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         (x,) = self.inputs
         return (g.reshape(self.kept) * (x - self.output.reshape(self.kept)).exp(),)
 
@@ -160,7 +160,7 @@ class Softmax(Function):
         self.axis = axis
         return a.softmax(axis=axis)
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         out = self.output
         return (out * (g - (g * out).sum(dim=self.axis, keepdim=True)),)
 
@@ -180,7 +180,7 @@ class Cumsum(Function):
         self.axis = axis
         return a.cumsum(axis)
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         # out[k] = sum(x[:k+1]), so x[j] reaches every out[k >= j]: a cumsum from the end
         if g.ndim == 0:
             return (g,)

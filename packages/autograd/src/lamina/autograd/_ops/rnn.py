@@ -35,7 +35,7 @@ from lamina.ndarray import NDArray, ShapeError
 
 from .. import _grad_mode as grad_mode
 from .._function import Function
-from .._tensor import Tensor
+from .._tensor_base import Tensor, TensorBase
 from ._util import as_tensors
 from .elementwise import sigmoid
 from .shape import cat, stack
@@ -96,7 +96,7 @@ class LSTMLayer(Function):
         super().release()
         self.acts = self.tanh_c = None
 
-    def backward(self, g: Tensor) -> tuple[Tensor | None, ...]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase | None, ...]:
         xp, h0, c0, w_hh = self.inputs
         if grad_mode._state.enabled:  # create_graph: states that depend on the inputs, recorded
             out, acts, tanh_c = _recorded_states(xp, h0, c0, w_hh)
@@ -107,8 +107,8 @@ class LSTMLayer(Function):
         return as_tensors([d if need else None for d, need in zip(grads, self.needs_input_grad)])
 
 
-def _recorded_states(xp: Tensor, h0: Tensor, c0: Tensor,
-                     w_hh: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+def _recorded_states(xp: TensorBase, h0: TensorBase, c0: TensorBase,
+                     w_hh: TensorBase) -> tuple[TensorBase, TensorBase, TensorBase]:
     """The forward's output ``[h | c]`` (L, N, 2H), gate activations (L, N, 4H) and
     ``tanh(c)`` (L, N, H) as Tensor functions of the inputs, for a recorded backward."""
     w_t = w_hh.transpose(0, 1)

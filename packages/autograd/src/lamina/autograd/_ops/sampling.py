@@ -14,7 +14,7 @@ import lamina.ndarray as nd
 from lamina.ndarray import NDArray
 
 from .._function import Function
-from .._tensor import Tensor
+from .._tensor_base import Tensor, TensorBase, make, new
 
 
 class Sampled(Function):
@@ -26,14 +26,14 @@ class Sampled(Function):
     def forward(self, *params: NDArray, **given: Any) -> NDArray:
         return given["values"]  # drawn by the caller; params only carry the graph edges
 
-    def backward(self, g: Tensor) -> tuple[Tensor, ...]:
-        return tuple(Tensor._make(nd.zeros(shape, dtype=dtype, device=g._data.device))
+    def backward(self, g: TensorBase) -> tuple[TensorBase, ...]:
+        return tuple(make(nd.zeros(shape, dtype=dtype, device=g._data.device))
                      for shape, dtype in zip(self.shapes, self.dtypes))
 
 
 def _float_params(*params: Tensor) -> tuple[Tensor, ...]:
     """The tensor parameters that can carry a (zero) gradient."""
-    return tuple(p for p in params if isinstance(p, Tensor) and p.dtype.is_floating)
+    return tuple(p for p in params if isinstance(p, TensorBase) and p.dtype.is_floating)
 
 
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False) -> Tensor:  # noqa: A002
@@ -54,7 +54,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False) -> T
         >>> ag.multinomial(ag.tensor([0.0, 1.0, 0.0]), 1).tolist()
         [1]
     """
-    return Tensor._make(nd.multinomial(input._data, num_samples, replacement))
+    return make(nd.multinomial(input._data, num_samples, replacement))
 
 
 def bernoulli(input: Tensor, p: float | None = None) -> Tensor:  # noqa: A002
@@ -76,7 +76,7 @@ def bernoulli(input: Tensor, p: float | None = None) -> Tensor:  # noqa: A002
 
 
 def normal(mean: Any, std: Any = 1.0, size: Any = None, *, dtype: Any = None,
-           device: Any = None, requires_grad: bool = False) -> Tensor:
+           device: Any = None, requires_grad: bool = False) -> Any:
     """Normal samples, as ``torch.normal``'s four forms.
 
     - ``normal(mean_tensor, std_tensor)``: shapes broadcast together.
@@ -95,15 +95,15 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, dtype: Any = None,
         >>> ag.normal(0.0, 1.0, (2, 3)).shape
         (2, 3)
     """
-    tensors = [t for t in (mean, std) if isinstance(t, Tensor)]
+    tensors = [t for t in (mean, std) if isinstance(t, TensorBase)]
     if not tensors:
         if size is None:
             raise TypeError("normal: with a number mean and std, pass size= (the shape)")
         values = nd.normal(float(mean), float(std), size, dtype=dtype, device=device)
-        return Tensor(values, requires_grad=requires_grad)
+        return new(values, requires_grad=requires_grad)
     if size is not None:
         raise TypeError("normal: size= applies to a number mean and std only; the tensor "
                         "arguments give the shape")
-    m, s = (t._data if isinstance(t, Tensor) else t for t in (mean, std))
+    m, s = (t._data if isinstance(t, TensorBase) else t for t in (mean, std))
     values = nd.normal(m, s)
     return Sampled.apply(*_float_params(mean, std), values=values)

@@ -19,7 +19,7 @@ import numpy as np
 from lamina.ndarray import DTypeError, NDArray
 
 from .._function import Function
-from .._tensor import Tensor
+from .._tensor_base import Tensor, TensorBase, make
 from .index import read, unwrap
 from .shape import Slice, to
 
@@ -40,7 +40,7 @@ class IndexPut(Function):
         nd.put(out, positions, values, accumulate, "index_put")
         return out
 
-    def backward(self, g: Tensor) -> tuple[Tensor | None, Tensor | None]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase | None, TensorBase | None]:
         need_a, need_values = self.needs_input_grad
         ga = gv = None
         if need_a:
@@ -52,14 +52,14 @@ class IndexPut(Function):
 
 
 def _zero(like: Tensor) -> Tensor:
-    return Tensor._make(nd.full((), 0, dtype=like.dtype, device=like._data.device))
+    return make(nd.full((), 0, dtype=like.dtype, device=like._data.device))
 
 
-def value_tensor(x: Tensor, value: Any, op: str) -> Tensor:
+def value_tensor(x: TensorBase, value: Any, op: str) -> TensorBase:
     """``value`` (a Tensor, number or array-like) as a Tensor of ``x``'s dtype and device;
     a floating point Tensor is not silently truncated into an integer ``x``."""
-    if not isinstance(value, Tensor):
-        return Tensor._make(nd.array(value.data if isinstance(value, NDArray) else value,
+    if not isinstance(value, TensorBase):
+        return make(nd.array(value.data if isinstance(value, NDArray) else value,
                                      dtype=x.dtype, device=x._data.device))
     if value.dtype != x.dtype and value.dtype.is_floating and not x.dtype.is_floating:
         raise DTypeError(f"{op}: cannot write {value.dtype.name} values into a "
@@ -99,7 +99,7 @@ def index_put(x: Tensor, indices: Any, values: Any, accumulate: bool = False) ->
         [4.0, 0.0, 2.0]
     """
     key = _index_tuple(indices, "index_put")
-    if isinstance(values, Tensor) and values.dtype != x.dtype:
+    if isinstance(values, TensorBase) and values.dtype != x.dtype:
         raise DTypeError(f"index_put: values are {values.dtype.name}, the tensor "
                          f"{x.dtype.name}; index_put needs one dtype (convert with .to())")
     positions = nd.index_positions(x._data, unwrap(key), "index_put")
@@ -131,7 +131,7 @@ def _scatter(x: Tensor, dim: int, index: Any, src: Any, value: Any, accumulate: 
             raise TypeError(f"{op}: give a source tensor (src)" +
                             ("" if accumulate else " or a scalar value"))
         src = value
-    if isinstance(src, Tensor):
+    if isinstance(src, TensorBase):
         if src.dtype != x.dtype:
             raise DTypeError(f"{op}: the source is {src.dtype.name}, the tensor "
                              f"{x.dtype.name}; {op} needs one dtype (convert with .to())")

@@ -15,7 +15,7 @@ import lamina.ndarray as nd
 from lamina.ndarray import NDArray, ShapeError
 
 from .._function import Function
-from .._tensor import Tensor
+from .._tensor_base import Tensor, TensorBase, make
 from ._util import normalize_axes, normalize_axis, shape_arg
 
 
@@ -26,7 +26,7 @@ class Reshape(Function):
     def forward(self, a: NDArray, shape: tuple[int, ...]) -> NDArray:
         return a.reshape(shape)
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         return (g.reshape(self.shapes[0]),)
 
 
@@ -39,7 +39,7 @@ class Permute(Function):
         self.axes = axes = nd.normalize_permutation(axes, len(a._shape), "permute", a._shape)
         return a._permuted(axes)
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         inverse = [0] * len(self.axes)
         for i, a in enumerate(self.axes):
             inverse[a] = i
@@ -55,7 +55,7 @@ class BroadcastTo(Function):
     def forward(self, a: NDArray, shape: tuple[int, ...]) -> NDArray:
         return a.broadcast_to(shape)
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         return (g,)
 
 
@@ -67,7 +67,7 @@ class Flip(Function):
         self.axes = axes
         return a.flip(axes)
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         return (g.flip(self.axes),)
 
 
@@ -81,7 +81,7 @@ class Slice(Function):
         self.key = key
         return a[key]
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         return (SliceScatter.apply(g, key=self.key, shape=self.shapes[0]),)
 
 
@@ -96,7 +96,7 @@ class SliceScatter(Function):
         out[key] = a
         return out
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         return (Slice.apply(g, key=self.key),)
 
 
@@ -117,7 +117,7 @@ class Cat(Function):
                                      f"{axis}") from None
             raise
 
-    def backward(self, g: Tensor) -> tuple[Tensor, ...]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase, ...]:
         grads, start = [], 0
         for shape in self.shapes:
             stop = start + shape[self.axis]
@@ -136,7 +136,7 @@ class Copy(Function):
         out = a.to(device).astype(dtype)
         return a.copy() if out is a else out
 
-    def backward(self, g: Tensor) -> tuple[Tensor]:
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
         return (Copy.apply(g, device=self.source[0], dtype=self.source[1]),)
 
 
@@ -150,7 +150,7 @@ def to(x: Tensor, device: Any = None, dtype: Any = None, copy: bool = False) -> 
     if not copy and device == x.device and dtype == x.dtype:
         return x
     if not dtype.is_floating:
-        return Tensor._make(x._data.to(device).astype(dtype))
+        return make(x._data.to(device).astype(dtype))
     return Copy.apply(x, device=device, dtype=dtype)
 
 

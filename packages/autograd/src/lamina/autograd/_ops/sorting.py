@@ -16,7 +16,7 @@ import lamina.ndarray as nd
 from lamina.ndarray import NDArray
 
 from .. import _grad_mode as grad_mode
-from .._tensor import Tensor
+from .._tensor_base import Tensor, TensorBase, make
 from ._util import NOT_GIVEN, normalize_axis, reduction_args
 from .reduce import amax, amin
 from .scattering import gather
@@ -26,16 +26,16 @@ class ValuesIndices(NamedTuple):
     """``(values, indices)``, as ``torch.return_types``: unpack it, or read
     ``.values`` and ``.indices``."""
 
-    values: Tensor
-    indices: Tensor
+    values: TensorBase
+    indices: TensorBase
 
 
 def _selected(x: Tensor, dim: int, values: NDArray, indices: NDArray) -> ValuesIndices:
     """The result pair; when ``x`` needs a gradient the values are re-read from ``x``
     with gather (equal to ``values``, and differentiable)."""
-    index = Tensor._make(indices)
+    index = make(indices)
     if not (x.requires_grad and grad_mode.is_grad_enabled()):
-        return ValuesIndices(Tensor._make(values), index)
+        return ValuesIndices(make(values), index)
     if x.ndim == 0:  # gather wants at least one dim
         return ValuesIndices(gather(x.reshape(1), 0, index.reshape(1)).reshape(()), index)
     return ValuesIndices(gather(x, dim, index), index)
@@ -64,7 +64,7 @@ def argsort(x: Tensor, dim: int = -1, descending: bool = False, *, stable: bool 
             ) -> Tensor:
     """The int64 indices that sort ``x`` along ``dim`` (``sort(...).indices``)."""
     axis = normalize_axis(dim, x.ndim, "argsort")
-    return Tensor._make(nd.argsort(x._data, axis, descending, stable))
+    return make(nd.argsort(x._data, axis, descending, stable))
 
 
 def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
@@ -88,7 +88,7 @@ def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = 
 
 def _extremum(x: Tensor, dim: Any, keepdim: bool, axis: Any, keepdims: bool | None,
               op: str) -> Tensor | ValuesIndices:
-    if isinstance(dim, Tensor):  # max(x, other): the elementwise form
+    if isinstance(dim, TensorBase):  # max(x, other): the elementwise form
         return x.maximum(dim) if op == "max" else x.minimum(dim)
     dim, keepdim = reduction_args(op, dim, keepdim, axis, keepdims)
     if dim is None:

@@ -28,7 +28,7 @@ from lamina.ndarray import NDArray
 from lamina.ndarray._optable import OPS, Op
 
 from .._function import Function
-from .._tensor import Tensor
+from .._tensor_base import Tensor
 from . import elementwise
 from ._util import operands
 
@@ -54,10 +54,10 @@ def _kernel(op: Op) -> Callable[..., NDArray]:
     return getattr(NDArray, f"__{op.operator}__" if op.operator else op.name)
 
 
-def _binary(name: str, node: type[Function]) -> Callable[[Any, Any], Tensor]:
+def _binary(name: str, node: type[Function]) -> Callable[[Any, Any], Any]:
     apply = node.apply
 
-    def function(a: Any, b: Any) -> Tensor:
+    def function(a: Any, b: Any) -> Any:
         return apply(*operands(a, b, name))
 
     return function
@@ -72,8 +72,8 @@ def _unary(node: type[Function]) -> Callable[[Tensor], Tensor]:
     return function
 
 
-def _documented(fn: Callable[..., Tensor], name: str, node: type[Function],
-                arity: int) -> Callable[..., Tensor]:
+def _documented(fn: Callable[..., Any], name: str, node: type[Function],
+                arity: int) -> Callable[..., Any]:
     fn.__name__ = fn.__qualname__ = name
     fn.__module__ = __name__
     operand = "a Tensor" if arity == 1 else "Tensors or numbers, broadcast"
@@ -83,7 +83,7 @@ def _documented(fn: Callable[..., Tensor], name: str, node: type[Function],
     return fn
 
 
-def _function(name: str, node: type[Function], arity: int) -> Callable[..., Tensor]:
+def _function(name: str, node: type[Function], arity: int) -> Callable[..., Any]:
     """The public function ``name`` of an op whose Function is ``node``."""
     if name in elementwise.PUBLIC:
         return elementwise.PUBLIC[name]
@@ -91,9 +91,9 @@ def _function(name: str, node: type[Function], arity: int) -> Callable[..., Tens
     return _documented(fn, name, node, arity)
 
 
-def _build() -> tuple[dict[str, type[Function]], dict[str, Callable[..., Tensor]]]:
+def _build() -> tuple[dict[str, type[Function]], dict[str, Callable[..., Any]]]:
     nodes: dict[str, type[Function]] = {}
-    functions: dict[str, Callable[..., Tensor]] = {}
+    functions: dict[str, Callable[..., Any]] = {}
     for op in OPS.values():
         node = elementwise.GRADIENTS.get(op.public) or _non_differentiable(op.public, _kernel(op))
         nodes[op.public] = node
@@ -117,7 +117,7 @@ COMPOSITES: tuple[Callable[..., Any], ...] = ()
 
 # ----- Tensor's operators and methods -----------------------------------------------
 
-def _operator(function: Callable[[Any, Any], Tensor], apply: Callable[..., Tensor],
+def _operator(function: Callable[[Any, Any], Tensor], apply: Callable[..., Any],
               tensor: type[Tensor]) -> Callable[[Tensor, Any], Tensor]:
     """``t OP other``: two Tensors go straight to ``Function.apply`` (what the function
     would call for them, minus its dispatch on operand types), else the function."""
@@ -139,7 +139,7 @@ def _reflected(function: Callable[[Any, Any], Tensor]) -> Callable[[Tensor, Any]
     return reflected
 
 
-def _in_place(name: str, function: Callable[..., Tensor], arity: int) -> Callable[..., Tensor]:
+def _in_place(name: str, function: Callable[..., Any], arity: int) -> Callable[..., Any]:
     """``t.NAME(...)``: the out-of-place ``function`` written into ``t`` (see _inplace)."""
     from .. import _inplace  # loaded by install() time; it imports this package
 
