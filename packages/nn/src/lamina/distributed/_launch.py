@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import selectors
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -75,7 +76,10 @@ def run_checked(nproc: int, args: list[str], what: str) -> int:
                     process.kill()  # as subprocess.run does: no rank outlives the launcher
                     raise
     code = process.returncode
-    problem = _unfinished(reports, nproc) if code == 0 else None
+    # MPICH's mpiexec exits 0 when a rank leaves early with status 0, or, when it is
+    # slower than the other ranks, kills them and exits with SIGKILL's status.
+    killed = code in (signal.SIGKILL, 128 + signal.SIGKILL)
+    problem = _unfinished(reports, nproc, killed) if code == 0 or killed else None
     if problem is None:
         return code
     sys.stderr.write(f"{what}: {problem}. The run failed: find out why it stopped, and rerun\n")
@@ -149,8 +153,12 @@ def _read(conn: socket.socket, open_: dict[socket.socket, tuple[bytes, int | Non
     return rank
 
 
-def _unfinished(reports: _Reports, nproc: int) -> str | None:
-    """Which ranks did not finish, the one that left first named first; None if all did."""
+def _unfinished(reports: _Reports, nproc: int, killed: bool = False) -> str | None:
+    """Which ranks did not finish, the one that left first named first; None if all did.
+
+    ``killed``: mpiexec exited with SIGKILL's status (it killed the ranks left after the
+    first one ended) rather than reporting success.
+    """
     missing = [r for r in range(nproc) if r not in reports.finished]
     if not missing:
         return None
@@ -160,13 +168,16 @@ def _unfinished(reports: _Reports, nproc: int) -> str | None:
     parts = []
     if first:
         who = f"rank {first[0]}" if len(first) == 1 else f"one of ranks {_list(first)}"
-        parts.append(f"{who} exited with status 0 before it finished (it never reported "
+        status = "" if killed else " with status 0"
+        parts.append(f"{who} exited{status} before it finished (it never reported "
                      "completion)")
     rest = [r for r in missing if r not in first and r not in never]
     if rest:
         parts.append(f"mpiexec then ended rank(s) {_list(rest)}")
     if never:
         parts.append(f"rank(s) {_list(never)} ended before reporting that they started")
+    if killed:
+        return "; ".join(parts) + ", and mpiexec killed the other ranks (exit status 9)"
     return ("; ".join(parts) + ", and mpiexec reported success (MPICH takes an exit with "
             "status 0 as normal)")
 
