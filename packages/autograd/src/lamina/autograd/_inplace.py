@@ -198,13 +198,23 @@ def sub_(t: Tensor, other: Any, alpha: Any = 1) -> Tensor:
     return _binary(t, _scaled(other, alpha), "sub_", E.sub)
 
 
+def apply_(t: Tensor, op: str, fn: Callable[[Tensor], Tensor]) -> Tensor:
+    """Writes ``fn(t)`` into ``t`` (and returns ``t``), for any ``fn`` of one tensor that
+    keeps its shape, composite ones included (``clamp_``, lamina.nn's ``inplace=True``
+    activations).
+
+    The inner nodes of a composite may save ``t`` itself (``where(t > 0, t, t * s)``),
+    and the write would then spoil what they saved; so a recorded call applies ``fn``
+    to a copy of ``t``, whose gradient flows on into ``t``'s old history.
+    """
+    _check_leaf(t, op)
+    recording = t._requires_grad and grad_mode._state.enabled
+    return _write(t, fn(S.to(t, copy=True) if recording else t), op)
+
+
 def clamp_(t: Tensor, min: float | None = None, max: float | None = None) -> Tensor:  # noqa: A002
     """Limits ``t`` to ``[min, max]`` in place."""
-    _check_leaf(t, "clamp_")
-    # clamp is composite: its inner nodes would save t itself, so a recorded
-    # clamp_ works on a copy (the old value stays intact for them).
-    src = S.to(t, copy=True) if t._requires_grad and grad_mode._state.enabled else t
-    return _write(t, E.clamp(src, min, max), "clamp_")
+    return apply_(t, "clamp_", lambda src: E.clamp(src, min, max))
 
 
 def fill_(t: Tensor, value: Any) -> Tensor:

@@ -714,6 +714,14 @@ class Tensor(TensorBase):
                max: builtins.float | None = None) -> Tensor:  # noqa: A002
         return _inplace.clamp_(self, min, max)
 
+    def relu_(self) -> Tensor:
+        """:meth:`relu` in place."""
+        return _inplace._unary(self, "relu_", F.relu)
+
+    def sigmoid_(self) -> Tensor:
+        """:meth:`sigmoid` in place."""
+        return _inplace.apply_(self, "sigmoid_", F.sigmoid)
+
     def fill_(self, value: Any) -> Tensor:
         return _inplace.fill_(self, value)
 

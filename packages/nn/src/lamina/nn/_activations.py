@@ -10,11 +10,13 @@ before ``exp``, so that an overflow there cannot turn a zero gradient into NaN.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from lamina import autograd as ag
 from lamina import ndarray as nd
 from lamina.autograd import Tensor
+from lamina.autograd._inplace import apply_
 
 from ._errors import ShapeError
 from ._module import Module
@@ -23,8 +25,9 @@ from ._parameter import Parameter
 __all__ = [
     "CELU", "ELU", "SELU", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU", "LogSigmoid",
     "Mish", "PReLU", "ReLU6", "SiLU", "Softmin", "Softplus", "Softsign",
-    "celu", "elu", "hardsigmoid", "hardswish", "hardtanh", "leaky_relu", "logsigmoid", "mish",
-    "prelu", "relu6", "selu", "silu", "softmin", "softplus", "softsign",
+    "celu", "celu_", "elu", "elu_", "hardsigmoid", "hardswish", "hardtanh", "hardtanh_",
+    "leaky_relu", "leaky_relu_", "logsigmoid", "mish", "prelu", "relu6", "selu", "selu_", "silu",
+    "softmin", "softplus", "softsign",
 ]
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -32,31 +35,63 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 
 # ----- functions ---------------------------------------------------------------------------
+# ``inplace=True`` writes the result into x's storage and returns x, recorded as an in-place
+# op (lamina.autograd's one mechanism, as ``x.relu_()``): x's version counter bumps, its
+# grad_fn becomes the activation's, and a leaf that requires grad refuses it.
 
-def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
+def _activate(x: Tensor, fn: Callable[[Tensor], Tensor], inplace: bool, op: str) -> Tensor:
+    """``fn(x)``, or with ``inplace`` the same values written into ``x`` (returned)."""
+    return apply_(x, op, fn) if inplace else fn(x)
+
+
+def leaky_relu(x: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """x where x > 0, else ``negative_slope * x``."""
-    return ag.where(x > 0, x, x * negative_slope)
+    return _activate(x, lambda t: ag.where(t > 0, t, t * negative_slope), inplace,
+                     "leaky_relu_")
 
 
-def elu(x: Tensor, alpha: float = 1.0) -> Tensor:
+def leaky_relu_(x: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """:func:`leaky_relu` in place; returns ``x``."""
+    return leaky_relu(x, negative_slope, inplace=True)
+
+
+def elu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """x where x > 0, else ``alpha * (exp(x) - 1)``."""
-    return ag.where(x > 0, x, (x.clamp(max=0.0).exp() - 1.0) * alpha)
+    return _activate(x, lambda t: ag.where(t > 0, t, (t.clamp(max=0.0).exp() - 1.0) * alpha),
+                     inplace, "elu_")
 
 
-def selu(x: Tensor) -> Tensor:
+def elu_(x: Tensor, alpha: float = 1.0) -> Tensor:
+    """:func:`elu` in place; returns ``x``."""
+    return elu(x, alpha, inplace=True)
+
+
+def selu(x: Tensor, inplace: bool = False) -> Tensor:
     """``scale * elu(x, alpha)`` with the self-normalising constants."""
-    return elu(x, _SELU_ALPHA) * _SELU_SCALE
+    return _activate(x, lambda t: elu(t, _SELU_ALPHA) * _SELU_SCALE, inplace, "selu_")
 
 
-def celu(x: Tensor, alpha: float = 1.0) -> Tensor:
+def selu_(x: Tensor) -> Tensor:
+    """:func:`selu` in place; returns ``x``."""
+    return selu(x, inplace=True)
+
+
+def celu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """x where x > 0, else ``alpha * (exp(x / alpha) - 1)``; alpha must not be 0."""
     _check_alpha("celu", alpha)
-    return ag.where(x > 0, x, ((x / alpha).clamp(max=0.0).exp() - 1.0) * alpha)
+    return _activate(
+        x, lambda t: ag.where(t > 0, t, ((t / alpha).clamp(max=0.0).exp() - 1.0) * alpha),
+        inplace, "celu_")
 
 
-def silu(x: Tensor) -> Tensor:
+def celu_(x: Tensor, alpha: float = 1.0) -> Tensor:
+    """:func:`celu` in place; returns ``x``."""
+    return celu(x, alpha, inplace=True)
+
+
+def silu(x: Tensor, inplace: bool = False) -> Tensor:
     """``x * sigmoid(x)`` (also called swish)."""
-    return x * x.sigmoid()
+    return _activate(x, lambda t: t * t.sigmoid(), inplace, "silu_")
 
 
 def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
@@ -66,31 +101,41 @@ def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     return ag.where(scaled > threshold, x, smooth)
 
 
-def mish(x: Tensor) -> Tensor:
+def mish(x: Tensor, inplace: bool = False) -> Tensor:
     """``x * tanh(softplus(x))``."""
-    return x * softplus(x).tanh()
+    return _activate(x, lambda t: t * softplus(t).tanh(), inplace, "mish_")
 
 
-def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0,
+             inplace: bool = False) -> Tensor:
     """x clamped to [min_val, max_val]; the gradient is 0 at and beyond the bounds."""
     _check_range("hardtanh", min_val, max_val)
-    inside = (x > min_val).logical_and(x < max_val)
-    return ag.where(inside, x, x.detach().clamp(min_val, max_val))
+
+    def fn(t: Tensor) -> Tensor:
+        inside = (t > min_val).logical_and(t < max_val)
+        return ag.where(inside, t, t.detach().clamp(min_val, max_val))
+
+    return _activate(x, fn, inplace, "hardtanh_")
 
 
-def relu6(x: Tensor) -> Tensor:
+def hardtanh_(x: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """:func:`hardtanh` in place; returns ``x``."""
+    return hardtanh(x, min_val, max_val, inplace=True)
+
+
+def relu6(x: Tensor, inplace: bool = False) -> Tensor:
     """``min(max(x, 0), 6)``."""
-    return hardtanh(x, 0.0, 6.0)
+    return hardtanh(x, 0.0, 6.0, inplace)
 
 
-def hardsigmoid(x: Tensor) -> Tensor:
+def hardsigmoid(x: Tensor, inplace: bool = False) -> Tensor:
     """``relu6(x + 3) / 6``: a piecewise-linear sigmoid."""
-    return relu6(x + 3.0) / 6.0
+    return _activate(x, lambda t: relu6(t + 3.0) / 6.0, inplace, "hardsigmoid_")
 
 
-def hardswish(x: Tensor) -> Tensor:
+def hardswish(x: Tensor, inplace: bool = False) -> Tensor:
     """``x * relu6(x + 3) / 6``."""
-    return x * hardsigmoid(x)
+    return _activate(x, lambda t: t * hardsigmoid(t), inplace, "hardswish_")
 
 
 def softsign(x: Tensor) -> Tensor:
@@ -149,64 +194,86 @@ def _check_range(owner: str, min_val: float, max_val: float) -> None:
 
 # ----- modules -----------------------------------------------------------------------------
 
-class LeakyReLU(Module):
-    """x where x > 0, else ``negative_slope * x`` (any shape)."""
+def _with_inplace(options: str, inplace: bool) -> str:
+    """An extra_repr as PyTorch's activations write it: ``inplace=True`` only when set."""
+    return ", ".join(part for part in (options, "inplace=True" if inplace else "") if part)
 
-    def __init__(self, negative_slope: float = 0.01) -> None:
+
+class _InPlaceActivation(Module):
+    """Base of the activations whose one option is PyTorch's ``inplace``.
+
+    Args:
+        inplace: write the result into the input's storage and return the input.
+    """
+
+    def __init__(self, inplace: bool = False) -> None:
         super().__init__()
-        self.negative_slope = negative_slope
-
-    def forward(self, x: Tensor) -> Tensor:
-        return leaky_relu(x, self.negative_slope)
+        self.inplace = inplace
 
     def extra_repr(self) -> str:
-        return f"negative_slope={self.negative_slope}"
+        return _with_inplace("", self.inplace)
+
+
+class LeakyReLU(Module):
+    """x where x > 0, else ``negative_slope * x`` (any shape); ``inplace`` as PyTorch's."""
+
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
+        super().__init__()
+        self.negative_slope = negative_slope
+        self.inplace = inplace
+
+    def forward(self, x: Tensor) -> Tensor:
+        return leaky_relu(x, self.negative_slope, self.inplace)
+
+    def extra_repr(self) -> str:
+        return _with_inplace(f"negative_slope={self.negative_slope}", self.inplace)
 
 
 class ELU(Module):
-    """x where x > 0, else ``alpha * (exp(x) - 1)`` (any shape)."""
+    """x where x > 0, else ``alpha * (exp(x) - 1)`` (any shape); ``inplace`` as PyTorch's."""
 
-    def __init__(self, alpha: float = 1.0) -> None:
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
         super().__init__()
         self.alpha = alpha
+        self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        return elu(x, self.alpha)
+        return elu(x, self.alpha, self.inplace)
 
     def extra_repr(self) -> str:
-        return f"alpha={self.alpha}"
+        return _with_inplace(f"alpha={self.alpha}", self.inplace)
 
 
 class CELU(ELU):
     """x where x > 0, else ``alpha * (exp(x / alpha) - 1)`` (any shape)."""
 
-    def __init__(self, alpha: float = 1.0) -> None:
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
         _check_alpha("CELU", alpha)
-        super().__init__(alpha)
+        super().__init__(alpha, inplace)
 
     def forward(self, x: Tensor) -> Tensor:
-        return celu(x, self.alpha)
+        return celu(x, self.alpha, self.inplace)
 
 
-class SELU(Module):
+class SELU(_InPlaceActivation):
     """``scale * elu(x, alpha)`` with alpha ~ 1.6733 and scale ~ 1.0507 (any shape)."""
 
     def forward(self, x: Tensor) -> Tensor:
-        return selu(x)
+        return selu(x, self.inplace)
 
 
-class SiLU(Module):
+class SiLU(_InPlaceActivation):
     """``x * sigmoid(x)`` (any shape)."""
 
     def forward(self, x: Tensor) -> Tensor:
-        return silu(x)
+        return silu(x, self.inplace)
 
 
-class Mish(Module):
+class Mish(_InPlaceActivation):
     """``x * tanh(softplus(x))`` (any shape)."""
 
     def forward(self, x: Tensor) -> Tensor:
-        return mish(x)
+        return mish(x, self.inplace)
 
 
 class Softplus(Module):
@@ -226,42 +293,50 @@ class Softplus(Module):
 
 
 class Hardtanh(Module):
-    """x clamped to [min_val, max_val] (any shape)."""
+    """x clamped to [min_val, max_val] (any shape); ``inplace`` as PyTorch's."""
 
-    def __init__(self, min_val: float = -1.0, max_val: float = 1.0) -> None:
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0,
+                 inplace: bool = False) -> None:
         super().__init__()
         _check_range(type(self).__name__, min_val, max_val)
         self.min_val, self.max_val = min_val, max_val
+        self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        return hardtanh(x, self.min_val, self.max_val)
+        return hardtanh(x, self.min_val, self.max_val, self.inplace)
 
     def extra_repr(self) -> str:
-        return f"min_val={self.min_val}, max_val={self.max_val}"
+        return _with_inplace(f"min_val={self.min_val}, max_val={self.max_val}", self.inplace)
 
 
 class ReLU6(Hardtanh):
     """``min(max(x, 0), 6)`` (any shape)."""
 
-    def __init__(self) -> None:
-        super().__init__(0.0, 6.0)
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__(0.0, 6.0, inplace)
 
     def extra_repr(self) -> str:
-        return ""
+        return _with_inplace("", self.inplace)
 
 
-class Hardsigmoid(Module):
+class Hardsigmoid(_InPlaceActivation):
     """``relu6(x + 3) / 6`` (any shape)."""
 
     def forward(self, x: Tensor) -> Tensor:
-        return hardsigmoid(x)
+        return hardsigmoid(x, self.inplace)
+
+    def extra_repr(self) -> str:
+        return ""  # PyTorch's repr never shows inplace here
 
 
-class Hardswish(Module):
+class Hardswish(_InPlaceActivation):
     """``x * relu6(x + 3) / 6`` (any shape)."""
 
     def forward(self, x: Tensor) -> Tensor:
-        return hardswish(x)
+        return hardswish(x, self.inplace)
+
+    def extra_repr(self) -> str:
+        return ""  # PyTorch's repr never shows inplace here
 
 
 class Softsign(Module):

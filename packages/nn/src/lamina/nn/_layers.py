@@ -10,6 +10,7 @@ from lamina.autograd import Tensor
 
 from . import functional as F
 from . import init
+from ._activations import _InPlaceActivation
 from ._errors import ShapeError, check_shape
 from ._module import Module
 from ._parameter import Parameter
@@ -158,11 +159,11 @@ def _infer_sizes(owner: str, total: int, sizes: tuple[int, ...]) -> tuple[int, .
     return sizes
 
 
-class ReLU(Module):
-    """max(x, 0), elementwise (any shape)."""
+class ReLU(_InPlaceActivation):
+    """max(x, 0), elementwise (any shape); ``inplace=True`` writes into the input."""
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.relu(x)
+        return F.relu(x, self.inplace)
 
 
 class Tanh(Module):
@@ -219,20 +220,21 @@ class LogSoftmax(Softmax):
 class Dropout(Module):
     """In training, zero elements with probability p and scale the rest by 1/(1-p).
 
-    Identity in eval mode.
+    Identity in eval mode. ``inplace=True`` writes the result into the input.
     """
 
-    def __init__(self, p: float = 0.5) -> None:
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"Dropout: p must be in [0, 1], got {p}")
         self.p = p
+        self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.dropout(x, self.p, self.training)
+        return F.dropout(x, self.p, self.training, self.inplace)
 
     def extra_repr(self) -> str:
-        return f"p={self.p}"
+        return f"p={self.p}, inplace={self.inplace}"
 
 
 class Residual(Module):

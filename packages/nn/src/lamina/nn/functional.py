@@ -18,7 +18,7 @@ from ._errors import ShapeError
 
 __all__ = [
     "batch_norm", "dropout", "embedding", "gelu", "group_norm", "layer_norm", "linear",
-    "log_softmax", "one_hot", "relu", "sigmoid", "softmax", "tanh",
+    "log_softmax", "one_hot", "relu", "relu_", "sigmoid", "softmax", "tanh",
     "scaled_dot_product_attention", "attention", "causal_mask",
 ]
 
@@ -27,9 +27,14 @@ __all__ = [
 linear = ag.linear
 
 
-def relu(x: Tensor) -> Tensor:
-    """max(x, 0), elementwise."""
-    return x.relu()
+def relu(x: Tensor, inplace: bool = False) -> Tensor:
+    """max(x, 0), elementwise; ``inplace=True`` writes into ``x`` and returns it."""
+    return x.relu_() if inplace else x.relu()
+
+
+def relu_(x: Tensor) -> Tensor:
+    """:func:`relu` in place (``x.relu_()``); returns ``x``."""
+    return x.relu_()
 
 
 def sigmoid(x: Tensor) -> Tensor:
@@ -59,15 +64,19 @@ def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
     return x.log_softmax(dim)
 
 
-def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
+def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
+            ) -> Tensor:
     """Zero each element with probability p and scale the rest by 1 / (1 - p).
 
-    Identity when ``training`` is False or ``p == 0``.
+    Identity (``x`` itself) when ``training`` is False or ``p == 0``. With
+    ``inplace``, ``x`` is multiplied in place by the scaled mask and returned.
     """
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout: p must be in [0, 1], got {p}")
     if not training or p == 0.0:
         return x
+    if inplace:  # the mask as ag.dropout draws it: dropout of ones
+        return x.mul_(ag.dropout(ag.ones_like(x), p, training=True))
     return ag.dropout(x, p, training=True)
 
 
@@ -385,25 +394,30 @@ __all__ += ["adaptive_avg_pool2d", "avg_pool2d", "conv2d", "max_pool2d"]
 # Activations beyond the basic ones live beside their modules.
 from ._activations import (  # noqa: E402
     celu,
+    celu_,
     elu,
+    elu_,
     hardsigmoid,
     hardswish,
     hardtanh,
+    hardtanh_,
     leaky_relu,
+    leaky_relu_,
     logsigmoid,
     mish,
     prelu,
     relu6,
     selu,
+    selu_,
     silu,
     softmin,
     softplus,
     softsign,
 )
 
-__all__ += ["celu", "elu", "hardsigmoid", "hardswish", "hardtanh", "leaky_relu",
-            "logsigmoid", "mish", "prelu", "relu6", "selu", "silu", "softmin", "softplus",
-            "softsign"]
+__all__ += ["celu", "celu_", "elu", "elu_", "hardsigmoid", "hardswish", "hardtanh",
+            "hardtanh_", "leaky_relu", "leaky_relu_", "logsigmoid", "mish", "prelu", "relu6",
+            "selu", "selu_", "silu", "softmin", "softplus", "softsign"]
 __all__ += ["conv1d", "conv_transpose2d"]
 
 # Losses live beside their modules in _loss (one place for each loss's checks).
