@@ -105,8 +105,8 @@ def test_conv2d_bad_input_names_layer_and_shapes():
         nn.Conv2d(3, 8, 0)
     with pytest.raises(ValueError, match="in_channels must be a positive int"):
         nn.Conv2d(0, 8, 3)
-    with pytest.raises(ValueError, match="groups=1"):
-        nn.Conv2d(4, 8, 3, groups=2)
+    with pytest.raises(ValueError, match="in_channels=4 must be divisible by groups=3"):
+        nn.Conv2d(4, 8, 3, groups=3)
 
 
 def test_conv2d_state_dict_roundtrip_with_torch_names():

@@ -235,8 +235,8 @@ def test_conv1d_bad_input_names_layer_and_values():
         nn.Conv1d(3, 8, 3, stride=2, padding="same")
     with pytest.raises(ValueError, match="kernel_size must be an int >= 1"):
         nn.Conv1d(3, 8, (3, 3))
-    with pytest.raises(ValueError, match="groups=1"):
-        nn.Conv1d(4, 8, 3, groups=2)
+    with pytest.raises(ValueError, match="in_channels=4 must be divisible by groups=3"):
+        nn.Conv1d(4, 8, 3, groups=3)
     with pytest.raises(nn.ShapeError, match=r"conv1d: input \(2, 3, 5\).*weight \(4, 2, 3\)"):
         nn.functional.conv1d(ag.zeros(2, 3, 5), ag.zeros(4, 2, 3))
     with pytest.raises(nn.ShapeError, match=r"conv1d: bias has shape \(3,\), expected \(4,\)"):
@@ -311,8 +311,8 @@ def test_conv_transpose2d_bad_input_names_layer_and_values():
     with pytest.raises(ValueError, match=r"output_padding \(2, 2\) must be smaller than "
                                          r"either stride \(2, 2\) or dilation \(1, 1\)"):
         nn.ConvTranspose2d(3, 8, 3, stride=2, output_padding=2)
-    with pytest.raises(ValueError, match="groups=1"):
-        nn.ConvTranspose2d(4, 8, 3, groups=2)
+    with pytest.raises(ValueError, match="in_channels=4 must be divisible by groups=3"):
+        nn.ConvTranspose2d(4, 8, 3, groups=3)
     with pytest.raises(nn.ShapeError, match=r"conv_transpose2d: .*empty output"):
         nn.functional.conv_transpose2d(ag.zeros(1, 1, 1, 1), ag.zeros(1, 1, 1, 1), padding=1)
     with pytest.raises(nn.ShapeError, match=r"conv_transpose2d: bias has shape \(3,\)"):

@@ -49,7 +49,7 @@ def test_nll_loss(reduction):
 def test_mse_loss(reduction):
     target = RNG.standard_normal(LOGITS.shape).astype(np.float32)
     x, xt = ag.tensor(LOGITS, requires_grad=True), torch.tensor(LOGITS, requires_grad=True)
-    loss = nn.MSELoss(reduction)(x, ag.tensor(target))
+    loss = nn.MSELoss(reduction=reduction)(x, ag.tensor(target))
     loss_t = torch.nn.MSELoss(reduction=reduction)(xt, torch.tensor(target))
     _compare(loss, loss_t, x, xt)
 

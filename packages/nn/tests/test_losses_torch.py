@@ -306,7 +306,7 @@ def test_kl_div_batchmean_module():
     t = ag.tensor(_probs(4, 3, seed=8).astype(np.float32))
     ref = torch.nn.KLDivLoss(reduction="batchmean")(torch.tensor(x.numpy()),
                                                       torch.tensor(t.numpy()))
-    assert_close(nn.KLDivLoss("batchmean")(x, t), ref)
+    assert_close(nn.KLDivLoss(reduction="batchmean")(x, t), ref)
 
 
 # ----- errors ------------------------------------------------------------------------------

@@ -47,12 +47,28 @@ def _single(value: Any, op: str, name: str, minimum: int) -> int:
     return int(items[0])
 
 
-def _check_channels(name: str, in_channels: Any, out_channels: Any, groups: int) -> None:
-    if groups != 1:
-        raise ValueError(f"{name}: only groups=1 is supported, got groups={groups}")
+def _check_groups(op: str, groups: Any) -> int:
+    if not isinstance(groups, int) or isinstance(groups, bool) or groups < 1:
+        raise ValueError(f"{op}: groups must be a positive int, got {groups!r}")
+    return groups
+
+
+def _check_channels(name: str, in_channels: Any, out_channels: Any, groups: Any) -> None:
+    """Positive int channel counts, both divisible by a positive int ``groups`` (as torch)."""
+    _check_groups(name, groups)
     for arg, value in (("in_channels", in_channels), ("out_channels", out_channels)):
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{name}: {arg} must be a positive int, got {value!r}")
+        if value % groups:
+            raise ValueError(f"{name}: {arg}={value} must be divisible by groups={groups}; "
+                             f"pick groups dividing both in_channels and out_channels")
+
+
+def _groups_repr(text: str, groups: int, bias: Any) -> str:
+    """torch's extra_repr tail: groups when not 1, then bias=False when there is none."""
+    if groups != 1:
+        text += f", groups={groups}"
+    return text + (", bias=False" if bias is None else "")
 
 
 def _reset_conv(weight: Parameter, bias: Parameter | None) -> None:
@@ -78,16 +94,18 @@ def _padding_1d(op: str, padding: Any, stride: int, reach: int) -> Pair:
 
 
 def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
-           padding: Any = 0, dilation: Any = 1) -> Tensor:
-    """2-D cross-correlation, as ``torch.nn.functional.conv2d`` with ``groups=1``.
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    """2-D cross-correlation, as ``torch.nn.functional.conv2d``.
 
     Args:
         x: (N, C_in, H, W).
-        weight: (C_out, C_in, KH, KW).
+        weight: (C_out, C_in/groups, KH, KW).
         bias: (C_out,) or None.
         stride, dilation: an int or a pair.
         padding: an int, a pair, ``"valid"``, ``"same"`` (stride 1), or per-side
             pairs ``((top, bottom), (left, right))``.
+        groups: split the channels into this many groups, each convolved with its
+            own C_out/groups filters (groups=C_in: depthwise); divides C_in and C_out.
 
     Returns:
         (N, C_out, OH, OW).
@@ -105,7 +123,8 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 
             # Uneven "same" padding: pad explicitly, then convolve without padding.
             x = ag.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
             padding = 0
-    return ag.conv2d(x, weight, bias, stride=stride, padding=padding, dilation=dilation)
+    return ag.conv2d(x, weight, bias, stride=stride, padding=padding, dilation=dilation,
+                     groups=groups)
 
 
 class Conv2d(Module):
@@ -113,7 +132,7 @@ class Conv2d(Module):
 
     Weight and bias start as PyTorch's defaults: ``kaiming_uniform_(a=sqrt(5))``
     for the weight, i.e. U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with
-    ``fan_in = C_in * KH * KW``, and the same bound for the bias.
+    ``fan_in = C_in/groups * KH * KW``, and the same bound for the bias.
 
     Args:
         in_channels: C_in.
@@ -123,6 +142,8 @@ class Conv2d(Module):
         padding: an int or a pair of zero paddings, or ``"same"`` (stride 1 only)
             or ``"valid"`` (no padding).
         dilation: an int or a pair (>= 1).
+        groups: split the channels into this many groups that do not see each other
+            (C_in for a depthwise convolution); divides C_in and C_out.
         bias: learn an additive bias per output channel.
         device: where the parameters live (default device when None).
         dtype: parameter dtype (float32 when None).
@@ -158,8 +179,8 @@ class Conv2d(Module):
         else:
             self.padding = pair(padding, name, "padding", 0)
         dtype = dtype or nd.float32
-        self.weight = Parameter(nd.zeros(out_channels, in_channels, *self.kernel_size,
-                                         dtype=dtype, device=device))
+        self.weight = Parameter(nd.zeros(out_channels, in_channels // groups,
+                                         *self.kernel_size, dtype=dtype, device=device))
         if bias:
             self.bias = Parameter(nd.zeros(out_channels, dtype=dtype, device=device))
         else:
@@ -193,7 +214,8 @@ class Conv2d(Module):
             raise ShapeError(f"{self!r}: kernel {self.kernel_size} (dilation {self.dilation}, "
                              f"reach {tuple(reach)}) is larger than the padded input "
                              f"{padded} of input shape {shape}")
-        return conv2d(x, self.weight, self.bias, self.stride, pads, self.dilation)
+        return conv2d(x, self.weight, self.bias, self.stride, pads, self.dilation,
+                      self.groups)
 
     def extra_repr(self) -> str:
         text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
@@ -203,36 +225,39 @@ class Conv2d(Module):
                 else f", padding={self.padding}"
         if self.dilation != (1, 1):
             text += f", dilation={self.dilation}"
-        if self.bias is None:
-            text += ", bias=False"
-        return text
+        return _groups_repr(text, self.groups, self.bias)
 
 
 def conv1d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
-    """1-D cross-correlation, as ``torch.nn.functional.conv1d`` with ``groups=1``.
+    """1-D cross-correlation, as ``torch.nn.functional.conv1d``.
 
     Runs as conv2d over an added height axis of size 1.
 
     Args:
         x: (N, C_in, L), or unbatched (C_in, L).
-        weight: (C_out, C_in, K).
+        weight: (C_out, C_in/groups, K).
         bias: (C_out,) or None.
         stride, dilation: an int (or a 1-tuple).
         padding: an int (or a 1-tuple), ``"valid"`` or ``"same"`` (stride 1).
+        groups: channel groups that do not see each other; divides C_in and C_out.
 
     Returns:
         (N, C_out, OL) (or (C_out, OL)) with ``OL = (L + 2*padding - dilation*(K-1) - 1)
         // stride + 1``.
     """
     op = "conv1d"
-    if groups != 1:
-        raise ValueError(f"{op}: only groups=1 is supported, got groups={groups}")
+    _check_groups(op, groups)
     unbatched = x.ndim == 2
     xb = x.unsqueeze(0) if unbatched else x
-    if weight.ndim != 3 or xb.ndim != 3 or xb.shape[1] != weight.shape[1]:
+    if weight.ndim != 3 or xb.ndim != 3 or xb.shape[1] != weight.shape[1] * groups:
+        per_group = "C_in" if groups == 1 else f"C_in/groups, with groups={groups},"
         raise ShapeError(f"{op}: input {tuple(x.shape)} (N, C_in, L) or (C_in, L) and weight "
-                         f"{tuple(weight.shape)} (C_out, C_in, K) must have the same C_in")
+                         f"{tuple(weight.shape)} (C_out, {per_group} K) must have the same "
+                         f"C_in")
+    if weight.shape[0] % groups:
+        raise ShapeError(f"{op}: weight {tuple(weight.shape)} has C_out={weight.shape[0]}, "
+                         f"not divisible by groups={groups}; use C_out a multiple of groups")
     if bias is not None and tuple(bias.shape) != (weight.shape[0],):
         raise ShapeError(f"{op}: bias has shape {tuple(bias.shape)}, expected "
                          f"({weight.shape[0]},) for weight {tuple(weight.shape)}")
@@ -245,20 +270,21 @@ def conv1d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 
                          f"larger than the padded length {xb.shape[2] + sum(pads)} of input "
                          f"shape {tuple(x.shape)}; pad the input or use a smaller kernel")
     out = conv2d(xb.unsqueeze(2), weight.unsqueeze(2), bias, (1, s), ((0, 0), pads),
-                 (1, d)).squeeze(2)
+                 (1, d), groups).squeeze(2)
     return out.squeeze(0) if unbatched else out
 
 
 def conv_transpose2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
                      padding: Any = 0, output_padding: Any = 0, groups: int = 1,
                      dilation: Any = 1) -> Tensor:
-    """Transposed 2-D convolution, as ``torch.nn.functional.conv_transpose2d`` (groups=1).
+    """Transposed 2-D convolution, as ``torch.nn.functional.conv_transpose2d``.
 
     Args:
         x: (N, C_in, H, W), or unbatched (C_in, H, W).
-        weight: (C_in, C_out, KH, KW).
+        weight: (C_in, C_out/groups, KH, KW).
         bias: (C_out,) or None.
         stride, padding, output_padding, dilation: an int or a pair each.
+        groups: channel groups that do not see each other; divides C_in and C_out.
 
     Returns:
         (N, C_out, OH, OW) with ``OH = (H-1)*stride - 2*padding + dilation*(KH-1)
@@ -280,6 +306,8 @@ class Conv1d(Module):
         stride: an int (>= 1).
         padding: an int, ``"same"`` (stride 1 only) or ``"valid"``.
         dilation: an int (>= 1).
+        groups: channel groups that do not see each other (C_in: depthwise); divides
+            C_in and C_out.
         bias: learn an additive bias per output channel.
         device: where the parameters live (default device when None).
         dtype: parameter dtype (float32 when None).
@@ -308,8 +336,8 @@ class Conv1d(Module):
         self.padding: tuple[int] | str = (
             padding if isinstance(padding, str) else (_single(padding, name, "padding", 0),))
         dtype = dtype or nd.float32
-        self.weight = Parameter(nd.zeros(out_channels, in_channels, self.kernel_size[0],
-                                         dtype=dtype, device=device))
+        self.weight = Parameter(nd.zeros(out_channels, in_channels // groups,
+                                         self.kernel_size[0], dtype=dtype, device=device))
         if bias:
             self.bias = Parameter(nd.zeros(out_channels, dtype=dtype, device=device))
         else:
@@ -326,7 +354,8 @@ class Conv1d(Module):
             raise ShapeError(f"{self!r}: expected input of shape (N, {self.in_channels}, L) "
                              f"or ({self.in_channels}, L), got {shape}")
         padding = self.padding if isinstance(self.padding, str) else self.padding[0]
-        return conv1d(x, self.weight, self.bias, self.stride[0], padding, self.dilation[0])
+        return conv1d(x, self.weight, self.bias, self.stride[0], padding, self.dilation[0],
+                      self.groups)
 
     def extra_repr(self) -> str:
         text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
@@ -335,16 +364,14 @@ class Conv1d(Module):
             text += f", padding={self.padding!r}"
         if self.dilation != (1,):
             text += f", dilation={self.dilation}"
-        if self.bias is None:
-            text += ", bias=False"
-        return text
+        return _groups_repr(text, self.groups, self.bias)
 
 
 class ConvTranspose2d(Module):
     """Transposed 2-D convolution (the adjoint of Conv2d), PyTorch's layout and init.
 
-    The weight is (C_in, C_out, KH, KW), as in PyTorch; its default init is
-    ``kaiming_uniform_(a=sqrt(5))``, whose fan_in is then ``C_out * KH * KW``.
+    The weight is (C_in, C_out/groups, KH, KW), as in PyTorch; its default init is
+    ``kaiming_uniform_(a=sqrt(5))``, whose fan_in is then ``C_out/groups * KH * KW``.
 
     Args:
         in_channels: C_in.
@@ -354,6 +381,7 @@ class ConvTranspose2d(Module):
         padding: an int or a pair: rows and columns cropped from each border.
         output_padding: an int or a pair added at the bottom and right, smaller
             than stride or dilation (to pick among the output sizes a stride allows).
+        groups: channel groups that do not see each other; divides C_in and C_out.
         dilation: an int or a pair (>= 1).
         bias: learn an additive bias per output channel.
         device: where the parameters live (default device when None).
@@ -388,8 +416,8 @@ class ConvTranspose2d(Module):
             raise ValueError(f"{name}: output_padding {self.output_padding} must be smaller "
                              f"than either stride {self.stride} or dilation {self.dilation}")
         dtype = dtype or nd.float32
-        self.weight = Parameter(nd.zeros(in_channels, out_channels, *self.kernel_size,
-                                         dtype=dtype, device=device))
+        self.weight = Parameter(nd.zeros(in_channels, out_channels // groups,
+                                         *self.kernel_size, dtype=dtype, device=device))
         if bias:
             self.bias = Parameter(nd.zeros(out_channels, dtype=dtype, device=device))
         else:
@@ -420,7 +448,8 @@ class ConvTranspose2d(Module):
             raise ShapeError(f"{self!r}: expected input of shape (N, {self.in_channels}, H, W) "
                              f"or ({self.in_channels}, H, W), got {shape}")
         return conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding,
-                                self._output_padding(shape, output_size), 1, self.dilation)
+                                self._output_padding(shape, output_size), self.groups,
+                                self.dilation)
 
     def extra_repr(self) -> str:
         text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
@@ -431,6 +460,4 @@ class ConvTranspose2d(Module):
             text += f", dilation={self.dilation}"
         if self.output_padding != (0, 0):
             text += f", output_padding={self.output_padding}"
-        if self.bias is None:
-            text += ", bias=False"
-        return text
+        return _groups_repr(text, self.groups, self.bias)

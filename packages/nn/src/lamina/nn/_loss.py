@@ -4,18 +4,27 @@ Every loss is a composition of lamina.autograd ops, so its gradient (and the
 gradient of that) comes from the engine. Shapes: N is the batch, C the
 classes, ``d1, ...`` any further dims (per-pixel or per-token losses), ``*``
 any shape. Each loss validates its options in one ``_check_*`` function that
-the functional form and the module's constructor both call.
+the functional form and the module's constructor both call. The deprecated
+``size_average`` and ``reduce`` arguments sit where PyTorch has them and map
+to ``reduction`` by PyTorch's rule, with its warning.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from lamina import autograd as ag
 from lamina.autograd import Tensor
 from lamina.ndarray import DTypeError
 
 from ._errors import ShapeError
+from ._loss_checks import (
+    _REDUCTIONS,
+    _check_broadcasts,
+    _check_optional_tensor,
+    _check_reduction,
+    _check_same_shape,
+    _legacy_reduction,
+    _reduce,
+)
 from ._module import Module
 
 __all__ = [
@@ -24,52 +33,6 @@ __all__ = [
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "huber_loss",
     "kl_div", "l1_loss", "mse_loss", "nll_loss", "smooth_l1_loss",
 ]
-
-_REDUCTIONS = ("mean", "sum", "none")
-
-
-# ----- shared checks -------------------------------------------------------------------
-
-def _check_reduction(op: str, reduction: str, allowed: tuple[str, ...] = _REDUCTIONS) -> str:
-    if reduction not in allowed:
-        raise ValueError(f"{op}: reduction must be one of {allowed}, got {reduction!r}")
-    return reduction
-
-
-def _reduce(loss: Tensor, reduction: str) -> Tensor:
-    if reduction == "mean":
-        return loss.mean()
-    return loss.sum() if reduction == "sum" else loss
-
-
-def _check_same_shape(op: str, input: Tensor, target: Tensor) -> None:
-    if tuple(input.shape) != tuple(target.shape):
-        raise ShapeError(f"{op}: input {tuple(input.shape)} and target {tuple(target.shape)} "
-                         f"must have the same shape")
-
-
-def _check_optional_tensor(op: str, name: str, value: Any, input: Tensor | None) -> None:
-    """``value`` is None or a floating Tensor of ``input``'s dtype (when input is given)."""
-    if value is None:
-        return
-    if not isinstance(value, Tensor):
-        raise TypeError(f"{op}: {name} must be a Tensor or None, got {type(value).__name__} "
-                        f"{value!r} (pass the other options by keyword)")
-    if not value.dtype.is_floating:
-        raise DTypeError(f"{op}: {name} must be a floating tensor, got {value.dtype}")
-    if input is not None and value.dtype != input.dtype:
-        raise DTypeError(f"{op}: {name} has dtype {value.dtype} but input has {input.dtype}; "
-                         f"convert one with .to(dtype)")
-
-
-def _check_broadcasts(op: str, name: str, value: Tensor | None, shape: tuple[int, ...]) -> None:
-    if value is None:
-        return
-    vs = tuple(value.shape)
-    if len(vs) > len(shape) or any(v not in (1, s) for v, s in zip(vs[::-1], shape[::-1])):
-        raise ShapeError(f"{op}: {name} of shape {vs} does not broadcast to the input's "
-                         f"shape {shape}")
-
 
 # ----- class-index losses: nll_loss, cross_entropy ---------------------------------------
 
@@ -146,8 +109,9 @@ def _weighted_reduce(loss: Tensor, w: Tensor, reduction: str) -> Tensor:
     return _reduce(loss, reduction)
 
 
-def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, *,
-             ignore_index: int = -100, reduction: str = "mean") -> Tensor:
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
+             size_average: bool | None = None, ignore_index: int = -100,
+             reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """Negative log likelihood of integer class targets.
 
     ``loss[n] = -weight[t] * input[n, t]`` with ``t = target[n]``, and 0 where
@@ -158,6 +122,8 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, *,
         input: (N, C) or (N, C, d1, ...) log-probabilities.
         target: (N,) or (N, d1, ...) int64 class indices in [0, C) or ``ignore_index``.
         weight: (C,) per-class weights, or None.
+        size_average, reduce: deprecated; when either is given, ``reduction`` is
+            "none" if reduce is False, else "mean" or "sum" as size_average says.
         ignore_index: a target value that contributes nothing.
         reduction: ``"mean"``, ``"sum"`` or ``"none"`` (returns the target's shape).
 
@@ -167,6 +133,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, *,
         >>> nll_loss(logp, autograd.tensor([1, -100])).item()
         2.0
     """
+    reduction = _legacy_reduction("nll_loss", size_average, reduce, reduction)
     _check_class_args("nll_loss", reduction)
     _class_shapes("nll_loss", input, target, probs_ok=False)
     _check_class_weight("nll_loss", input, weight)
@@ -174,8 +141,9 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, *,
     return _weighted_reduce(loss, w, reduction)
 
 
-def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, *,
-                  ignore_index: int = -100, reduction: str = "mean",
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                  size_average: bool | None = None, ignore_index: int = -100,
+                  reduce: bool | None = None, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Tensor:
     """Softmax cross-entropy of class indices or class probabilities.
 
@@ -190,6 +158,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, *
         target: (N,) or (N, d1, ...) int64 class indices, or probabilities of the
             input's shape.
         weight: (C,) per-class weights, or None.
+        size_average, reduce: deprecated, as in :func:`nll_loss`.
         ignore_index: a class index that contributes nothing (indices only).
         reduction: ``"mean"``, ``"sum"`` or ``"none"`` (returns (N, d1, ...)).
         label_smoothing: eps in [0, 1].
@@ -201,6 +170,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, *
         1.3863
     """
     op = "cross_entropy"
+    reduction = _legacy_reduction(op, size_average, reduce, reduction)
     _check_class_args(op, reduction, label_smoothing)
     probs = _class_shapes(op, input, target, probs_ok=True)
     _check_class_weight(op, input, weight)
@@ -250,7 +220,8 @@ def _clamped_log(x: Tensor) -> Tensor:
     return ag.where(positive, ag.where(positive, x, 1.0).log().clamp(min=-100.0), -100.0)
 
 
-def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, *,
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                         size_average: bool | None = None, reduce: bool | None = None,
                          reduction: str = "mean") -> Tensor:
     """``-weight * (t * log(x) + (1 - t) * log(1 - x))`` of probabilities x in [0, 1].
 
@@ -261,6 +232,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
         input: (*) probabilities.
         target: (*) targets in [0, 1], the input's shape.
         weight: broadcastable to (*), or None.
+        size_average, reduce: deprecated, as in :func:`nll_loss`.
         reduction: ``"mean"``, ``"sum"`` or ``"none"`` (returns (*)).
 
     Example:
@@ -269,6 +241,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
         >>> round(binary_cross_entropy(x, autograd.tensor([0.0, 1.0])).item(), 4)
         0.6931
     """
+    reduction = _legacy_reduction("binary_cross_entropy", size_average, reduce, reduction)
     _check_binary_args("binary_cross_entropy", input, target, reduction, weight)
     loss = -(target * _clamped_log(input) + (1.0 - target) * _clamped_log(1.0 - input))
     return _reduce(loss if weight is None else loss * weight, reduction)
@@ -281,7 +254,9 @@ def _softplus(x: Tensor) -> Tensor:
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
-                                     weight: Tensor | None = None, *, reduction: str = "mean",
+                                     weight: Tensor | None = None,
+                                     size_average: bool | None = None,
+                                     reduce: bool | None = None, reduction: str = "mean",
                                      pos_weight: Tensor | None = None) -> Tensor:
     """Binary cross-entropy of sigmoid(input), computed stably from the logits.
 
@@ -292,6 +267,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
         input: (*) logits.
         target: (*) targets in [0, 1], the input's shape.
         weight: broadcastable to (*), or None.
+        size_average, reduce: deprecated, as in :func:`nll_loss`.
         reduction: ``"mean"``, ``"sum"`` or ``"none"`` (returns (*)).
         pos_weight: weight of the positive term, broadcastable to (*) (usually (C,)
             for input (N, C)), or None.
@@ -303,6 +279,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
         0.6931
     """
     op = "binary_cross_entropy_with_logits"
+    reduction = _legacy_reduction(op, size_average, reduce, reduction)
     _check_binary_args(op, input, target, reduction, weight)
     _check_optional_tensor(op, "pos_weight", pos_weight, input)
     _check_broadcasts(op, "pos_weight", pos_weight, tuple(input.shape))
@@ -320,21 +297,30 @@ def _check_pointwise_args(op: str, input: Tensor, target: Tensor, reduction: str
     _check_same_shape(op, input, target)
 
 
-def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
-    """Squared error ``(input - target)^2``; input and target (*) of the same shape."""
+def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+             reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    """Squared error ``(input - target)^2``; input and target (*) of the same shape.
+
+    ``size_average`` and ``reduce`` are deprecated, as in :func:`nll_loss`.
+    """
+    reduction = _legacy_reduction("mse_loss", size_average, reduce, reduction)
     _check_pointwise_args("mse_loss", input, target, reduction)
     diff = input - target
     return _reduce(diff * diff, reduction)
 
 
-def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+            reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """Absolute error ``|input - target|``; input and target (*) of the same shape.
+
+    ``size_average`` and ``reduce`` are deprecated, as in :func:`nll_loss`.
 
     Example:
         >>> from lamina import autograd
         >>> l1_loss(autograd.tensor([1.0, -2.0]), autograd.tensor([0.0, 0.0])).item()
         1.5
     """
+    reduction = _legacy_reduction("l1_loss", size_average, reduce, reduction)
     _check_pointwise_args("l1_loss", input, target, reduction)
     return _reduce((input - target).abs(), reduction)
 
@@ -352,21 +338,25 @@ def _quadratic_then_linear(diff: Tensor, knee: float) -> tuple[Tensor, Tensor, T
     return size < knee, diff * diff * 0.5, size
 
 
-def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean",
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+                   reduce: bool | None = None, reduction: str = "mean",
                    beta: float = 1.0) -> Tensor:
     """``0.5 d^2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta`` (d = input - target).
 
     ``beta=0`` is the L1 loss. Input and target (*) of the same shape.
+    ``size_average`` and ``reduce`` are deprecated, as in :func:`nll_loss`.
 
     Example:
         >>> from lamina import autograd
-        >>> smooth_l1_loss(autograd.tensor([0.5, 3.0]), autograd.zeros(2), "none").tolist()
+        >>> x = autograd.tensor([0.5, 3.0])
+        >>> smooth_l1_loss(x, autograd.zeros(2), reduction="none").tolist()
         [0.125, 2.5]
     """
+    reduction = _legacy_reduction("smooth_l1_loss", size_average, reduce, reduction)
     _check_pointwise_args("smooth_l1_loss", input, target, reduction)
     _check_positive("smooth_l1_loss", "beta", beta, allow_zero=True)
     if beta == 0:
-        return l1_loss(input, target, reduction)
+        return l1_loss(input, target, reduction=reduction)
     inner, half_square, size = _quadratic_then_linear(input - target, beta)
     return _reduce(ag.where(inner, half_square / beta, size - 0.5 * beta), reduction)
 
@@ -392,7 +382,8 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",
 _KL_REDUCTIONS = ("mean", "batchmean", "sum", "none")
 
 
-def kl_div(input: Tensor, target: Tensor, reduction: str = "mean",
+def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None,
+           reduce: bool | None = None, reduction: str = "mean",
            log_target: bool = False) -> Tensor:
     """Kullback-Leibler divergence ``target * (log(target) - input)`` pointwise.
 
@@ -404,15 +395,17 @@ def kl_div(input: Tensor, target: Tensor, reduction: str = "mean",
     Args:
         input: (N, *) log-probabilities.
         target: (N, *), the input's shape.
+        size_average, reduce: deprecated, as in :func:`nll_loss` (never "batchmean").
         reduction: ``"mean"``, ``"batchmean"``, ``"sum"`` or ``"none"`` (returns (N, *)).
         log_target: whether ``target`` holds log-probabilities.
 
     Example:
         >>> from lamina import autograd
         >>> logp = autograd.tensor([[0.5, 0.5]]).log()
-        >>> kl_div(logp, autograd.tensor([[0.5, 0.5]]), "batchmean").item()
+        >>> kl_div(logp, autograd.tensor([[0.5, 0.5]]), reduction="batchmean").item()
         0.0
     """
+    reduction = _legacy_reduction("kl_div", size_average, reduce, reduction)
     _check_reduction("kl_div", reduction, _KL_REDUCTIONS)
     _check_same_shape("kl_div", input, target)
     if log_target:
@@ -466,8 +459,10 @@ class CrossEntropyLoss(_WeightedLoss):
         1.3863
     """
 
-    def __init__(self, weight: Tensor | None = None, *, ignore_index: int = -100,
+    def __init__(self, weight: Tensor | None = None, size_average: bool | None = None,
+                 ignore_index: int = -100, reduce: bool | None = None,
                  reduction: str = "mean", label_smoothing: float = 0.0) -> None:
+        reduction = _legacy_reduction("CrossEntropyLoss", size_average, reduce, reduction)
         _check_class_args("CrossEntropyLoss", reduction, label_smoothing)
         super().__init__(weight, reduction)
         self.ignore_index = ignore_index
@@ -490,9 +485,10 @@ class NLLLoss(_WeightedLoss):
         int64 -> scalar, or the target's shape with "none".
     """
 
-    def __init__(self, weight: Tensor | None = None, *, ignore_index: int = -100,
+    def __init__(self, weight: Tensor | None = None, size_average: bool | None = None,
+                 ignore_index: int = -100, reduce: bool | None = None,
                  reduction: str = "mean") -> None:
-        super().__init__(weight, reduction)
+        super().__init__(weight, _legacy_reduction("NLLLoss", size_average, reduce, reduction))
         self.ignore_index = ignore_index
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
@@ -510,8 +506,9 @@ class BCELoss(_WeightedLoss):
         input (*) in [0, 1], target (*) -> scalar, or (*) with "none".
     """
 
-    def __init__(self, weight: Tensor | None = None, *, reduction: str = "mean") -> None:
-        super().__init__(weight, reduction)
+    def __init__(self, weight: Tensor | None = None, size_average: bool | None = None,
+                 reduce: bool | None = None, reduction: str = "mean") -> None:
+        super().__init__(weight, _legacy_reduction("BCELoss", size_average, reduce, reduction))
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return binary_cross_entropy(input, target, self.weight, reduction=self.reduction)
@@ -527,8 +524,10 @@ class BCEWithLogitsLoss(_WeightedLoss):
 
     pos_weight: Tensor | None
 
-    def __init__(self, weight: Tensor | None = None, *, reduction: str = "mean",
+    def __init__(self, weight: Tensor | None = None, size_average: bool | None = None,
+                 reduce: bool | None = None, reduction: str = "mean",
                  pos_weight: Tensor | None = None) -> None:
+        reduction = _legacy_reduction("BCEWithLogitsLoss", size_average, reduce, reduction)
         super().__init__(weight, reduction)
         _check_optional_tensor("BCEWithLogitsLoss", "pos_weight", pos_weight, None)
         self.register_buffer("pos_weight", pos_weight)
@@ -542,32 +541,35 @@ class BCEWithLogitsLoss(_WeightedLoss):
 class MSELoss(_Loss):
     """Mean squared error; input and target (*) of the same shape."""
 
-    def __init__(self, reduction: str = "mean") -> None:
-        super().__init__(reduction)
+    def __init__(self, size_average: bool | None = None, reduce: bool | None = None,
+                 reduction: str = "mean") -> None:
+        super().__init__(_legacy_reduction("MSELoss", size_average, reduce, reduction))
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        return mse_loss(input, target, self.reduction)
+        return mse_loss(input, target, reduction=self.reduction)
 
 
 class L1Loss(_Loss):
     """Mean absolute error; input and target (*) of the same shape."""
 
-    def __init__(self, reduction: str = "mean") -> None:
-        super().__init__(reduction)
+    def __init__(self, size_average: bool | None = None, reduce: bool | None = None,
+                 reduction: str = "mean") -> None:
+        super().__init__(_legacy_reduction("L1Loss", size_average, reduce, reduction))
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        return l1_loss(input, target, self.reduction)
+        return l1_loss(input, target, reduction=self.reduction)
 
 
 class SmoothL1Loss(_Loss):
     """Smooth L1 loss with threshold ``beta``; see :func:`smooth_l1_loss`."""
 
-    def __init__(self, reduction: str = "mean", beta: float = 1.0) -> None:
-        super().__init__(reduction)
+    def __init__(self, size_average: bool | None = None, reduce: bool | None = None,
+                 reduction: str = "mean", beta: float = 1.0) -> None:
+        super().__init__(_legacy_reduction("SmoothL1Loss", size_average, reduce, reduction))
         self.beta = _check_positive("SmoothL1Loss", "beta", beta, allow_zero=True)
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        return smooth_l1_loss(input, target, self.reduction, self.beta)
+        return smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
 
     def extra_repr(self) -> str:
         return f"reduction={self.reduction!r}, beta={self.beta}"
@@ -590,12 +592,14 @@ class HuberLoss(_Loss):
 class KLDivLoss(_Loss):
     """KL divergence of log-probability inputs; see :func:`kl_div`."""
 
-    def __init__(self, reduction: str = "mean", log_target: bool = False) -> None:
+    def __init__(self, size_average: bool | None = None, reduce: bool | None = None,
+                 reduction: str = "mean", log_target: bool = False) -> None:
+        reduction = _legacy_reduction("KLDivLoss", size_average, reduce, reduction)
         super().__init__(reduction, _KL_REDUCTIONS)
         self.log_target = log_target
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        return kl_div(input, target, self.reduction, self.log_target)
+        return kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
 
     def extra_repr(self) -> str:
         return f"reduction={self.reduction!r}, log_target={self.log_target}"
