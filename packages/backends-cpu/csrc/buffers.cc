@@ -42,21 +42,6 @@ std::string mask_str(DTypeMask mask) {
   return r;
 }
 
-std::string shape_str(const Shape& s) {
-  std::string r = "(";
-  for (std::size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
-  return r + (s.size() == 1 ? ",)" : ")");
-}
-
-int64_t checked_prod(const Shape& dims, const char* op) {
-  int64_t r = 1;
-  for (int64_t d : dims) {
-    if (d < 0) value_error(op, ": negative dimension in ", shape_str(dims));
-    r = checked_mul(r, d, op);
-  }
-  return r;
-}
-
 void require_same_dtype(const char* op, std::initializer_list<const Array*> arrays) {
   const Array* first = *arrays.begin();
   for (const Array* x : arrays)
@@ -69,10 +54,6 @@ void require_dtype_in(const char* op, DType dt, DTypeMask accepted) {
   if (!(accepted & dtype_bit(dt)))
     throw TypeError(cat(op, ": dtype ", dtype_name(dt), " is not supported; ", op, " takes ",
                         mask_str(accepted)));
-}
-
-void require_nonneg(const char* op, const char* what, int64_t x) {
-  if (x < 0) value_error(op, ": ", what, " must be >= 0, got ", x);
 }
 
 Array::Array(int64_t size, const std::string& dtype) {

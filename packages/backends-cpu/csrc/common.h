@@ -13,7 +13,11 @@
 #include <utility>
 #include <vector>
 
+#include "lamina/kernel_checks.h"
+
 namespace lamina_cpu {
+
+namespace checks = ::lamina::checks;
 
 enum class DType : int { Float32 = 0, Float64 = 1, Int64 = 2, Bool = 3 };
 
@@ -58,49 +62,21 @@ class Array {
   std::shared_ptr<void> owner_;  // set when the memory is borrowed
 };
 
-using Shape = std::vector<int64_t>;
+using Shape = checks::Shape;
 
-// Exceptions that bindings.cc maps onto Python types. index_error and
-// type_error are distinct classes so a kernel file need not include pybind11.
-struct IndexError : std::out_of_range {
-  using std::out_of_range::out_of_range;
-};
-struct TypeError : std::domain_error {
-  using std::domain_error::domain_error;
-};
-struct ZeroDivisionError : std::domain_error {
-  using std::domain_error::domain_error;
-};
-
-template <class... Args>
-std::string cat(const Args&... args) {
-  std::ostringstream os;
-  (os << ... << args);
-  return os.str();
-}
-
-template <class... Args>
-[[noreturn]] void value_error(const Args&... args) {
-  throw std::invalid_argument(cat(args...));
-}
-
-std::string shape_str(const Shape& s);
-
-// a*b (a+b) with overflow reported as a ValueError naming op. Inline on
-// purpose: defined in another file, GCC's link-time optimisation dropped calls
-// whose result was unused (a bounds check kept only for its error).
-inline int64_t checked_mul(int64_t a, int64_t b, const char* op) {
-  int64_t r;
-  if (__builtin_mul_overflow(a, b, &r)) value_error(op, ": size ", a, " * ", b, " overflows int64");
-  return r;
-}
-inline int64_t checked_add(int64_t a, int64_t b, const char* op) {
-  int64_t r;
-  if (__builtin_add_overflow(a, b, &r)) value_error(op, ": offset ", a, " + ", b, " overflows int64");
-  return r;
-}
-// Product of dims, each >= 0, checked for overflow.
-int64_t checked_prod(const Shape& dims, const char* op);
+// The exceptions bindings.cc maps onto Python types, cat, value_error and
+// the checked size arithmetic: lamina/kernel_checks.h (from lamina-ndarray),
+// shared with the cuda backend.
+using checks::cat;
+using checks::checked_add;
+using checks::checked_mul;
+using checks::checked_prod;
+using checks::IndexError;
+using checks::require_nonneg;
+using checks::shape_str;
+using checks::TypeError;
+using checks::value_error;
+using checks::ZeroDivisionError;
 
 // Checks that every array has the same dtype as the first one.
 void require_same_dtype(const char* op, std::initializer_list<const Array*> arrays);
@@ -109,8 +85,6 @@ void require_dtype_in(const char* op, DType dt, DTypeMask accepted);
 inline void require_float(const char* op, DType dt) { require_dtype_in(op, dt, kFloats); }
 // "float32, float64 or int64": the dtypes of a mask, for messages.
 std::string mask_str(DTypeMask mask);
-// Raises ValueError unless x >= 0.
-void require_nonneg(const char* op, const char* what, int64_t x);
 
 // Calls f with a typed null pointer of the element type of dt (float,
 // double, int64_t or bool; a bool buffer is numpy's: one byte, 0 or 1):

@@ -14,14 +14,7 @@ namespace {
 
 void check_indices(const char* op, const Array& buf, const Array& idx, int64_t outer,
                    int64_t axis_size, int64_t inner) {
-  if (idx.dtype() != DType::Int64)
-    throw TypeError(cat(op, ": indices must be int64, got ", idx.dtype_str()));
-  require_nonneg(op, "outer", outer);
-  require_nonneg(op, "axis_size", axis_size);
-  require_nonneg(op, "inner", inner);
-  const int64_t need = checked_mul(checked_mul(outer, axis_size, op), inner, op);
-  if (buf.size() < need)
-    value_error(op, ": buffer has ", buf.size(), " elements, layout needs ", need);
+  checks::check_index_layout(op, buf.size(), idx.dtype_str(), outer, axis_size, inner);
   const int64_t n = idx.size();
   checked_mul(outer, n, op);  // the (outer, n) loop of both kernels, even when inner == 0
   if (n == 0) return;

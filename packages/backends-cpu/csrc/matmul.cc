@@ -471,51 +471,17 @@ void matmul_batched_strided(const Array& a, const Array& b, Array& out, const Sh
   require_same_dtype(op, {&out, &a, &b});
   require_float(op, out.dtype());
   const std::size_t nb = batch.size();
-  if (a_strides.size() != nb + 2 || b_strides.size() != nb + 2)
-    value_error(op, ": a batch of ", nb, " dims needs ", nb + 2, " strides per operand, got ",
-                shape_str(a_strides), " and ", shape_str(b_strides));
-  for (int64_t x : {m, n, p, a_offset, b_offset})
-    if (x < 0) value_error(op, ": sizes and offsets must be >= 0, got m=", m, ", n=", n, ", p=", p,
-                           ", a_offset=", a_offset, ", b_offset=", b_offset);
-  for (const Shape* s : {&batch, &a_strides, &b_strides})
-    for (int64_t x : *s)
-      if (x < 0) value_error(op, ": batch dims and strides must be >= 0, got batch ",
-                             shape_str(batch), ", strides ", shape_str(a_strides), " and ",
-                             shape_str(b_strides));
-  const int64_t count = checked_prod(batch, op);
-  if (out.size() < checked_mul(checked_mul(count, m, op), p, op))
-    value_error(op, ": out has ", out.size(), " elements, expected ", count, "x", m, "x", p);
+  const int64_t count = checks::check_batched_strided(op, batch, m, n, p, a_offset, a_strides,
+                                                      b_offset, b_strides, out.size());
   checked_mul(checked_mul(m, n, op), p, op);
-  // The last element each view reaches must lie in its buffer (every step checked).
-  auto reach = [&](int64_t off, const Shape& strides, int64_t rows, int64_t cols) {
-    int64_t last = off;
-    for (std::size_t k = 0; k < nb; ++k)
-      last = checked_add(last, checked_mul(batch[k] - 1, strides[k], op), op);
-    last = checked_add(last, checked_mul(rows - 1, strides[nb], op), op);
-    return checked_add(last, checked_mul(cols - 1, strides[nb + 1], op), op);
-  };
   if (count == 0 || m == 0 || p == 0) return;
-  if (n && reach(a_offset, a_strides, m, n) >= a.size())
-    value_error(op, ": a view (offset ", a_offset, ", strides ", shape_str(a_strides), ") of ",
-                shape_str(batch), " x ", m, "x", n, " does not fit a buffer of ", a.size());
-  if (n && reach(b_offset, b_strides, n, p) >= b.size())
-    value_error(op, ": b view (offset ", b_offset, ", strides ", shape_str(b_strides), ") of ",
-                shape_str(batch), " x ", n, "x", p, " does not fit a buffer of ", b.size());
-  // Each matrix's offsets, walking the batch index like an odometer.
-  std::vector<int64_t> ao(static_cast<std::size_t>(count)), bo(ao.size());
-  std::vector<int64_t> idx(nb, 0);
-  for (int64_t i = 0, pa = a_offset, pb = b_offset; i < count; ++i) {
-    ao[i] = pa;
-    bo[i] = pb;
-    for (std::size_t k = nb; k-- > 0;) {
-      pa += a_strides[k];
-      pb += b_strides[k];
-      if (++idx[k] < batch[k]) break;
-      pa -= a_strides[k] * batch[k];
-      pb -= b_strides[k] * batch[k];
-      idx[k] = 0;
-    }
+  if (n) {
+    checks::require_batched_view_fits(op, "a", a_offset, a_strides, batch, m, n, a.size());
+    checks::require_batched_view_fits(op, "b", b_offset, b_strides, batch, n, p, b.size());
   }
+  std::vector<int64_t> ao(static_cast<std::size_t>(count)), bo(ao.size());
+  checks::batch_offsets(batch, count, a_offset, a_strides, ao.data());
+  checks::batch_offsets(batch, count, b_offset, b_strides, bo.data());
   dispatch_float(op, out.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
     const T* pa = a.data<T>();

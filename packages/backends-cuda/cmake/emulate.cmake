@@ -30,7 +30,7 @@ message(STATUS "LAMINA_CUDA_EMULATE: HIP-CPU at ${LAMINA_HIP_CPU_DIR}, TBB ${TBB
 
 set_source_files_properties(${LAMINA_CUDA_SOURCES} PROPERTIES LANGUAGE CXX COMPILE_OPTIONS "-xc++")
 add_library(lamina_cuda_kernels STATIC csrc/device.cc csrc/allocator.cc ${LAMINA_CUDA_SOURCES})
-target_include_directories(lamina_cuda_kernels PUBLIC csrc)
+target_include_directories(lamina_cuda_kernels PUBLIC csrc "${LAMINA_NDARRAY_INCLUDE}")
 target_include_directories(lamina_cuda_kernels SYSTEM PUBLIC "${LAMINA_HIP_CPU_DIR}/include")
 target_compile_definitions(lamina_cuda_kernels PUBLIC LAMINA_CUDA_EMULATE=1)
 find_package(Threads REQUIRED)

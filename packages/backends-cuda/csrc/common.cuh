@@ -19,9 +19,12 @@
 #include <vector>
 
 #include "kernel_dtypes.h"
+#include "lamina/kernel_checks.h"
 #include "runtime.cuh"
 
 namespace lamina_cuda {
+
+namespace checks = ::lamina::checks;
 
 enum class DType : int { Float32 = 0, Float64 = 1, Int64 = 2, Bool = 3 };
 
@@ -32,27 +35,17 @@ constexpr DTypes dtype_bit(DType dt) { return 1u << static_cast<int>(dt); }
 // "float32, float64" for a dtype set, for error messages.
 std::string dtype_list(DTypes set);
 
-// Exceptions that bindings.cc maps onto Python types; distinct classes so a
-// kernel file need not include pybind11. std::invalid_argument -> ValueError,
-// std::runtime_error -> RuntimeError (pybind11's defaults).
-struct IndexError : std::out_of_range {
-  using std::out_of_range::out_of_range;
-};
-struct TypeError : std::domain_error {
-  using std::domain_error::domain_error;
-};
-
-template <class... Args>
-std::string cat(const Args&... args) {
-  std::ostringstream os;
-  (os << ... << args);
-  return os.str();
-}
-
-template <class... Args>
-[[noreturn]] void value_error(const Args&... args) {
-  throw std::invalid_argument(cat(args...));
-}
+// The exceptions bindings.cc maps onto Python types (std::invalid_argument ->
+// ValueError, std::runtime_error -> RuntimeError: pybind11's defaults), cat,
+// value_error and the checked size arithmetic: lamina/kernel_checks.h (from
+// lamina-ndarray), shared with the cpu backend.
+using checks::cat;
+using checks::checked_mul;
+using checks::IndexError;
+using checks::require_nonneg;
+using checks::shape_str;
+using checks::TypeError;
+using checks::value_error;
 
 // ---------------------------------------------------------------- CUDA checks
 // Every CUDA runtime call goes through LAMINA_CUDA_CHECK; `what` names the
@@ -149,7 +142,7 @@ struct Scalar {
   }
 };
 
-using Shape = std::vector<int64_t>;
+using Shape = checks::Shape;
 
 // The device and stream a kernel call runs on: checks that every operand is on
 // one device (ValueError naming the op otherwise) and makes it current.
@@ -162,9 +155,6 @@ Launch launch_on(const char* op, std::initializer_list<const Array*> arrays);
 void require_same_dtype(const char* op, std::initializer_list<const Array*> arrays);
 // TypeError naming the op, dt and the dtypes it takes unless dt is in set.
 void require_dtype(const char* op, DType dt, DTypes set);
-void require_nonneg(const char* op, const char* what, int64_t x);
-int64_t checked_mul(int64_t a, int64_t b, const char* op);
-std::string shape_str(const Shape& s);
 
 // ---------------------------------------------------------------- launch helpers
 constexpr int kThreads = 256;

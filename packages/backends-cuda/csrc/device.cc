@@ -196,22 +196,4 @@ void require_dtype(const char* op, DType dt, DTypes set) {
                         dtype_list(set)));
 }
 
-void require_nonneg(const char* op, const char* what, int64_t x) {
-  if (x < 0) value_error(op, ": ", what, " must be >= 0, got ", x);
-}
-
-int64_t checked_mul(int64_t a, int64_t b, const char* op) {
-  int64_t r = 0;
-  if (__builtin_mul_overflow(a, b, &r)) value_error(op, ": size ", a, " * ", b, " overflows int64");
-  return r;
-}
-
-std::string shape_str(const Shape& s) {
-  std::ostringstream os;
-  os << "(";
-  for (std::size_t k = 0; k < s.size(); ++k) os << (k ? ", " : "") << s[k];
-  os << (s.size() == 1 ? ",)" : ")");
-  return os.str();
-}
-
 }  // namespace lamina_cuda

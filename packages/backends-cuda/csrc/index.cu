@@ -99,20 +99,6 @@ __global__ void index_scatter_kernel(const T* __restrict__ a, const int64_t* __r
 
 namespace {
 
-// Common checks; returns outer * axis_size * inner.
-int64_t check_index_layout(const char* op, const Array& buf, const Array& idx, int64_t outer,
-                           int64_t axis_size, int64_t inner) {
-  if (idx.dtype() != DType::Int64)
-    throw TypeError(cat(op, ": indices must be int64, got ", idx.dtype_str()));
-  require_nonneg(op, "outer", outer);
-  require_nonneg(op, "axis_size", axis_size);
-  require_nonneg(op, "inner", inner);
-  const int64_t need = checked_mul(checked_mul(outer, axis_size, op), inner, op);
-  if (buf.size() < need)
-    value_error(op, ": buffer has ", buf.size(), " elements, layout needs ", need);
-  return need;
-}
-
 // Raises IndexError naming the first out-of-range entry of idx (synchronises).
 void check_indices(const char* op, const Array& idx, int64_t axis_size, const Launch& ctx) {
   int64_t value = 0;
@@ -128,7 +114,7 @@ void check_indices(const char* op, const Array& idx, int64_t axis_size, const La
 void index_gather(const Array& a, const Array& idx, Array& out, int64_t outer, int64_t axis_size,
                   int64_t inner) {
   require_same_dtype("index_gather", {&a, &out});
-  check_index_layout("index_gather", a, idx, outer, axis_size, inner);
+  checks::check_index_layout("index_gather", a.size(), idx.dtype_str(), outer, axis_size, inner);
   const int64_t n = idx.size();
   const int64_t total = checked_mul(checked_mul(outer, n, "index_gather"), inner, "index_gather");
   if (out.size() != total)
@@ -152,7 +138,7 @@ template <DTypes Allowed, bool Add>
 void index_scatter(const char* op, const Array& a, const Array& idx, Array& out, int64_t outer,
                    int64_t axis_size, int64_t inner) {
   require_same_dtype(op, {&a, &out});
-  check_index_layout(op, out, idx, outer, axis_size, inner);
+  checks::check_index_layout(op, out.size(), idx.dtype_str(), outer, axis_size, inner);
   const int64_t n = idx.size();
   const int64_t total = checked_mul(checked_mul(outer, n, op), inner, op);
   if (a.size() < total) value_error(op, ": source has ", a.size(), " elements, expected ", total);

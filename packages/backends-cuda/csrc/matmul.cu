@@ -413,53 +413,22 @@ void matmul_batched_strided(const Array& a, const Array& b, Array& out, const Sh
   require_same_dtype(op, {&a, &b, &out});
   require_dtype(op, a.dtype(), kernel_dtypes::matmul_batched_strided);
   const std::size_t nb = batch.size();
-  if (a_strides.size() != nb + 2 || b_strides.size() != nb + 2)
-    value_error(op, ": a batch of ", nb, " dims needs ", nb + 2, " strides per operand, got ",
-                shape_str(a_strides), " and ", shape_str(b_strides));
-  for (int64_t x : {m, n, p, a_offset, b_offset})
-    if (x < 0) value_error(op, ": sizes and offsets must be >= 0, got m=", m, ", n=", n, ", p=", p,
-                           ", a_offset=", a_offset, ", b_offset=", b_offset);
-  for (const Shape* s : {&batch, &a_strides, &b_strides})
-    for (int64_t x : *s)
-      if (x < 0) value_error(op, ": batch dims and strides must be >= 0, got batch ",
-                             shape_str(batch), ", strides ", shape_str(a_strides), " and ",
-                             shape_str(b_strides));
-  int64_t count = 1;
-  for (int64_t d : batch) count = checked_mul(count, d, op);
-  if (out.size() < checked_mul(checked_mul(count, m, op), p, op))
-    value_error(op, ": out has ", out.size(), " elements, expected ", count, "x", m, "x", p);
+  const int64_t count = checks::check_batched_strided(op, batch, m, n, p, a_offset, a_strides,
+                                                      b_offset, b_strides, out.size());
   const Launch ctx = launch_on(op, {&a, &b, &out});
   if (count == 0 || m == 0 || p == 0) return;
-  // Each matrix's offset, walking the batch index like an odometer; every
-  // matrix must fit its buffer, which the last one reaching farthest checks.
-  std::vector<int64_t> offs(static_cast<std::size_t>(2 * count));
-  std::vector<int64_t> idx(nb, 0);
-  for (int64_t i = 0, pa = a_offset, pb = b_offset; i < count; ++i) {
-    offs[i] = pa;
-    offs[count + i] = pb;
-    for (std::size_t k = nb; k-- > 0;) {
-      pa += a_strides[k];
-      pb += b_strides[k];
-      if (++idx[k] < batch[k]) break;
-      pa -= a_strides[k] * batch[k];
-      pb -= b_strides[k] * batch[k];
-      idx[k] = 0;
-    }
+  if (n > 0) {
+    checks::require_batched_view_fits(op, "a", a_offset, a_strides, batch, m, n, a.size());
+    checks::require_batched_view_fits(op, "b", b_offset, b_strides, batch, n, p, b.size());
   }
-  int64_t a_far = a_offset, b_far = b_offset;
+  // Each matrix's offset into a, then into b.
+  std::vector<int64_t> offs(static_cast<std::size_t>(2 * count));
+  checks::batch_offsets(batch, count, a_offset, a_strides, offs.data());
+  checks::batch_offsets(batch, count, b_offset, b_strides, offs.data() + count);
   bool aligned = true;
-  for (std::size_t k = 0; k < nb; ++k)
-    if (__builtin_add_overflow(a_far, checked_mul(batch[k] - 1, a_strides[k], op), &a_far) ||
-        __builtin_add_overflow(b_far, checked_mul(batch[k] - 1, b_strides[k], op), &b_far))
-      value_error(op, ": the batch strides ", shape_str(a_strides), " and ", shape_str(b_strides),
-                  " overflow int64");
   for (int64_t o : offs) aligned = aligned && o % 4 == 0;
   const int64_t ars = a_strides[nb], acs = a_strides[nb + 1];
   const int64_t brs = b_strides[nb], bcs = b_strides[nb + 1];
-  if (n > 0) {
-    require_view_fits(op, "a", a, a_far, m, n, ars, acs);
-    require_view_fits(op, "b", b, b_far, n, p, brs, bcs);
-  }
   Scratch dev(ctx.device, offs.size() * sizeof(int64_t));
   // From pageable memory the call returns once offs is staged, so it may go.
   LAMINA_CUDA_CHECK(cudaMemcpyAsync(dev.as<int64_t>(), offs.data(), offs.size() * sizeof(int64_t),

@@ -65,10 +65,27 @@ def demangle(names: list[str]) -> dict[str, str]:
     return dict(zip(names, out, strict=True))
 
 
-def compile_one(nvcc: str, source: Path, archs: list[str]) -> tuple[str, str, int]:
+def ndarray_include() -> Path:
+    """lamina-ndarray's C++ headers (lamina/kernel_checks.h), found as CMakeLists.txt
+    finds them: the sibling source tree, else the installed lamina.ndarray."""
+    sibling = HERE.parent / "ndarray" / "src" / "lamina" / "ndarray" / "include"
+    if (sibling / "lamina" / "kernel_checks.h").is_file():
+        return sibling
+    try:
+        from lamina.ndarray import get_include
+    except ImportError as err:
+        raise SystemExit(f"resource_report: lamina-ndarray's headers were not found beside "
+                         f"this package nor through `import lamina.ndarray` ({err}); install "
+                         f"lamina-ndarray") from err
+    return Path(get_include())
+
+
+def compile_one(nvcc: str, source: Path, archs: list[str],
+                include: Path) -> tuple[str, str, int]:
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [nvcc, "-std=c++17", "-O3", "-Xcompiler=-Wall", "--Werror=all-warnings",
-               "-Xptxas=-v", f"-I{HERE / 'csrc'}", "-c", str(source), "-o", f"{tmp}/k.o"]
+               "-Xptxas=-v", f"-I{HERE / 'csrc'}", f"-I{include}", "-c", str(source),
+               "-o", f"{tmp}/k.o"]
         for arch in archs:
             cmd.append(f"-gencode=arch=compute_{arch},code=sm_{arch}")
         proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -101,8 +118,9 @@ def main(argv: list[str] | None = None) -> int:
         print("resource_report: nvcc was not found on PATH", file=sys.stderr)
         return 2
     sources = sorted((HERE / "csrc").glob("*.cu"))
+    include = ndarray_include()
     with concurrent.futures.ThreadPoolExecutor(args.j) as pool:
-        results = list(pool.map(lambda s: compile_one(nvcc, s, archs), sources))
+        results = list(pool.map(lambda s: compile_one(nvcc, s, archs, include), sources))
     failed = [(name, log) for name, log, rc in results if rc != 0]
     for name, log in failed:
         print(f"--- nvcc failed on {name} ---\n{log}", file=sys.stderr)

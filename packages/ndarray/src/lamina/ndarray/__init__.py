@@ -95,6 +95,31 @@ bool = bool_  # noqa: A001  (torch.bool's spelling; the builtin is not used belo
 
 __version__ = "0.1.0"
 
+
+def get_include() -> str:
+    """The folder of the C++ headers a compiled backend builds against.
+
+    It holds ``lamina/kernel_checks.h``: header-only C++17 argument checks
+    (sizes, layouts, overflow-checked arithmetic, the exception types the
+    bindings map onto Python's) that the cpu and cuda backends share, as
+    ``numpy.get_include()`` serves extensions that use numpy's C API. Add it
+    to the include path (CMake: ``-DLAMINA_NDARRAY_INCLUDE=<this folder>``)
+    and ``#include "lamina/kernel_checks.h"``.
+
+    Returns:
+        The absolute path of the ``include`` folder inside this package.
+
+    Example:
+        >>> import os
+        >>> from lamina.ndarray import get_include
+        >>> os.path.isfile(os.path.join(get_include(), "lamina", "kernel_checks.h"))
+        True
+    """
+    import os  # here: the package namespace holds only its public names
+
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")
+
+
 __all__ = [
     "API_MINOR_VERSION", "API_VERSION", "along_positions", "BackendInfo", "BackendProtocol",
     "DType", "DTypeError", "Device", "DeviceError", "KernelTable", "NDArray", "ShapeError",
@@ -104,7 +129,8 @@ __all__ = [
     "check_same_device_dtype", "col2im", "concatenate", "conv_output_size", "cumsum",
     "default_device",
     "empty", "erf", "float32", "float64", "from_dlpack", "full", "gather", "gelu", "generator",
-    "get_device", "im2col", "int64", "layer_norm", "index_positions", "index_put", "linear",
+    "get_device", "get_include", "im2col", "int64", "layer_norm",
+    "index_positions", "index_put", "linear",
     "list_backends",
     "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "manual_seed",
     "mask_indices", "masked_fill", "matmul", "maximum", "mean", "minimum", "nonzero",
