@@ -236,6 +236,14 @@ def bench_distributed(session: nox.Session) -> None:
 
 
 @nox.session
+def bench_wait_policy(session: nox.Session) -> None:
+    """The cpu backend's OpenMP wait policies: SGEMM bursts after idle and a step beside a
+    busy core; writes benchmarks/results/wait_policy.md."""
+    session.install(*install_args(["nn", "backend_cpu"], extras=None))
+    session.run("python", "benchmarks/bench_wait_policy.py", *session.posargs)
+
+
+@nox.session
 def tests(session: nox.Session) -> None:
     """Every package in one environment, then the conformance kit on every backend."""
     keys = [k for k in PACKAGES if built(k) and (k != "backend_cuda" or cuda_buildable())]

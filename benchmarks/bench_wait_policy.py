@@ -1,0 +1,161 @@
+"""How the cpu backend's OpenMP wait policy behaves in bursts after idle and beside a busy core.
+
+libgomp reads its wait policy once, when it loads, so each policy runs in its own
+process (``--child``). Two measurements per policy, 2 threads:
+
+- **bursts after idle**: SGEMM of 256-2048 squares, each burst about 30 ms of work
+  started after a pause of 0.3, 1 or 2 s, against numpy's (OpenBLAS) 2-thread SGEMM
+  in the same kind of bursts and warm; GFLOP/s, median over the bursts;
+- **a busy core**: one MLP 784-256-10 training step (batch 128) with 2 threads while
+  another process spins on one core, against the same step with 1 thread and no load.
+
+``python benchmarks/bench_wait_policy.py`` writes ``results/wait_policy.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+from _machine import machine  # noqa: E402
+
+SIZES = (256, 512, 1024, 2048)
+PAUSES = (0.3, 1.0, 2.0)
+BURST_SECONDS = 0.03
+# name -> environment for the child. The package itself sets PASSIVE when the user
+# chose nothing; a spin count makes an idle worker spin that many rounds, then sleep.
+POLICIES = {
+    "PASSIVE (the package's choice)": {},
+    "GOMP_SPINCOUNT=1e4": {"GOMP_SPINCOUNT": "10000"},
+    "GOMP_SPINCOUNT=1e5": {"GOMP_SPINCOUNT": "100000"},
+    "GOMP_SPINCOUNT=1e6": {"GOMP_SPINCOUNT": "1000000"},
+}
+
+
+def _bursts(matmul: object, a: object, b: object, n: int, repeats: int) -> tuple[float, float]:
+    """(GFLOP/s in bursts after each pause (median), warm GFLOP/s)."""
+    call = matmul  # type: ignore[assignment]
+    flops = 2.0 * n**3
+    call(a, b)
+    start, calls = time.perf_counter(), 0
+    while time.perf_counter() - start < 0.2:
+        call(a, b)
+        calls += 1
+    warm = (time.perf_counter() - start) / calls
+    per_burst = max(1, round(BURST_SECONDS / warm))
+    rates = []
+    for pause in PAUSES:
+        for _ in range(repeats):
+            time.sleep(pause)
+            t = time.perf_counter()
+            for _ in range(per_burst):
+                call(a, b)
+            rates.append(flops * per_burst / (time.perf_counter() - t) / 1e9)
+    return statistics.median(rates), flops / warm / 1e9
+
+
+def _mlp_step_seconds() -> float:
+    import lamina.autograd as ag
+    import lamina.nn as nn
+    from _timing import seconds_per_call
+
+    ag.manual_seed(0)
+    model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
+    opt = __import__("lamina.optim", fromlist=["SGD"]).SGD(model.parameters(), lr=0.01)
+    x, y = ag.randn(128, 784), ag.randint(0, 10, (128,))
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step() -> None:
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+
+    return statistics.median(seconds_per_call(step, 0.3) for _ in range(5))
+
+
+def child(repeats: int) -> dict[str, object]:
+    import lamina.ndarray as nd
+    import numpy as np
+
+    out: dict[str, object] = {}
+    rng = np.random.default_rng(0)
+    for n in SIZES:
+        a_np = rng.standard_normal((n, n), dtype=np.float32)
+        b_np = rng.standard_normal((n, n), dtype=np.float32)
+        a, b = nd.array(a_np, device="cpu"), nd.array(b_np, device="cpu")
+        time.sleep(1.0)  # OpenBLAS's threads spin for a while after its last call
+        ours = _bursts(lambda x, y: (x @ y).numpy()[0, 0], a, b, n, repeats)
+        time.sleep(1.0)
+        theirs = _bursts(np.matmul, a_np, b_np, n, repeats)
+        out[str(n)] = {"lamina_burst": ours[0], "lamina_warm": ours[1],
+                       "numpy_burst": theirs[0], "numpy_warm": theirs[1]}
+    if os.environ.get("LAMINA_NUM_THREADS") == "1":
+        out["mlp_step"] = _mlp_step_seconds()
+        return out
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.5)
+        out["mlp_step_busy"] = _mlp_step_seconds()
+    finally:
+        busy.kill()
+    return out
+
+
+def _run_child(env: dict[str, str], threads: int, repeats: int) -> dict[str, object]:
+    full = {k: v for k, v in os.environ.items()
+            if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    full.update(env, LAMINA_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
+                OPENBLAS_NUM_THREADS=str(threads))
+    done = subprocess.run([sys.executable, __file__, "--child", "--repeats", str(repeats)],
+                          env=full, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--repeats", type=int, default=3, help="bursts per pause")
+    parser.add_argument("--out", default=str(HERE / "results" / "wait_policy.md"))
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.repeats)))
+        return 0
+    one = _run_child({}, 1, 1)
+    lines = ["# OpenMP wait policy: SGEMM bursts after idle, and a step beside a busy core", "",
+             ", ".join(f"{k} {v}" for k, v in machine().items()), "",
+             "SGEMM GFLOP/s, 2 threads, median over bursts of about 30 ms started after a "
+             f"pause of {', '.join(map(str, PAUSES))} s ({args.repeats} each); numpy is "
+             "OpenBLAS in the same bursts and warm. The MLP step (784-256-10, batch 128, "
+             "SGD) is 2 threads beside a process spinning on one core; the reference is "
+             f"1 thread, no load: {one['mlp_step'] * 1e3:.2f} ms.", "",
+             "| policy | n | lamina burst | numpy burst | burst ratio | lamina warm | "
+             "numpy warm |", "|---|---:|---:|---:|---:|---:|---:|"]
+    steps = []
+    for name, env in POLICIES.items():
+        res = _run_child(env, 2, args.repeats)
+        for n in SIZES:
+            r = res[str(n)]
+            assert isinstance(r, dict)
+            lines.append(f"| {name} | {n} | {r['lamina_burst']:.1f} | {r['numpy_burst']:.1f} | "
+                         f"{r['lamina_burst'] / r['numpy_burst']:.2f} | "
+                         f"{r['lamina_warm']:.1f} | {r['numpy_warm']:.1f} |")
+        busy = float(res["mlp_step_busy"])  # type: ignore[arg-type]
+        steps.append(f"| {name} | {busy * 1e3:.2f} | "
+                     f"{float(one['mlp_step']) / busy:.2f} |")  # type: ignore[arg-type]
+    lines += ["", "| policy | MLP step, 2 threads, one core busy (ms) | "
+              "speed vs 1 thread unloaded |", "|---|---:|---:|", *steps, ""]
+    Path(args.out).write_text("\n".join(lines))
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
