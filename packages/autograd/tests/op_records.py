@@ -228,6 +228,19 @@ def _torch_lstm_layer(xp: torch.Tensor, h: torch.Tensor, c: torch.Tensor,
     return torch.stack(outs)
 
 
+def _torch_gru_layer(xp: torch.Tensor, h: torch.Tensor, w_hh: torch.Tensor,
+                     b_hh: torch.Tensor) -> torch.Tensor:
+    """The GRU recurrence with torch ops (torch.nn.GRU's equations): h_t, (L, N, H)."""
+    outs = []
+    for t in range(xp.shape[0]):
+        xr, xz, xn = xp[t].chunk(3, 1)
+        hr, hz, hn = (h @ w_hh.T + b_hh).chunk(3, 1)
+        r, z = torch.sigmoid(xr + hr), torch.sigmoid(xz + hz)
+        h = (1 - z) * torch.tanh(xn + r * hn) + z * h
+        outs.append(h)
+    return torch.stack(outs)
+
+
 def _torch_prod(x: torch.Tensor, dim: Any = None, keepdim: bool = False) -> torch.Tensor:
     """torch.prod over an int, a tuple (one axis at a time: torch takes one) or all."""
     if dim is None:
@@ -577,6 +590,12 @@ RECORDS: list[OpRecord] = [
                 S(ties(3, 4), ties(4))],
                differentiable=False, kernel=f"ewise_{op.name}")
       for op in OPS.values() if op.logical],
+    # gru_layer (last, so its draws leave the samples above unchanged); the reference is
+    # checked against it in test_gru_layer.py
+    OpRecord("gru_layer", ag.gru_layer, _torch_gru_layer,
+             [S(r(4, 3, 9), r(3, 3), r(9, 3), r(9)), S(r(1, 2, 6), r(2, 2), r(6, 2), r(6))],
+             errors=[ErrorSample(S(r(4, 3, 9), r(3, 3), r(9, 3), r(6)), ShapeError, "gru_layer")],
+             second_order=True, covers=("gru_layer_reference",)),
 ]
 
 BY_NAME = {rec.name: rec for rec in RECORDS}

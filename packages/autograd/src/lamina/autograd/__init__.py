@@ -80,6 +80,7 @@ from ._ops import (  # noqa: A004  (max, min: PyTorch's names)
     flip,
     gather,
     gelu,
+    gru_layer,
     index_put,
     index_scatter_add,
     layer_norm,
@@ -181,7 +182,7 @@ __all__ = [
     "eye", "linspace", "logspace", "tril", "triu", "diag", "diagonal", "trace", "mm", "mv",
     "dot", "outer", "bmm", "addmm", "baddbmm", "einsum", "norm", "vector_norm",
     # recurrent layers
-    "lstm_layer",
+    "lstm_layer", "gru_layer",
     # normalisation
     "batch_norm", "layer_norm",
 ]

@@ -8,9 +8,10 @@ with G = 1 for RNN, G = 4 for LSTM (gate rows i, f, g, o) and G = 3 for GRU
 
 A stacked layer computes the input projection of every timestep with one
 matmul before its time loop; an LSTM layer then runs its recurrence as the
-single op ``lamina.autograd.lstm_layer``, RNN and GRU layers as a loop of
-autograd ops per step. Shapes: L is the sequence length, N the batch, I the
-input size, H the hidden size, D = 2 for a bidirectional stack, else 1.
+single op ``lamina.autograd.lstm_layer``, a GRU layer (each direction) as
+``lamina.autograd.gru_layer``, an RNN layer as a loop of autograd ops per step.
+Shapes: L is the sequence length, N the batch, I the input size, H the hidden
+size, D = 2 for a bidirectional stack, else 1.
 """
 
 from __future__ import annotations
@@ -55,19 +56,17 @@ def _lstm_step(x_proj: Tensor, h: Tensor, c: Tensor, w_hh: Tensor) -> tuple[Tens
     return F.sigmoid(o) * c.tanh(), c
 
 
-def _gru_step(x_proj: Tensor, h: Tensor, w_hh_t: Tensor, b_hh: Tensor | None) -> Tensor:
-    """One GRU step from the input projection ``x @ W_ih.T + b_ih`` (N, 3H): h' (N, H).
+def _gru(x_proj: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:
+    """A GRU over (L, N, 3H) input projections ``x @ W_ih.T + b_ih`` from h (N, H): the
+    fused op ``lamina.autograd.gru_layer``, h_t for every step (L, N, H).
 
     PyTorch's gates: r and z see both biases, but b_hn sits inside r * (...):
-    ``n = tanh(x W_in + b_in + r * (h W_hn + b_hn))``, ``h' = (1 - z) n + z h``.
+    ``n = tanh(x W_in + b_in + r * (h W_hn + b_hn))``, ``h' = (1 - z) n + z h``, so the
+    op takes b_hh itself (zeros without bias).
     """
-    hidden = h.shape[-1]
-    hp = h @ w_hh_t
-    if b_hh is not None:
-        hp = hp + b_hh
-    rz = F.sigmoid(x_proj[:, :2 * hidden] + hp[:, :2 * hidden])
-    n = (x_proj[:, 2 * hidden:] + rz[:, :hidden] * hp[:, 2 * hidden:]).tanh()
-    return n + rz[:, hidden:] * (h - n)
+    if b_hh is None:
+        b_hh = ag.zeros(w_hh.shape[0], dtype=x_proj.dtype, device=x_proj.device)
+    return ag.gru_layer(x_proj, h, w_hh, b_hh)
 
 
 class _CellBase(Module):
@@ -453,7 +452,7 @@ class GRUCell(_CellBase):
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:  # noqa: A002
         x, unbatched = self._input(input)
         h = self._state(hx, x, unbatched, "hx")
-        h = _gru_step(self._projection(x), h, self.weight_hh.transpose(0, 1), self.bias_hh)
+        h = _gru(self._projection(x).unsqueeze(0), h, self.weight_hh, self.bias_hh)[0]
         return h.squeeze(0) if unbatched else h
 
 
@@ -461,7 +460,8 @@ class GRU(_StackBase):
     """A multi-layer gated recurrent unit network (PyTorch's layout, gates r, z, n).
 
     Each step computes ``h_t`` from ``x_t`` and ``h_{t-1}`` as :class:`GRUCell`
-    does, as a loop of autograd ops (no fused kernel yet).
+    does; each layer and direction runs its whole time loop as the single op
+    ``lamina.autograd.gru_layer``.
 
     Args:
         input_size: I, features of each input step.
@@ -516,11 +516,8 @@ class GRU(_StackBase):
         """One direction of layer k over (L, N, I_k): outputs (L, N, H) in time order
         and the final state (N, H); ``_reverse`` runs from the last step to the first."""
         proj = self._projection(k, x, sfx)
-        w_t = getattr(self, f"weight_hh_l{k}{sfx}").transpose(0, 1)
+        w_hh = getattr(self, f"weight_hh_l{k}{sfx}")
         b_hh = getattr(self, f"bias_hh_l{k}{sfx}") if self.bias else None
-        steps = range(proj.shape[0])
-        outs: list[Tensor] = []
-        for t in (reversed(steps) if sfx else steps):
-            h = _gru_step(proj[t], h, w_t, b_hh)
-            outs.append(h)
-        return ag.stack(outs[::-1] if sfx else outs), h
+        # The reverse direction is the same recurrence over the time-flipped sequence.
+        y = _gru(proj.flip(0) if sfx else proj, h, w_hh, b_hh)
+        return (y.flip(0) if sfx else y), y[-1]

@@ -16,7 +16,19 @@ import typing as _typing
 from collections.abc import Callable
 
 from .._function import Function
-from . import conv, elementwise, index, linalg, normalization, reduce, rnn, scattering, shape, table
+from . import (
+    conv,
+    elementwise,
+    gru,
+    index,
+    linalg,
+    normalization,
+    reduce,
+    rnn,
+    scattering,
+    shape,
+    table,
+)
 from .conv import avg_pool2d, conv2d, conv_transpose2d, im2col, max_pool2d
 from .elementwise import (
     clamp,
@@ -27,6 +39,7 @@ from .elementwise import (
     sigmoid,
     where,
 )
+from .gru import gru_layer, gru_layer_reference
 from .index import (
     embedding,
     getitem,
@@ -80,7 +93,8 @@ from .sorting import ValuesIndices, argsort, max, min, sort, topk  # noqa: A004
 
 # sampling and sorting are not families: their ops are host draws (no gradient) and
 # gathers of registered ops, tested in test_sampling.py and test_sorting.py.
-_FAMILIES = (table, elementwise, linalg, reduce, shape, index, scattering, conv, rnn, normalization)
+_FAMILIES = (table, elementwise, linalg, reduce, shape, index, scattering, conv, rnn, gru,
+             normalization)
 
 PRIMITIVES: dict[str, type[Function]] = {
     op.name: op for family in _FAMILIES for op in family.PRIMITIVES}
@@ -98,7 +112,7 @@ __all__ = [
     "softmax", "split", "squeeze", "stack", "std", "sum", "take", "transpose", "undilate",
     "unsqueeze", "var", "view", "where", "lstm_layer", "lstm_layer_reference", "layer_norm",
     "layer_norm_reference", "cumsum", "prod", "ValuesIndices", "argsort", "bernoulli", "max",
-    "min", "multinomial", "normal", "sort", "topk",
+    "min", "multinomial", "normal", "sort", "topk", "gru_layer", "gru_layer_reference",
 ]
 
 # The op table's public functions, one per op (and logical_*): see table.py.
