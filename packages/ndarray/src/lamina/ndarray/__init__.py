@@ -66,6 +66,7 @@ from ._dtypes import (
 )
 from ._errors import DeviceError, DTypeError, ShapeError
 from ._fused import adam_step, gelu, linear
+from ._include import get_include
 from ._indexing import (
     along_positions,
     buffer_positions,
@@ -94,30 +95,6 @@ from ._sorting import argsort, max_with_indices, min_with_indices, sort, topk
 bool = bool_  # noqa: A001  (torch.bool's spelling; the builtin is not used below)
 
 __version__ = "0.1.0"
-
-
-def get_include() -> str:
-    """The folder of the C++ headers a compiled backend builds against.
-
-    It holds ``lamina/kernel_checks.h``: header-only C++17 argument checks
-    (sizes, layouts, overflow-checked arithmetic, the exception types the
-    bindings map onto Python's) that the cpu and cuda backends share, as
-    ``numpy.get_include()`` serves extensions that use numpy's C API. Add it
-    to the include path (CMake: ``-DLAMINA_NDARRAY_INCLUDE=<this folder>``)
-    and ``#include "lamina/kernel_checks.h"``.
-
-    Returns:
-        The absolute path of the ``include`` folder inside this package.
-
-    Example:
-        >>> import os
-        >>> from lamina.ndarray import get_include
-        >>> os.path.isfile(os.path.join(get_include(), "lamina", "kernel_checks.h"))
-        True
-    """
-    import os  # here: the package namespace holds only its public names
-
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")
 
 
 __all__ = [
