@@ -229,9 +229,7 @@ def test_module_signature_matches_torch(cls):
 def test_in_place_functions_are_torchs_set():
     ours = {n for n in F.__all__ if n.endswith("_")}
     theirs = {n for n in dir(TF) if n.endswith("_") and not n.startswith("_")}
-    # threshold_ and rrelu_ belong to activations Lamina does not have at all
-    assert not hasattr(F, "threshold") and not hasattr(F, "rrelu")
-    assert ours == theirs - {"threshold_", "rrelu_"}
+    assert ours == theirs
 
 
 # ----- Dropout ---------------------------------------------------------------------------

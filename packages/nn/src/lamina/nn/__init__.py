@@ -9,7 +9,9 @@ from . import functional, init, utils
 from ._activations import (
     CELU,
     ELU,
+    GLU,
     SELU,
+    Hardshrink,
     Hardsigmoid,
     Hardswish,
     Hardtanh,
@@ -18,19 +20,30 @@ from ._activations import (
     Mish,
     PReLU,
     ReLU6,
+    RReLU,
     SiLU,
+    Softmax2d,
     Softmin,
     Softplus,
+    Softshrink,
     Softsign,
+    Tanhshrink,
+    Threshold,
 )
 from ._attention import MultiheadAttention
 from ._containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from ._conv import Conv1d, Conv2d, ConvTranspose2d
+from ._distance import CosineSimilarity, PairwiseDistance
 from ._errors import CheckpointError, ShapeError, StateDictError
 from ._layers import (
     GELU,
+    AlphaDropout,
     Dropout,
+    Dropout1d,
+    Dropout2d,
+    Dropout3d,
     Embedding,
+    FeatureAlphaDropout,
     Flatten,
     Identity,
     Linear,
@@ -54,7 +67,19 @@ from ._loss import (
     SmoothL1Loss,
 )
 from ._module import IncompatibleKeys, Module
-from ._norm import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm
+from ._norm import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
+from ._padding import (
+    CircularPad1d,
+    CircularPad2d,
+    ConstantPad1d,
+    ConstantPad2d,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ZeroPad1d,
+    ZeroPad2d,
+)
 from ._parameter import Parameter
 from ._pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from ._positional import PositionalEmbedding, SinusoidalPositionalEncoding
@@ -83,4 +108,13 @@ __all__ = [
     "CELU", "ELU", "SELU", "GroupNorm", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU",
     "LogSigmoid", "Mish", "PReLU", "ParameterDict", "ParameterList", "ReLU6", "SiLU",
     "Softmin", "Softplus", "Softsign", "Unflatten",
+]
+__all__ += [
+    "CircularPad1d", "CircularPad2d", "ConstantPad1d", "ConstantPad2d", "CosineSimilarity",
+    "PairwiseDistance", "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d",
+    "ReplicationPad2d", "ZeroPad1d", "ZeroPad2d",
+]
+__all__ += [
+    "AlphaDropout", "Dropout1d", "Dropout2d", "Dropout3d", "FeatureAlphaDropout", "GLU",
+    "Hardshrink", "RMSNorm", "RReLU", "Softmax2d", "Softshrink", "Tanhshrink", "Threshold",
 ]

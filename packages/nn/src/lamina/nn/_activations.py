@@ -23,11 +23,13 @@ from ._module import Module
 from ._parameter import Parameter
 
 __all__ = [
-    "CELU", "ELU", "SELU", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU", "LogSigmoid",
-    "Mish", "PReLU", "ReLU6", "SiLU", "Softmin", "Softplus", "Softsign",
-    "celu", "celu_", "elu", "elu_", "hardsigmoid", "hardswish", "hardtanh", "hardtanh_",
-    "leaky_relu", "leaky_relu_", "logsigmoid", "mish", "prelu", "relu6", "selu", "selu_", "silu",
-    "softmin", "softplus", "softsign",
+    "CELU", "ELU", "GLU", "RReLU", "SELU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh",
+    "LeakyReLU", "LogSigmoid", "Mish", "PReLU", "ReLU6", "SiLU", "Softmax2d", "Softmin",
+    "Softplus", "Softshrink", "Softsign", "Tanhshrink", "Threshold",
+    "celu", "celu_", "elu", "elu_", "glu", "hardshrink", "hardsigmoid", "hardswish", "hardtanh",
+    "hardtanh_", "leaky_relu", "leaky_relu_", "logsigmoid", "mish", "prelu", "relu6", "rrelu",
+    "rrelu_", "selu", "selu_", "silu", "softmin", "softplus", "softshrink", "softsign",
+    "tanhshrink", "threshold", "threshold_",
 ]
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -173,6 +175,86 @@ def prelu(x: Tensor, weight: Tensor) -> Tensor:
                              f"num_parameters=1 or one value per channel")
         weight = weight.reshape((count,) + (1,) * (x.ndim - 2))
     return ag.where(x > 0, x, x * weight)
+
+
+def threshold(x: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """x where ``x > threshold``, else ``value`` (a NaN stays NaN, as in PyTorch)."""
+    return _activate(x, lambda t: ag.where(t <= threshold, value, t), inplace, "threshold_")
+
+
+def threshold_(x: Tensor, threshold: float, value: float) -> Tensor:
+    """:func:`threshold` in place; returns ``x``."""
+    return _activate(x, lambda t: ag.where(t <= threshold, value, t), True, "threshold_")
+
+
+def glu(x: Tensor, dim: int = -1) -> Tensor:
+    """Gated linear unit: ``a * sigmoid(b)`` where a, b are the halves of x along ``dim``.
+
+    Args:
+        x: (*, 2M, *) with the even size 2M at ``dim``.
+
+    Returns:
+        (*, M, *).
+    """
+    shape = tuple(x.shape)
+    if not shape:
+        raise ShapeError("glu: got a 0-D input; it halves a dim of even size, so pass a "
+                         "tensor with at least one dim")
+    axis = dim + len(shape) if dim < 0 else dim
+    if not 0 <= axis < len(shape):  # IndexError, as PyTorch's dim checks raise
+        raise IndexError(f"glu: dim {dim} is out of range for input of shape {shape} "
+                         f"(expected a dim in [{-len(shape)}, {len(shape)}))")
+    if shape[axis] % 2:
+        raise ShapeError(f"glu: dim {dim} of input {shape} has odd size {shape[axis]}; the "
+                         f"halving dim must have an even size")
+    half = shape[axis] // 2
+    return x.narrow(axis, 0, half) * x.narrow(axis, half, half).sigmoid()
+
+
+def hardshrink(x: Tensor, lambd: float = 0.5) -> Tensor:
+    """0 where ``-lambd <= x <= lambd``, else x."""
+    inside = (x >= -lambd).logical_and(x <= lambd)
+    return ag.where(inside, 0.0, x)
+
+
+def softshrink(x: Tensor, lambd: float = 0.5) -> Tensor:
+    """``x - lambd`` above lambd, ``x + lambd`` below -lambd, else 0; lambd must be >= 0."""
+    if not lambd >= 0:
+        raise ValueError(f"softshrink: lambd must be >= 0, got {lambd}; pass a "
+                         f"non-negative lambd")
+    return ag.where(x > lambd, x - lambd, ag.where(x < -lambd, x + lambd, 0.0))
+
+
+def tanhshrink(x: Tensor) -> Tensor:
+    """``x - tanh(x)``."""
+    return x - x.tanh()
+
+
+def rrelu(x: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          inplace: bool = False) -> Tensor:
+    """Randomized leaky ReLU: x where x > 0, else ``slope * x``.
+
+    In training each element draws its own slope from U(lower, upper) (from
+    ``lamina.ndarray``'s generator); otherwise the slope is ``(lower + upper) / 2``.
+    """
+    if not lower <= upper:
+        raise ValueError(f"rrelu: lower ({lower}) must be less than or equal to upper "
+                         f"({upper})")
+    if not training:
+        return leaky_relu(x, (lower + upper) / 2, inplace)
+
+    def fn(t: Tensor) -> Tensor:
+        slope = Tensor(nd.uniform(tuple(t.shape), lower, upper, dtype=t.dtype,
+                                  device=t.device))
+        return ag.where(t > 0, t, t * slope)
+
+    return _activate(x, fn, inplace, "rrelu_")
+
+
+def rrelu_(x: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+           training: bool = False) -> Tensor:
+    """:func:`rrelu` in place; returns ``x``."""
+    return rrelu(x, lower, upper, training, inplace=True)
 
 
 def _softmax_dim(x: Tensor, dim: int | None) -> int:
@@ -402,3 +484,102 @@ class PReLU(Module):
 
     def extra_repr(self) -> str:
         return f"num_parameters={self.weight.numel()}"
+
+
+class Threshold(Module):
+    """x where ``x > threshold``, else ``value`` (any shape); ``inplace`` as PyTorch's."""
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
+        super().__init__()
+        self.threshold, self.value, self.inplace = threshold, value, inplace
+
+    def forward(self, x: Tensor) -> Tensor:
+        return threshold(x, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self) -> str:
+        return _with_inplace(f"threshold={self.threshold}, value={self.value}", self.inplace)
+
+
+class GLU(Module):
+    """Gated linear unit ``a * sigmoid(b)`` over the two halves of ``dim``.
+
+    Shape:
+        (*, 2M, *) -> (*, M, *), the halved dim at ``dim``.
+    """
+
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        return glu(x, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class _Shrink(Module):
+    """Base of the shrinks, whose one option is ``lambd`` (shown bare in the repr)."""
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Hardshrink(_Shrink):
+    """0 where ``|x| <= lambd``, else x (any shape)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return hardshrink(x, self.lambd)
+
+
+class Softshrink(_Shrink):
+    """x moved towards 0 by ``lambd``, and 0 where ``|x| <= lambd`` (any shape)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return softshrink(x, self.lambd)
+
+
+class Tanhshrink(Module):
+    """``x - tanh(x)`` (any shape)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return tanhshrink(x)
+
+
+class Softmax2d(Module):
+    """softmax over the channels of each location.
+
+    Shape:
+        (N, C, H, W) or (C, H, W) -> the same shape; softmax along C (dim -3).
+    """
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.ndim not in (3, 4):
+            raise ShapeError(f"Softmax2d: expected input to be 3D or 4D, got {x.ndim}D "
+                             f"(shape {tuple(x.shape)}); pass (N, C, H, W) or (C, H, W)")
+        return x.softmax(-3)
+
+
+class RReLU(Module):
+    """Randomized leaky ReLU (any shape): a random slope per element in training.
+
+    Args:
+        lower, upper: the range the negative slopes are drawn from in training;
+            in eval the slope is ``(lower + upper) / 2``.
+        inplace: write the result into the input's storage and return the input.
+    """
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+                 inplace: bool = False) -> None:
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, x: Tensor) -> Tensor:
+        return rrelu(x, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return _with_inplace(f"lower={self.lower}, upper={self.upper}", self.inplace)

@@ -1,4 +1,4 @@
-"""Layers: Identity, Linear, Flatten, Unflatten, activations, Dropout, Residual, Embedding."""
+"""Layers: Identity, Linear, Flatten, Unflatten, activations, the dropouts, Residual, Embedding."""
 
 from __future__ import annotations
 
@@ -11,13 +11,22 @@ from lamina.autograd import Tensor
 from . import functional as F
 from . import init
 from ._activations import _InPlaceActivation
+from ._dropout import (
+    _check_p,
+    alpha_dropout,
+    dropout1d,
+    dropout2d,
+    dropout3d,
+    feature_alpha_dropout,
+)
 from ._errors import ShapeError, check_shape
 from ._module import Module
 from ._parameter import Parameter
 
 __all__ = [
-    "GELU", "Dropout", "Embedding", "Flatten", "Identity", "Linear", "LogSoftmax", "ReLU",
-    "Residual", "Sigmoid", "Softmax", "Tanh", "Unflatten",
+    "GELU", "AlphaDropout", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "Embedding",
+    "FeatureAlphaDropout", "Flatten", "Identity", "Linear", "LogSoftmax", "ReLU", "Residual",
+    "Sigmoid", "Softmax", "Tanh", "Unflatten",
 ]
 
 
@@ -235,6 +244,75 @@ class Dropout(Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class _DropoutNd(Module):
+    """Shared arguments and repr of the dropout modules.
+
+    Args:
+        p: probability of dropping an element (or a channel).
+        inplace: write the result into the input's storage and return the input.
+    """
+
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
+        super().__init__()
+        _check_p(type(self).__name__, p)
+        self.p = p
+        self.inplace = inplace
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout1d(_DropoutNd):
+    """Zero whole channels in training; identity in eval.
+
+    Shape:
+        (N, C, L) or (C, L) -> the same shape.
+    """
+
+    def forward(self, x: Tensor) -> Tensor:
+        return dropout1d(x, self.p, self.training, self.inplace)
+
+
+class Dropout2d(_DropoutNd):
+    """Zero whole channels in training; identity in eval.
+
+    Shape:
+        (N, C, H, W) -> the same shape ((N, C, L) too, with PyTorch's warning).
+    """
+
+    def forward(self, x: Tensor) -> Tensor:
+        return dropout2d(x, self.p, self.training, self.inplace)
+
+
+class Dropout3d(_DropoutNd):
+    """Zero whole channels in training; identity in eval.
+
+    Shape:
+        (N, C, D, H, W) or (C, D, H, W) -> the same shape.
+    """
+
+    def forward(self, x: Tensor) -> Tensor:
+        return dropout3d(x, self.p, self.training, self.inplace)
+
+
+class AlphaDropout(_DropoutNd):
+    """Alpha dropout (for SELU networks) in training; identity in eval (any shape)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return alpha_dropout(x, self.p, self.training, self.inplace)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """Alpha dropout of whole channels in training; identity in eval.
+
+    Shape:
+        (N, C, *) -> the same shape.
+    """
+
+    def forward(self, x: Tensor) -> Tensor:
+        return feature_alpha_dropout(x, self.p, self.training, self.inplace)
 
 
 class Residual(Module):

@@ -1,4 +1,4 @@
-"""Normalisation layers: BatchNorm1d, BatchNorm2d, LayerNorm and GroupNorm."""
+"""Normalisation layers: BatchNorm1d, BatchNorm2d, LayerNorm, GroupNorm and RMSNorm."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ from lamina import ndarray as nd
 from lamina.autograd import Tensor
 
 from . import functional as F
+from . import init
 from ._errors import ShapeError, check_shape
 from ._module import Module
 from ._parameter import Parameter, new_tensor
+from ._rms_norm import rms_norm
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "GroupNorm", "LayerNorm"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "GroupNorm", "LayerNorm", "RMSNorm"]
 
 
 class _BatchNorm(Module):
@@ -203,3 +205,57 @@ class GroupNorm(Module):
     def extra_repr(self) -> str:
         return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, "
                 f"affine={self.affine}, bias={self.bias is not None}")
+
+
+class RMSNorm(Module):
+    """Root-mean-square normalisation over the last dims: ``x / rms(x) * weight``.
+
+    ``rms(x) = sqrt(mean(x**2) + eps)`` over the trailing dims D; unlike
+    :class:`LayerNorm` there is no centring and no bias.
+
+    Args:
+        normalized_shape: the trailing shape D (an int or a sequence).
+        eps: added to the mean square; None takes the input dtype's machine epsilon.
+        elementwise_affine: learn a weight (ones) of shape D.
+
+    Shape:
+        input (*, *D) -> output (*, *D).
+
+    Example:
+        >>> from lamina import autograd
+        >>> RMSNorm(8)(autograd.randn(2, 5, 8)).shape
+        (2, 5, 8)
+    """
+
+    def __init__(self, normalized_shape: int | tuple[int, ...] | list[int],
+                 eps: float | None = None, elementwise_affine: bool = True,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) \
+            else tuple(normalized_shape)
+        self.normalized_shape, self.eps = shape, eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(nd.ones(*shape, dtype=dtype or nd.float32, device=device))
+        else:
+            self.register_parameter("weight", None)
+
+    def reset_parameters(self) -> None:
+        """Set the weight back to ones."""
+        if self.weight is not None:
+            init.ones_(self.weight)
+
+    def forward(self, x: Tensor) -> Tensor:
+        try:
+            return rms_norm(x, self.normalized_shape, self.weight, self.eps)
+        except ShapeError:  # name the layer (its repr is built only here, on failure)
+            k = len(self.normalized_shape)
+            if tuple(x.shape[len(x.shape) - k:]) != self.normalized_shape:
+                dims = ", ".join(map(str, self.normalized_shape))
+                raise ShapeError(f"{self!r}: expected input of shape (*, {dims}), "
+                                 f"got {tuple(x.shape)}") from None
+            raise
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")

@@ -397,6 +397,8 @@ from ._activations import (  # noqa: E402
     celu_,
     elu,
     elu_,
+    glu,
+    hardshrink,
     hardsigmoid,
     hardswish,
     hardtanh,
@@ -407,12 +409,18 @@ from ._activations import (  # noqa: E402
     mish,
     prelu,
     relu6,
+    rrelu,
+    rrelu_,
     selu,
     selu_,
     silu,
     softmin,
     softplus,
+    softshrink,
     softsign,
+    tanhshrink,
+    threshold,
+    threshold_,
 )
 
 __all__ += ["celu", "celu_", "elu", "elu_", "hardsigmoid", "hardswish", "hardtanh",
@@ -435,3 +443,23 @@ from ._loss import (  # noqa: E402
 
 __all__ += ["binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy",
             "huber_loss", "kl_div", "l1_loss", "mse_loss", "nll_loss", "smooth_l1_loss"]
+
+# Padding and distances live beside their modules.
+from ._distance import cosine_similarity, normalize, pairwise_distance  # noqa: E402
+from ._padding import pad  # noqa: E402
+
+__all__ += ["cosine_similarity", "normalize", "pad", "pairwise_distance"]
+
+# RMSNorm, channel and alpha dropout live beside their modules.
+from ._dropout import (  # noqa: E402
+    alpha_dropout,
+    dropout1d,
+    dropout2d,
+    dropout3d,
+    feature_alpha_dropout,
+)
+from ._rms_norm import rms_norm  # noqa: E402
+
+__all__ += ["alpha_dropout", "dropout1d", "dropout2d", "dropout3d", "feature_alpha_dropout",
+            "glu", "hardshrink", "rms_norm", "rrelu", "rrelu_", "softshrink", "tanhshrink",
+            "threshold", "threshold_"]
