@@ -82,6 +82,7 @@ from ._padding import (
 )
 from ._parameter import Parameter
 from ._pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from ._pooling1d import AdaptiveAvgPool1d, AvgPool1d, MaxPool1d
 from ._positional import PositionalEmbedding, SinusoidalPositionalEncoding
 from ._rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from ._serialization import load, save
@@ -92,6 +93,7 @@ from ._transformer import (
     TransformerEncoder,
     TransformerEncoderLayer,
 )
+from ._upsample import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = [
     "GELU", "BatchNorm1d", "CheckpointError", "CrossEntropyLoss", "Dropout", "Embedding",
@@ -117,4 +119,8 @@ __all__ += [
 __all__ += [
     "AlphaDropout", "Dropout1d", "Dropout2d", "Dropout3d", "FeatureAlphaDropout", "GLU",
     "Hardshrink", "RMSNorm", "RReLU", "Softmax2d", "Softshrink", "Tanhshrink", "Threshold",
+]
+__all__ += [
+    "AdaptiveAvgPool1d", "AvgPool1d", "MaxPool1d", "Upsample", "UpsamplingBilinear2d",
+    "UpsamplingNearest2d",
 ]

@@ -388,6 +388,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
 # Convolution and pooling live beside their layers; these are their functional forms.
 from ._conv import conv1d, conv2d, conv_transpose2d  # noqa: E402
 from ._pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d  # noqa: E402
+from ._pooling1d import adaptive_avg_pool1d, avg_pool1d, max_pool1d  # noqa: E402
+from ._upsample import interpolate  # noqa: E402
 
 __all__ += ["adaptive_avg_pool2d", "avg_pool2d", "conv2d", "max_pool2d"]
 
@@ -463,3 +465,4 @@ from ._rms_norm import rms_norm  # noqa: E402
 __all__ += ["alpha_dropout", "dropout1d", "dropout2d", "dropout3d", "feature_alpha_dropout",
             "glu", "hardshrink", "rms_norm", "rrelu", "rrelu_", "softshrink", "tanhshrink",
             "threshold", "threshold_"]
+__all__ += ["adaptive_avg_pool1d", "avg_pool1d", "interpolate", "max_pool1d"]
