@@ -112,7 +112,42 @@ class BatchNorm2d(_BatchNorm):
     _layout = "(N, {c}, H, W)"
 
 
-class LayerNorm(Module):
+class _TrailingNorm(Module):
+    """A norm over the trailing dims ``normalized_shape`` (LayerNorm, RMSNorm): the
+    shape and affine flags they share, and the shape error that names the layer."""
+
+    def __init__(self, normalized_shape: int | tuple[int, ...] | list[int], eps: float | None,
+                 elementwise_affine: bool, dtype: Any, device: Any) -> None:
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) \
+            else tuple(normalized_shape)
+        self.normalized_shape, self.eps = shape, eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(nd.ones(*shape, dtype=dtype or nd.float32, device=device))
+        else:
+            self.register_parameter("weight", None)
+
+    def forward(self, x: Tensor) -> Tensor:
+        try:
+            return self._normalize(x)
+        except ShapeError:  # name the layer (its repr is built only here, on failure)
+            k = len(self.normalized_shape)
+            if tuple(x.shape[len(x.shape) - k:]) != self.normalized_shape:
+                dims = ", ".join(map(str, self.normalized_shape))
+                raise ShapeError(f"{self!r}: expected input of shape (*, {dims}), "
+                                 f"got {tuple(x.shape)}") from None
+            raise
+
+    def _normalize(self, x: Tensor) -> Tensor:
+        raise TypeError(f"{type(self).__name__} must define _normalize")
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
+
+
+class LayerNorm(_TrailingNorm):
     """Normalise over the last dims: (x - mean) / sqrt(var + eps) * weight + bias.
 
     Args:
@@ -125,38 +160,20 @@ class LayerNorm(Module):
         input (*, *D) -> output (*, *D).
     """
 
+    eps: float
+
     def __init__(self, normalized_shape: int | tuple[int, ...], eps: float = 1e-5,
                  elementwise_affine: bool = True, bias: bool = True,
                  device: Any = None, dtype: Any = None) -> None:
-        super().__init__()
-        shape = (normalized_shape,) if isinstance(normalized_shape, int) \
-            else tuple(normalized_shape)
-        self.normalized_shape, self.eps = shape, eps
-        self.elementwise_affine = elementwise_affine
-        dtype = dtype or nd.float32
-        if elementwise_affine:
-            self.weight = Parameter(nd.ones(*shape, dtype=dtype, device=device))
-        else:
-            self.register_parameter("weight", None)
+        super().__init__(normalized_shape, eps, elementwise_affine, dtype, device)
+        shape, dtype = self.normalized_shape, dtype or nd.float32
         if elementwise_affine and bias:
             self.bias = Parameter(nd.zeros(*shape, dtype=dtype, device=device))
         else:
             self.register_parameter("bias", None)
 
-    def forward(self, x: Tensor) -> Tensor:
-        try:
-            return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
-        except ShapeError:  # name the layer (its repr is built only here, on failure)
-            k = len(self.normalized_shape)
-            if tuple(x.shape[len(x.shape) - k:]) != self.normalized_shape:
-                dims = ", ".join(map(str, self.normalized_shape))
-                raise ShapeError(f"{self!r}: expected input of shape (*, {dims}), "
-                                 f"got {tuple(x.shape)}") from None
-            raise
-
-    def extra_repr(self) -> str:
-        return (f"{self.normalized_shape}, eps={self.eps}, "
-                f"elementwise_affine={self.elementwise_affine}")
+    def _normalize(self, x: Tensor) -> Tensor:
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
 
 class GroupNorm(Module):
@@ -207,7 +224,7 @@ class GroupNorm(Module):
                 f"affine={self.affine}, bias={self.bias is not None}")
 
 
-class RMSNorm(Module):
+class RMSNorm(_TrailingNorm):
     """Root-mean-square normalisation over the last dims: ``x / rms(x) * weight``.
 
     ``rms(x) = sqrt(mean(x**2) + eps)`` over the trailing dims D; unlike
@@ -230,32 +247,12 @@ class RMSNorm(Module):
     def __init__(self, normalized_shape: int | tuple[int, ...] | list[int],
                  eps: float | None = None, elementwise_affine: bool = True,
                  device: Any = None, dtype: Any = None) -> None:
-        super().__init__()
-        shape = (normalized_shape,) if isinstance(normalized_shape, int) \
-            else tuple(normalized_shape)
-        self.normalized_shape, self.eps = shape, eps
-        self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(nd.ones(*shape, dtype=dtype or nd.float32, device=device))
-        else:
-            self.register_parameter("weight", None)
+        super().__init__(normalized_shape, eps, elementwise_affine, dtype, device)
 
     def reset_parameters(self) -> None:
         """Set the weight back to ones."""
         if self.weight is not None:
             init.ones_(self.weight)
 
-    def forward(self, x: Tensor) -> Tensor:
-        try:
-            return rms_norm(x, self.normalized_shape, self.weight, self.eps)
-        except ShapeError:  # name the layer (its repr is built only here, on failure)
-            k = len(self.normalized_shape)
-            if tuple(x.shape[len(x.shape) - k:]) != self.normalized_shape:
-                dims = ", ".join(map(str, self.normalized_shape))
-                raise ShapeError(f"{self!r}: expected input of shape (*, {dims}), "
-                                 f"got {tuple(x.shape)}") from None
-            raise
-
-    def extra_repr(self) -> str:
-        return (f"{self.normalized_shape}, eps={self.eps}, "
-                f"elementwise_affine={self.elementwise_affine}")
+    def _normalize(self, x: Tensor) -> Tensor:
+        return rms_norm(x, self.normalized_shape, self.weight, self.eps)
