@@ -23,6 +23,7 @@ from lamina.ndarray import (
     result_type,
 )
 
+from . import profiler as profiler  # torch.autograd.profiler's place
 from ._creation import (
     arange,
     empty,

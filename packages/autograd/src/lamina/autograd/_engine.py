@@ -25,6 +25,7 @@ from typing import Any
 
 from lamina.ndarray import ShapeError
 
+from . import _function
 from . import _grad_mode as grad_mode
 from ._function import Function
 from ._tensor_base import Tensor, TensorBase, make, new, ones_like_data
@@ -143,8 +144,10 @@ def run_backward(pairs: list[tuple[TensorBase, TensorBase]], retain_graph: bool,
                         _accumulate(captured, id(node), grad)
                 elif node._retained is not None:
                     _store_grad(node._retained(), grad, create_graph)
+                grads = (node.backward(grad) if _function.observer is None
+                         else _function.observer.backward(node, grad))
                 for edge, shape, dtype, edge_grad in zip(node.next, node.shapes, node.dtypes,
-                                                         node.backward(grad)):
+                                                         grads):
                     if edge is None or edge_grad is None:
                         continue
                     if edge_grad._data._dtype is not dtype:

@@ -24,7 +24,7 @@ training step.
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from . import _grad_mode as grad_mode
 from . import _tensor_base as tb
@@ -39,6 +39,26 @@ FREED_MESSAGE = (
     "graph are freed when you call .backward() or autograd.grad(). Specify "
     "retain_graph=True if you need to backward through the graph a second time or "
     "if you need to access saved tensors after calling backward.")
+
+
+class Observer(Protocol):
+    """What watches every op while installed as :data:`observer` (the profiler)."""
+
+    def claim(self) -> bool:
+        """Whether to observe this ``apply`` (False inside an observed one, so that the
+        observer's own ``cls.apply`` call runs the op)."""
+
+    def forward(self, cls: type[Function], inputs: tuple[TensorBase, ...],
+                params: dict[str, Any]) -> Any:
+        """Runs ``cls.apply(*inputs, **params)``, watching it."""
+
+    def backward(self, node: Function, grad: TensorBase) -> tuple[TensorBase | None, ...]:
+        """Runs ``node.backward(grad)`` for the engine, watching it."""
+
+
+observer: Observer | None = None
+"""Set while an op observer is active (``lamina.autograd.profiler``); ``None`` costs
+``apply`` and the engine one comparison per op."""
 
 
 class OpName(str):
@@ -114,6 +134,8 @@ class Function:
 
         Returns a Tensor (typed ``Any``: see ``_tensor_base.make``).
         """
+        if observer is not None and observer.claim():  # the profiler watches this call
+            return observer.forward(cls, inputs, params)
         node = cls()
         # Plain loops, not comprehensions or any(genexpr): this runs for every
         # op, and each comprehension is one more Python call (eager overhead).
