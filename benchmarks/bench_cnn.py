@@ -45,19 +45,25 @@ def _conv_cases(device: str) -> tuple[Callable[[], Any], Callable[[], Any]]:
     tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in arrays[:3])
     tg = torch.from_numpy(arrays[3])
 
-    def ours() -> None:
+    def ours() -> Any:
         nn.functional.conv2d(x, w, b, padding=1).backward(g)
-        _ = x.grad.numpy(), w.grad.numpy()  # wait for the results
+        _, gw = x.grad.numpy(), w.grad.numpy()  # wait for the results
         x.grad = w.grad = b.grad = None
+        return gw
 
-    def theirs() -> None:
+    def theirs() -> Any:
         torch.nn.functional.conv2d(tx, tw, tb, padding=1).backward(tg)
+        gw = tw.grad
         tx.grad = tw.grad = tb.grad = None
+        return gw
 
     return ours, theirs
 
 
-def _resnet_cases(device: str) -> tuple[Callable[[], Any], Callable[[], Any]]:
+def _resnet_cases(device: str, optimizer: str = "sgd"
+                  ) -> tuple[Callable[[], Any], Callable[[], Any]]:
+    """One ResNet9 training step in each library (``optimizer``: ``"sgd"``, momentum
+    0.9, or ``"adam"``); each returns its loss, computed before the update."""
     import torch
     from train_cifar10 import torch_model
 
@@ -71,23 +77,27 @@ def _resnet_cases(device: str) -> tuple[Callable[[], Any], Callable[[], Any]]:
     y_np = rng.integers(0, 10, 128)
     x, y = ag.tensor(x_np, device=device), ag.tensor(y_np, device=device)
     tx, ty = torch.from_numpy(x_np), torch.from_numpy(y_np)
-    opt = optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    topt = torch.optim.SGD(ref.parameters(), lr=0.01, momentum=0.9)
+    if optimizer == "adam":
+        opt: optim.Optimizer = optim.Adam(model.parameters(), lr=1e-3)
+        topt: torch.optim.Optimizer = torch.optim.Adam(ref.parameters(), lr=1e-3)
+    else:
+        opt = optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        topt = torch.optim.SGD(ref.parameters(), lr=0.01, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
 
-    def ours() -> None:
+    def ours() -> float:
         opt.zero_grad()
         loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
-        loss.item()
+        return loss.item()
 
-    def theirs() -> None:
+    def theirs() -> float:
         topt.zero_grad()
         loss = torch.nn.functional.cross_entropy(ref(tx), ty)
         loss.backward()
         topt.step()
-        loss.item()
+        return loss.item()
 
     return ours, theirs
 

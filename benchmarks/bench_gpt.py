@@ -52,29 +52,35 @@ def _models(block_size: int, n_layer: int = 4, n_head: int = 4, n_embd: int = 12
     return cfg, ours, theirs
 
 
-def _train_cases() -> tuple[Callable[[], Any], Callable[[], Any]]:
+def _train_cases(batch: int = 12) -> tuple[Callable[[], Any], Callable[[], Any]]:
+    """One training step of the baby GPT in each library; each returns its loss
+    (computed before the update)."""
     import torch
     from lamina import autograd, nn, optim
 
     _, ours, theirs = _models(64)
     rng = np.random.default_rng(0)
-    x, y = rng.integers(0, 65, (12, 64)), rng.integers(0, 65, (12, 64))
+    x, y = rng.integers(0, 65, (batch, 64)), rng.integers(0, 65, (batch, 64))
     xl, yl = autograd.tensor(x), autograd.tensor(y)
     xt, yt = torch.from_numpy(x), torch.from_numpy(y)
     opt = optim.AdamW(ours.parameter_groups(0.1), lr=1e-4)
     topt = torch.optim.AdamW(theirs.param_groups(0.1), lr=1e-4)
 
-    def lamina_step() -> None:
+    def lamina_step() -> Any:
         opt.zero_grad()
-        ours(xl, yl)[1].backward()
+        loss = ours(xl, yl)[1]
+        loss.backward()
         nn.utils.clip_grad_norm_(ours.parameters(), 1.0)
         opt.step()
+        return loss
 
-    def torch_step() -> None:
+    def torch_step() -> Any:
         topt.zero_grad()
-        theirs(xt, yt)[1].backward()
+        loss = theirs(xt, yt)[1]
+        loss.backward()
         torch.nn.utils.clip_grad_norm_(theirs.parameters(), 1.0)
         topt.step()
+        return loss
 
     return lamina_step, torch_step
 

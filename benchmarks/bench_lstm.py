@@ -22,18 +22,28 @@ from _timing import interleaved, row
 VOCAB, HIDDEN, LAYERS, BATCH, BPTT = 10_000, 200, 2, 20, 35
 
 
-def _cases(device: str) -> tuple[Callable[[], Any], Callable[[], Any]]:
+def twins(device: str, vocab: int, embed: int, hidden: int, layers: int) -> tuple[Any, Any]:
+    """A Lamina ``LanguageModel`` (LSTM, U(-0.1, 0.1) weights) and its PyTorch twin, a
+    ``ModuleDict`` of ``encoder``, ``rnn`` and ``decoder`` holding the same weights."""
     import torch
-    from lamina import autograd, nn, optim
     from lamina.models import LanguageModel
-    from lamina.models._language_model import token_nll
 
-    model = LanguageModel(VOCAB, HIDDEN, HIDDEN, LAYERS, init_range=0.1, device=device)
-    rnn = torch.nn.LSTM(HIDDEN, HIDDEN, LAYERS)
-    twin = torch.nn.ModuleDict({"encoder": torch.nn.Embedding(VOCAB, HIDDEN), "rnn": rnn,
-                                "decoder": torch.nn.Linear(HIDDEN, VOCAB)})
+    model = LanguageModel(vocab, embed, hidden, layers, init_range=0.1, device=device)
+    twin = torch.nn.ModuleDict({"encoder": torch.nn.Embedding(vocab, embed),
+                                "rnn": torch.nn.LSTM(embed, hidden, layers),
+                                "decoder": torch.nn.Linear(hidden, vocab)})
     twin.load_state_dict({k: torch.from_numpy(v.numpy().copy())
                           for k, v in model.state_dict().items()})
+    return model, twin
+
+
+def _cases(device: str) -> tuple[Callable[[], Any], Callable[[], Any]]:
+    """One training step in each library; each returns its loss, computed before the update."""
+    import torch
+    from lamina import autograd, nn, optim
+    from lamina.models._language_model import token_nll
+
+    model, twin = twins(device, VOCAB, HIDDEN, HIDDEN, LAYERS)
     rng = np.random.default_rng(0)
     x_np, y_np = (rng.integers(0, VOCAB, (BPTT, BATCH)) for _ in range(2))
     x, y = autograd.tensor(x_np, device=device), autograd.tensor(y_np, device=device)
@@ -41,15 +51,16 @@ def _cases(device: str) -> tuple[Callable[[], Any], Callable[[], Any]]:
     opt = optim.SGD(model.parameters(), lr=1e-3)
     topt = torch.optim.SGD(twin.parameters(), lr=1e-3)
 
-    def ours() -> None:
+    def ours() -> Any:
         opt.zero_grad()
         logits, _ = model(x)
         loss = token_nll(logits.reshape(BPTT * BATCH, VOCAB), y.reshape(BPTT * BATCH))
         (loss * BPTT).backward()
         nn.utils.clip_grad_norm_(model.parameters(), 5.0)
         opt.step()
+        return loss
 
-    def theirs() -> None:
+    def theirs() -> Any:
         topt.zero_grad()
         out, _ = twin["rnn"](twin["encoder"](tx))
         logits = twin["decoder"](out)
@@ -57,6 +68,7 @@ def _cases(device: str) -> tuple[Callable[[], Any], Callable[[], Any]]:
         (loss * BPTT).backward()
         torch.nn.utils.clip_grad_norm_(twin.parameters(), 5.0)
         topt.step()
+        return loss
 
     return ours, theirs
 
