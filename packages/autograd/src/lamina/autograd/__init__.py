@@ -24,6 +24,7 @@ from lamina.ndarray import (
 )
 
 from . import profiler as profiler  # torch.autograd.profiler's place
+from ._compile import GraphBreak, compile  # noqa: A004  (torch.compile's name)
 from ._creation import (
     arange,
     empty,
@@ -158,7 +159,8 @@ bool = bool_  # noqa: A001  (torch.bool's spelling; the builtin is not used belo
 
 __all__ = [
     # tensor, dtypes, errors
-    "Tensor", "Function", "bool", "bool_", "float32", "float64", "int64", "result_type",
+    "Tensor", "Function", "compile", "GraphBreak", "bool", "bool_", "float32", "float64",
+    "int64", "result_type",
     "promote_types", "can_cast", "ShapeError", "DTypeError", "DeviceError",
     # creation
     "tensor", "zeros", "ones", "empty", "full", "rand", "randn", "arange", "zeros_like",

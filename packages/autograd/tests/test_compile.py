@@ -1,0 +1,261 @@
+"""ag.compile: captured replays agree with eager, and whatever a replay cannot repeat
+runs eagerly (or raises with fullgraph) instead of giving a wrong result."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import lamina.autograd as ag
+import lamina.ndarray as nd
+import numpy as np
+import pytest
+from conftest import DEVICES, device_dtypes
+from harness import as_list, build, to_numpy
+from op_records import RECORDS, OpRecord, Sample
+
+CASES = [pytest.param(rec, dev, dt, id=f"{rec.name}-{dev}-{dt}")
+         for rec in RECORDS for dev, dt in device_dtypes()]
+
+
+@pytest.fixture(params=DEVICES)
+def device(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+def _other_values(sample: Sample) -> Sample:
+    """The sample with every float array changed, keeping signs and domains (positive
+    stays positive, away from zero stays away) and leaving index arrays alone."""
+    args = tuple(np.asarray(a * 1.5 + np.sign(a) * 0.25)
+                 if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a
+                 for a in sample.args)
+    return Sample(args, sample.kwargs, sample.smooth)
+
+
+def _tensor_positions(args: list[Any]) -> list[int]:
+    return [i for i, a in enumerate(args) if isinstance(a, ag.Tensor)]
+
+
+def _assert_same(got: Any, want: Any, what: str) -> None:
+    got, want = as_list(got), as_list(want)
+    assert len(got) == len(want), what
+    for g, w in zip(got, want):
+        if not isinstance(w, ag.Tensor):
+            assert g == w, what
+            continue
+        assert (g.shape, g.dtype, g.device) == (w.shape, w.dtype, w.device), what
+        np.testing.assert_array_equal(to_numpy(g), to_numpy(w), err_msg=what)
+
+
+@pytest.mark.parametrize("rec, device, dtype", CASES)
+def test_op_records_replay_as_eager(rec: OpRecord, device: str, dtype: str) -> None:
+    """Every op record, under no_grad: the capturing call and a replay on other values
+    give eager's results exactly (or the signature runs eagerly, also exactly)."""
+    if rec.kernel and not nd.get_device(device).kernel_dtypes.get(rec.kernel):
+        pytest.skip(f"device {device} has no optional {rec.kernel}")
+    for sample in rec.samples:
+        first, _, _ = build(rec, sample, device, dtype)
+        second, _, _ = build(rec, _other_values(sample), device, dtype)
+        where = _tensor_positions(first)
+
+        def call(*tensors: ag.Tensor, args: list[Any] = first, kw: Any = sample.kwargs,
+                 where: list[int] = where) -> Any:
+            full = list(args)
+            for i, t in zip(where, tensors):
+                full[i] = t
+            return rec.fn(*full, **kw)
+
+        compiled = ag.compile(call)
+        with ag.no_grad():
+            for args in (first, second, first):
+                tensors = [args[i] for i in where]
+                got = compiled(*tensors)
+                want = call(*tensors)
+                _assert_same(got, want, f"{rec.name} on {device} {dtype}")
+        assert compiled.stats["captures"] + compiled.stats["eager"] >= 1
+
+
+def _chain(x: ag.Tensor, y: ag.Tensor) -> ag.Tensor:
+    for _ in range(5):
+        x = (x * y + 1.0).tanh() - y
+    return x
+
+
+def test_chain_is_captured_once_and_replayed(device: str) -> None:
+    compiled = ag.compile(_chain)
+    with ag.no_grad():
+        for k in range(4):
+            x, y = ag.full((3,), 0.1 * k, device=device), ag.full((3,), 0.5, device=device)
+            _assert_same(compiled(x, y), _chain(x, y), "chain")
+    assert compiled.stats == {"captures": 1, "replays": 3, "eager": 0}
+    program = next(iter(compiled._cache.values())).program
+    assert len(program) == 20  # one kernel call per op, nothing else
+
+
+def test_results_of_replays_do_not_alias(device: str) -> None:
+    compiled = ag.compile(lambda x: x * 2.0)
+    with ag.no_grad():
+        compiled(ag.ones(2, device=device))
+        a = compiled(ag.full((2,), 3.0, device=device))
+        b = compiled(ag.full((2,), 5.0, device=device))
+    assert a.tolist() == [6.0, 6.0] and b.tolist() == [10.0, 10.0]
+
+
+def test_new_signature_captures_again_and_the_cache_is_bounded(device: str) -> None:
+    compiled = ag.compile(lambda x: x.exp(), cache_size=2)
+    with ag.no_grad():
+        for n in (1, 2, 3, 1):
+            x = ag.full((n,), 0.5, device=device)
+            _assert_same(compiled(x), x.exp(), f"shape {n}")
+    # shapes 1, 2, 3 captured; 1 was evicted by 3, so it is captured again
+    assert compiled.stats["captures"] == 4 and len(compiled._cache) == 2
+    with ag.no_grad():
+        compiled(ag.ones(1, device=device))
+    assert compiled.stats["replays"] == 1
+    with pytest.raises(ValueError, match="cache_size must be an int >= 1"):
+        ag.compile(_chain, cache_size=0)
+    with pytest.raises(TypeError, match="expected a function or a callable"):
+        ag.compile(3)  # type: ignore[arg-type]
+
+
+def test_python_arguments_key_the_cache(device: str) -> None:
+    compiled = ag.compile(lambda x, scale: x * scale)
+    x = ag.ones(2, device=device)
+    with ag.no_grad():
+        assert compiled(x, 2.0).tolist() == [2.0, 2.0]
+        assert compiled(x, 3.0).tolist() == [3.0, 3.0]
+        assert compiled(x, 3.0).tolist() == [3.0, 3.0]
+        assert compiled(x, np.array(0.5)).tolist() == [0.5, 0.5]  # unhashable: eager
+    assert compiled.stats == {"captures": 2, "replays": 1, "eager": 1}
+
+
+@pytest.mark.parametrize("body, reason", [
+    (lambda x: x * x.sum().item(), "read to the host"),
+    (lambda x: x + ag.randn(*x.shape, device=x.device), "random numbers"),
+    (lambda x: ag.dropout(x, 0.5), "random numbers"),
+    (lambda x: x if bool((x > 0).all()) else -x, "read to the host"),
+])
+def test_graph_breaks_run_eagerly(device: str, body: Any, reason: str,
+                                  caplog: pytest.LogCaptureFixture) -> None:
+    compiled = ag.compile(body)
+    with ag.no_grad(), caplog.at_level(logging.WARNING, "lamina.autograd.compile"):
+        ag.manual_seed(0)
+        first = compiled(ag.ones(4, device=device))
+        ag.manual_seed(1)
+        second = compiled(ag.full((4,), 2.0, device=device))
+        ag.manual_seed(1)
+        want = body(ag.full((4,), 2.0, device=device))
+    _assert_same(second, want, "eager after a break")
+    assert first.shape == (4,)
+    assert compiled.stats == {"captures": 1, "replays": 0, "eager": 1}
+    assert reason in compiled.graph_breaks[0]
+    assert [r.message for r in caplog.records if "graph break" in r.message]
+    strict = ag.compile(body, fullgraph=True)
+    with ag.no_grad(), pytest.raises(ag.GraphBreak, match=reason):
+        strict(ag.ones(4, device=device))
+
+
+def test_a_kept_intermediate_breaks(device: str) -> None:
+    kept: list[ag.Tensor] = []
+
+    def f(x: ag.Tensor) -> ag.Tensor:
+        kept.append(x * 3.0)
+        return x + 1.0
+
+    compiled = ag.compile(f)
+    with ag.no_grad():
+        compiled(ag.ones(2, device=device))
+        compiled(ag.ones(2, device=device))
+    assert len(kept) == 2  # both calls ran the Python: nothing was replayed
+    assert "kept outside" in compiled.graph_breaks[0]
+
+
+def test_returning_an_existing_tensor_breaks(device: str) -> None:
+    w = ag.ones(2, device=device)
+    compiled = ag.compile(lambda x: (x + 1.0, w))
+    with ag.no_grad():
+        _, got = compiled(ag.ones(2, device=device))
+        _, again = compiled(ag.ones(2, device=device))
+    assert got is w and again is w
+    assert "existed before the call" in compiled.graph_breaks[0]
+
+
+def test_gradient_recording_runs_eagerly(device: str) -> None:
+    w = ag.ones(3, device=device, requires_grad=True)
+    compiled = ag.compile(lambda x: (x * w).sum())
+    for value in (1.0, 2.0):
+        out = compiled(ag.full((3,), value, device=device))
+        out.backward()
+    assert w.grad.tolist() == [3.0, 3.0, 3.0]
+    assert compiled.stats["eager"] == 1 and "records a gradient graph" in \
+        compiled.graph_breaks[0]
+    with pytest.raises(ag.GraphBreak, match="records a gradient graph"):
+        ag.compile(lambda x: x * w, fullgraph=True)(ag.ones(3, device=device))
+
+
+def test_weights_are_read_where_they_lie(device: str) -> None:
+    w = ag.full((2,), 2.0, device=device)
+    compiled = ag.compile(lambda x: x * w)
+    x = ag.ones(2, device=device)
+    with ag.no_grad():
+        assert compiled(x).tolist() == [2.0, 2.0]
+        w.mul_(5.0)  # in place: the replay reads the new values
+        assert compiled(x).tolist() == [10.0, 10.0]
+        w.data = ag.full((2,), 7.0, device=device)  # new storage: captured again
+        assert compiled(x).tolist() == [7.0, 7.0]
+    assert compiled.stats == {"captures": 2, "replays": 1, "eager": 0}
+
+
+def test_in_place_writes_and_views_of_arguments(device: str) -> None:
+    def f(x: ag.Tensor) -> tuple[ag.Tensor, ag.Tensor]:
+        x.add_(1.0)
+        return x, x[1:]
+
+    compiled = ag.compile(f)
+    with ag.no_grad():
+        compiled(ag.zeros(3, device=device))
+        x = ag.tensor([1.0, 2.0, 3.0], device=device)
+        same, tail = compiled(x)
+    assert same is x and x.tolist() == [2.0, 3.0, 4.0]
+    tail.mul_(10.0)  # a view of x: writes x
+    assert x.tolist() == [2.0, 30.0, 40.0] and x._version == tail._version
+    assert compiled.stats["replays"] == 1
+
+
+def test_structured_results_and_decorator_forms(device: str) -> None:
+    @ag.compile(fullgraph=True)
+    def f(x: ag.Tensor) -> dict[str, Any]:
+        values, indices = x.amax(0), x.argmax(0)  # max(dim) sorts on the host: a break
+        return {"max": values, "pair": (values, indices), "n": x.shape[0],
+                "named": ag.ValuesIndices(values, indices)}
+
+    with ag.no_grad():
+        f(ag.tensor([1.0, 3.0, 2.0], device=device))
+        out = f(ag.tensor([5.0, 3.0, 4.0], device=device))
+    assert out["max"].item() == 5.0 and out["pair"][1].item() == 0 and out["n"] == 3
+    assert type(out["pair"]) is tuple and out["named"].indices.item() == 0
+    assert f.stats["replays"] == 1 and f.__name__ == "f"
+
+
+def test_a_compiled_module_keeps_its_attributes(device: str) -> None:
+    class Affine:
+        def __init__(self) -> None:
+            self.weight = ag.full((2,), 3.0, device=device)
+
+        def __call__(self, x: ag.Tensor) -> ag.Tensor:
+            return x * self.weight + 1.0
+
+    model = ag.compile(Affine())
+    with ag.no_grad():
+        model(ag.ones(2, device=device))
+        assert model(ag.full((2,), 2.0, device=device)).tolist() == [7.0, 7.0]
+    assert model.weight.tolist() == [3.0, 3.0]
+    assert "Affine" in repr(model)
+
+
+def test_profiling_runs_eagerly(device: str) -> None:
+    compiled = ag.compile(lambda x: x * 2.0)
+    with ag.no_grad(), ag.profiler.profile() as prof:
+        compiled(ag.ones(2, device=device))
+    assert [e.name for e in prof.events()] == ["mul_scalar"]
+    assert compiled.stats == {"captures": 0, "replays": 0, "eager": 1}

@@ -1,0 +1,325 @@
+"""Capture and replay: record the kernel calls of a computation, run them again.
+
+Every NDArray computation ends in calls of its device's kernels over flat
+buffers (``device.kernels``, and ``device._alloc`` for new buffers). While a
+:class:`Capture` is active, each device's kernel table is replaced by one
+that runs the kernel *and* notes the call, with each buffer argument named by
+a slot:
+
+- an **input** slot: a buffer of the arrays given to ``Capture`` (the
+  function's arguments); a replay passes new buffers there;
+- a **new** slot: a buffer allocated while capturing (an intermediate or a
+  result);
+- a **const** slot: a buffer that existed before (a weight, a closure's array),
+  used as it is at every replay.
+
+:meth:`Program.run` then issues the same kernel calls on new input buffers,
+with no Python between them but the loop: no NDArray objects, no checks, no
+dispatch. New buffers that do not escape (every one but the outputs') are
+allocated once, when capturing, and reused by every replay; the outputs' are
+allocated fresh each time, so a replay never overwrites what an earlier one
+returned.
+
+What a replay cannot repeat makes the capture *break* (:attr:`Capture.broken`
+says why, and with ``strict`` the kernel call that broke it raises
+:class:`GraphBreak`): reading values to the host (``to_numpy``: ``item()``,
+printing, a host-side op whose result came back as a constant), drawing from
+the host random generator, a device first used while capturing, and a new
+buffer kept somewhere other than the outputs (a cache on a module, a tensor's
+storage swapped for a new one). Python values that reach a kernel as
+arguments (a scale, a learning rate, a shape) are recorded as constants, as
+any tracing compiler's are: pass values that change as inputs.
+
+Kernel calls from other threads while capturing run unrecorded.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import fields, replace
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from . import _creation
+from ._interface import DEVICE_FUNCTIONS, KernelTable
+from ._ndarray import NDArray
+from ._registry import Device, _state
+
+__all__ = ["Capture", "GraphBreak", "Program", "array_over"]
+
+
+class GraphBreak(RuntimeError):
+    """A captured computation did something a replay cannot repeat (strict capture)."""
+
+
+class _Slot:
+    """A buffer argument of a recorded call: the index of its slot."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+
+class Program:
+    """Recorded kernel calls over buffer slots (see the module docstring).
+
+    Attributes:
+        n_inputs: how many input buffers :meth:`run` takes (slots 0..n-1).
+        calls: ``(kernel, args)`` in order; a ``_Slot`` in ``args`` stands
+            for that slot's buffer.
+        fresh: ``(slot, allocate, args)`` of the new buffers each run
+            allocates (those that back outputs).
+        fixed: slot -> buffer for consts and reused new buffers.
+    """
+
+    def __init__(self, n_inputs: int, calls: list[tuple[Callable[..., Any], tuple[Any, ...]]],
+                 fresh: list[tuple[int, Callable[..., Any], tuple[Any, ...]]],
+                 fixed: dict[int, Any], n_slots: int) -> None:
+        self.n_inputs, self.fresh, self.n_slots = n_inputs, fresh, n_slots
+        self._fixed = [fixed.get(i) for i in range(n_slots)]
+        # per call: the kernel, its constant arguments, and (position, slot) pairs to fill
+        self._steps = [(kernel, list(args),
+                        [(p, a.index) for p, a in enumerate(args) if type(a) is _Slot])
+                       for kernel, args in calls]
+
+    def __len__(self) -> int:
+        return len(self._steps)
+
+    def run(self, inputs: Sequence[Any]) -> list[Any]:
+        """Issues every recorded call with ``inputs`` in the input slots; returns the
+        buffer of every slot (outputs are read from their slots)."""
+        slots = list(self._fixed)
+        slots[:self.n_inputs] = inputs
+        for index, allocate, how in self.fresh:
+            slots[index] = allocate(*how)
+        for kernel, template, fill in self._steps:
+            args = template.copy()  # a copy per call: replays may run on several threads
+            for position, index in fill:
+                args[position] = slots[index]
+            kernel(*args)
+        return slots
+
+
+def array_over(buf: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int,
+               like: NDArray) -> NDArray:
+    """An NDArray with ``like``'s dtype and device over ``buf`` with this layout (no
+    checks: the layout is one a captured array had over a buffer of this size)."""
+    out = object.__new__(NDArray)
+    out._buf = buf
+    out._shape = shape
+    out._strides = strides
+    out._offset = offset
+    out._dtype = like._dtype
+    out._device = like._device
+    out._compact = like._compact
+    return out
+
+
+class Capture:
+    """Records the kernel calls made on this thread inside ``with Capture(inputs):``.
+
+    Args:
+        inputs: the input buffers, in order (slots 0..n-1); one buffer may
+            appear once only.
+        strict: raise :class:`GraphBreak` at the first thing a replay cannot
+            repeat, instead of only noting it in :attr:`broken`.
+
+    After the block, :meth:`program` builds the replayable :class:`Program`
+    (when :attr:`broken` is None).
+    """
+
+    def __init__(self, inputs: Sequence[Any], strict: bool = False) -> None:
+        self.strict = strict
+        self.broken: str | None = None
+        self._thread = threading.get_ident()
+        self._buffers: list[Any] = list(inputs)  # slot -> buffer, kept alive while capturing
+        self._kinds = ["input"] * len(self._buffers)
+        self._slots = {id(b): i for i, b in enumerate(self._buffers)}
+        self._allocs: dict[int, tuple[Callable[..., Any], tuple[Any, ...]]] = {}
+        self._calls: list[tuple[Callable[..., Any], tuple[Any, ...]]] = []
+        self._real: dict[Device, tuple[KernelTable, Any]] = {}
+        self._buffer_types: tuple[type, ...] = ()
+        self._rng: tuple[Any, Any] = (None, None)
+        self._tables: dict[int, tuple[KernelTable, KernelTable]] = {}  # recording -> real
+
+    # ----- entering and leaving -----------------------------------------------------------
+
+    def __enter__(self) -> Capture:
+        devices = list({id(d): d for d in _state.devices.values()}.values())  # one per name
+        types = set()
+        for device in devices:
+            self._real[device] = (device.kernels, device._alloc)
+            if isinstance(device.kernels.Array, type):
+                types.add(device.kernels.Array)
+        self._buffer_types = tuple(types)
+        for device in devices:
+            device.kernels = self._recording(device.kernels)
+            device._alloc = self._allocator(self._real[device][1])
+        rng = _creation.generator()
+        self._rng = (rng, rng.bit_generator.state)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for device in list({id(d): d for d in _state.devices.values()}.values()):
+            real = self._real.get(device)
+            if real is None:  # made while capturing, from a recording table: rebuild it
+                self._break(f"device {device.name!r} was first used while capturing")
+                device.kernels = self._tables.get(id(device.kernels),
+                                                  (None, device.kernels))[1]
+                empty = device.kernels.empty
+                device._alloc = device.kernels.Array if empty is None else empty
+            else:
+                device.kernels, device._alloc = real
+        rng, state = self._rng
+        if _creation.generator() is not rng or rng.bit_generator.state != state:
+            self._break("random numbers were drawn on the host (rand, randn, dropout, "
+                        "multinomial, ...): a replay would repeat the same numbers")
+
+    def _break(self, why: str) -> None:
+        if self.broken is None:
+            self.broken = why
+        if self.strict:
+            raise GraphBreak(why)
+
+    # ----- recording ------------------------------------------------------------------------
+
+    def _recording(self, table: KernelTable) -> KernelTable:
+        """``table`` with every kernel wrapped to record its calls."""
+        changes: dict[str, Any] = {}
+        for f in fields(KernelTable):
+            value = getattr(table, f.name)
+            if value is None or f.name in DEVICE_FUNCTIONS:
+                continue
+            if isinstance(value, Mapping):
+                changes[f.name] = MappingProxyType(
+                    {op: self._kernel(k) for op, k in value.items()})
+            elif f.name == "to_numpy":
+                changes[f.name] = self._host_read(value)
+            elif f.name in ("Array", "empty"):
+                changes[f.name] = self._allocator(value)
+            elif f.name == "wrap_numpy":
+                changes[f.name] = self._wrapper(value)
+            elif f.name == "from_numpy":
+                changes[f.name] = self._upload(value)
+            else:
+                changes[f.name] = self._kernel(value)
+        recording = replace(table, **changes)
+        self._tables[id(recording)] = (recording, table)
+        return recording
+
+    def _mine(self) -> bool:
+        return threading.get_ident() == self._thread
+
+    def _slot(self, buf: Any) -> _Slot:
+        index = self._slots.get(id(buf))
+        if index is None:  # not an input and not made here: it existed before
+            index = self._slots[id(buf)] = len(self._buffers)
+            self._buffers.append(buf)
+            self._kinds.append("const")
+        return _Slot(index)
+
+    def _template(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        types = self._buffer_types
+        return tuple(self._slot(a) if isinstance(a, types) else a for a in args)
+
+    def _kernel(self, kernel: Callable[..., Any]) -> Callable[..., Any]:
+        def recorded(*args: Any) -> Any:
+            if self._mine():
+                self._calls.append((kernel, self._template(args)))
+            return kernel(*args)
+        return recorded
+
+    def _upload(self, kernel: Callable[..., Any]) -> Callable[..., Any]:
+        def recorded(src: Any, out: Any) -> Any:
+            if self._mine():  # the host values as they are now: a constant of the program
+                self._calls.append((kernel, (np.array(src, copy=True),
+                                             *self._template((out,)))))
+            return kernel(src, out)
+        return recorded
+
+    def _host_read(self, kernel: Callable[..., Any]) -> Callable[..., Any]:
+        def recorded(*args: Any) -> Any:
+            if self._mine():
+                self._break("values were read to the host (item(), numpy(), printing, a "
+                            "comparison used as a Python bool, or an op computed on the "
+                            "host): a replay cannot see them")
+            return kernel(*args)
+        return recorded
+
+    def _new(self, buf: Any, allocate: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        index = self._slots[id(buf)] = len(self._buffers)
+        self._buffers.append(buf)
+        self._kinds.append("new")
+        self._allocs[index] = (allocate, args)
+
+    def _allocator(self, allocate: Callable[..., Any]) -> Callable[..., Any]:
+        def recorded(*args: Any) -> Any:
+            buf = allocate(*args)
+            if self._mine():
+                self._new(buf, allocate, args)
+            return buf
+        return recorded
+
+    def _wrapper(self, wrap: Callable[..., Any]) -> Callable[..., Any]:
+        def recorded(host: Any) -> Any:
+            buf = wrap(host)
+            if self._mine():  # a replay wraps its own copy of the values seen now
+                self._new(buf, _wrap_copy, (wrap, np.array(host, copy=True)))
+            return buf
+        return recorded
+
+    # ----- the program ------------------------------------------------------------------------
+
+    def program(self, outputs: Sequence[Any]) -> Program:
+        """The replayable program; ``outputs`` are the buffers the results live in
+        (each an input, new or const slot: see :meth:`slot_of`).
+
+        Raises:
+            GraphBreak: the capture broke (:attr:`broken`), or a new buffer that
+                backs no output is still referenced from outside (it escaped).
+        """
+        if self.broken is None:
+            self._check_escapes({id(b) for b in outputs})
+        if self.broken is not None:
+            raise GraphBreak(self.broken)
+        out_ids = {id(b) for b in outputs}
+        fresh, fixed = [], {}
+        for index, buf in enumerate(self._buffers):
+            kind = self._kinds[index]
+            if kind == "const" or (kind == "new" and id(buf) not in out_ids):
+                fixed[index] = buf
+            elif kind == "new":
+                allocate, args = self._allocs[index]
+                fresh.append((index, allocate, args))
+        n_inputs = self._kinds.count("input")
+        return Program(n_inputs, self._calls, fresh, fixed, len(self._buffers))
+
+    def slot_of(self, buf: Any) -> tuple[str, int] | None:
+        """``(kind, slot)`` of a buffer the capture saw (``None`` if it never did)."""
+        index = self._slots.get(id(buf))
+        return None if index is None else (self._kinds[index], index)
+
+    def _check_escapes(self, outputs: set[int]) -> None:
+        """A new buffer that backs no output must be referenced by nothing but this
+        capture (else a cache or a swapped storage holds it, and a replay, which
+        reuses it, would change what that holder sees)."""
+        buffers = self._buffers
+        for index in range(len(buffers)):
+            if self._kinds[index] != "new" or id(buffers[index]) in outputs:
+                continue
+            # references: the list, and getrefcount's own argument
+            if sys.getrefcount(buffers[index]) > 2:
+                self._break("an array made inside the function is kept outside it (a "
+                            "cache or attribute, a tensor whose storage was replaced): "
+                            "a replay cannot update it")
+                return
+
+
+def _wrap_copy(wrap: Callable[..., Any], host: np.ndarray) -> Any:
+    return wrap(host.copy())
+
