@@ -13,9 +13,15 @@ signature then always runs eagerly (one log line says why), or, with
 are: a value read to the host (``item()``, printing, ``if tensor:``), random
 numbers drawn on the host (dropout in training, ``randn``), a new array kept
 outside the function (a cache attribute, a swapped storage), a device first
-used inside, a tensor returned that existed before the call, and (for now)
-an op that records a gradient graph: the replay makes no graph, so code that
-needs gradients runs eagerly.
+used inside, a tensor returned that existed before the call, and more than
+one result that requires grad.
+
+Gradients: when the result requires grad, the capture also runs the backward
+once (with ``grad``, the eager graph kept for the caller) and records its
+kernel calls as a second program over the same buffers. A replay returns the
+result as the output of one graph node whose inputs are the tensors that
+require grad (arguments and weights) and whose backward replays that second
+program: the same kernels as eager's backward, with none of its per-node work.
 
 Python values a kernel receives (a scale, a shape) are constants of the
 capture, as in any tracing compiler: pass what changes as arguments, which
@@ -33,9 +39,11 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+import lamina.ndarray as nd
+from lamina.ndarray import NDArray
 from lamina.ndarray._capture import Capture, GraphBreak, Program, array_over
 
-from . import _function
+from . import _engine, _function
 from . import _grad_mode as grad_mode
 from ._function import Function
 from ._tensor_base import TensorBase, make, share_storage
@@ -86,12 +94,25 @@ class _Eager:
 
 
 class _Graph:
-    """A signature's replayable capture: the program, how to rebuild the result, and
-    the weights whose storage it reads where it lay when captured."""
+    """A signature's replayable capture.
 
-    def __init__(self, program: Program, result: Any,
-                 guards: list[tuple[weakref.ref[TensorBase], Any]]) -> None:
-        self.program, self.result, self.guards = program, result, guards
+    Attributes:
+        forward: the program that computes the result.
+        backward: the program of its backward (None when nothing requires grad).
+        result: how to rebuild the result from the slots (``_rebuild``).
+        guards: ``(weight, buffer, requires_grad)`` for the tensors that existed
+            before the call: a replay needs each where it lay, with that flag.
+        sources: the tensors that receive gradients: ``("arg", i)`` or
+            ``("weight", ref)``, each with the slot and layout of its gradient
+            (None where it got none).
+        grad_in: the layout of the output gradient the backward was captured with.
+    """
+
+    def __init__(self, forward: Program, backward: Program | None, result: Any,
+                 guards: list[tuple[weakref.ref[TensorBase], Any, bool]],
+                 sources: list[tuple[Any, Any]], grad_in: Any) -> None:
+        self.forward, self.backward, self.result = forward, backward, result
+        self.guards, self.sources, self.grad_in = guards, sources, grad_in
 
 
 class CompiledFunction:
@@ -144,36 +165,30 @@ class CompiledFunction:
 
     def _capture(self, key: Any, tensors: list[TensorBase], args: tuple[Any, ...],
                  kwargs: dict[str, Any]) -> Any:
-        inputs = _unique_buffers(tensors)
         watcher = _Watcher()
         _function.observer = watcher
         try:
-            with Capture(inputs, strict=self._fullgraph) as capture:
+            with Capture(_unique_buffers(tensors), strict=self._fullgraph) as capture:
                 watcher.capture = capture
                 result = self._fn(*args, **kwargs)
+                watcher.capture = None  # the backward's ops read no new weights
+                graph = _graph(capture, watcher, result, tensors)
         except GraphBreak as e:
             raise GraphBreak(f"compile({self._name()}): graph break: {e}") from None
         finally:
             _function.observer = None
         self.stats["captures"] += 1
-        reason = capture.broken or watcher.reason
-        if reason is None:
-            try:
-                spec, outputs = _result_spec(result, tensors, capture)
-                program = capture.program(outputs)
-            except GraphBreak as e:
-                reason = str(e)
-        if reason is not None:
+        reason = capture.broken if capture.broken is not None else graph
+        if isinstance(reason, str):
             if self._fullgraph:
                 raise GraphBreak(f"compile({self._name()}): graph break: {reason}")
             _log.warning("compile(%s): graph break, this signature runs eagerly: %s",
                          self._name(), reason)
             self.graph_breaks.append(reason)
             self._store(key, _Eager(reason))
-            return result
-        guards = [(weakref.ref(t), buf) for t, buf in watcher.weights
-                  if (capture.slot_of(buf) or ("",))[0] == "const"]
-        self._store(key, _Graph(program, spec, guards))
+        else:
+            assert isinstance(graph, _Graph)
+            self._store(key, graph)
         return result
 
     def _store(self, key: Any, entry: _Graph | _Eager) -> None:
@@ -187,14 +202,14 @@ class CompiledFunction:
 
 
 class _Watcher:
-    """The op observer while capturing: notes an op that records a graph, and the
-    tensors the ops read (their storage is checked before each replay)."""
+    """The op observer while capturing: the tensors the function's ops read that
+    existed before the call (arguments and weights), in the order first read."""
 
     def __init__(self) -> None:
-        self.reason: str | None = None
-        self.weights: list[tuple[TensorBase, Any]] = []
+        self.sources: list[TensorBase] = []
         self.capture: Capture | None = None
         self._seen: set[int] = set()
+        self._made: set[int] = set()
         self._inside = False
 
     def claim(self) -> bool:
@@ -202,27 +217,108 @@ class _Watcher:
 
     def forward(self, cls: type[Function], inputs: tuple[TensorBase, ...],
                 params: dict[str, Any]) -> Any:
-        for t in inputs:
-            if id(t) not in self._seen:
+        capture = self.capture
+        if capture is not None:
+            for t in inputs:
+                if id(t) in self._seen or id(t) in self._made:
+                    continue
                 self._seen.add(id(t))
-                where = None if self.capture is None else self.capture.slot_of(t._data._buf)
-                if where is None or where[0] == "const":  # it existed before the call
-                    self.weights.append((t, t._data._buf))
+                where = capture.slot_of(t._data._buf)
+                if where is None or where[0] != "new":  # an argument or a weight
+                    self.sources.append(t)
         self._inside = True
         try:
             out = cls.apply(*inputs, **params)
         finally:
             self._inside = False
-        if out.requires_grad and self.reason is None:
-            self.reason = (f"{cls.name} records a gradient graph (grad mode is on and an "
-                           f"input requires grad); compiled replays record none, so this "
-                           f"runs eagerly: call it under no_grad() to replay it")
-            if self.capture is not None and self.capture.strict:
-                raise GraphBreak(self.reason)
+        self._made.add(id(out))
         return out
 
     def backward(self, node: Function, grad: TensorBase) -> tuple[TensorBase | None, ...]:
         return node.backward(grad)
+
+
+def _graph(capture: Capture, watcher: _Watcher, result: Any,
+           args: list[TensorBase]) -> _Graph | str:
+    """The replayable capture of ``result`` (the backward too, if it requires grad),
+    or why there is none. Runs inside the capture, after the function."""
+    found: list[TensorBase] = []
+    _tensors_in(result, found)
+    diff = [t for t in found if t.requires_grad and grad_mode._state.enabled]
+    if len(diff) > 1:
+        return (f"{len(diff)} results require grad; a compiled function may return one "
+                f"(return the others detached, or compile the parts separately)")
+    sources, grads, grad_in = [], [], None
+    wanted: list[TensorBase] = []
+    got: tuple[TensorBase | None, ...] = ()
+    if diff:
+        wanted = [t for t in watcher.sources if t.requires_grad]
+        with capture.paused():
+            seed = make(nd.ones(diff[0].shape, dtype=diff[0].dtype, device=diff[0].device))
+        capture.next_phase([seed._data._buf])
+        got = _engine.grad(diff[0], wanted, seed, retain_graph=True, allow_unused=True)
+        grads = [g for g in got if g is not None]
+        grad_in = seed._data
+    try:
+        for t, g in zip(wanted, got):
+            origin = next((("arg", i) for i, a in enumerate(args) if a is t),
+                          ("weight", weakref.ref(t)))
+            sources.append((origin, None if g is None else _layout(capture, g._data)))
+        spec, outputs = _result_spec(result, args, capture, diff[0] if diff else None)
+        outputs.extend(g._data._buf for g in grads)
+        programs = capture.programs(outputs, _held(found + grads + ([seed] if diff else [])))
+    except GraphBreak as e:
+        return str(e)
+    guards = [(weakref.ref(t), t._data._buf, t.requires_grad) for t in watcher.sources
+              if (capture.slot_of(t._data._buf) or ("const",))[0] == "const"]
+    return _Graph(programs[0], programs[1] if diff else None, spec, guards, sources,
+                  grad_in)
+
+
+def _tensors_in(obj: Any, found: list[TensorBase]) -> None:
+    if isinstance(obj, TensorBase):
+        found.append(obj)
+    elif isinstance(obj, (tuple, list)):
+        for o in obj:
+            _tensors_in(o, found)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            _tensors_in(o, found)
+
+
+def _held(roots: list[TensorBase]) -> dict[int, int]:
+    """For each buffer, how many distinct NDArrays over it ``roots`` and their
+    autograd graphs hold (the references a capture expects to find)."""
+    arrays: dict[int, NDArray] = {}
+    nodes: list[Any] = [t.grad_fn for t in roots if t.grad_fn is not None]
+    seen: set[int] = set()
+    for t in roots:
+        arrays[id(t._data)] = t._data
+    while nodes:
+        node = nodes.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for value in vars(node).values():
+            for item in (value if isinstance(value, (tuple, list)) else (value,)):
+                if isinstance(item, NDArray):
+                    arrays[id(item)] = item
+                elif isinstance(item, TensorBase):
+                    arrays[id(item._data)] = item._data
+        nodes.extend(e for e in getattr(node, "next", ()) if isinstance(e, Function))
+    counts: dict[int, int] = {}
+    for a in arrays.values():
+        counts[id(a._buf)] = counts.get(id(a._buf), 0) + 1
+    return counts
+
+
+def _layout(capture: Capture, a: NDArray) -> Any:
+    """Where a gradient lives: any slot but a constant's (a replay would hand every
+    caller the same storage), as the slot and the layout over it."""
+    where = capture.slot_of(a._buf)
+    if where is None or where[0] == "const":
+        raise GraphBreak("a gradient is a tensor that existed before the call")
+    return (where[1], a._shape, a._strides, a._offset, a)
 
 
 _STALE = object()
@@ -251,8 +347,10 @@ def _unique_buffers(tensors: list[TensorBase]) -> list[Any]:
     return list(seen.values())
 
 
-def _result_spec(result: Any, args: list[TensorBase], capture: Capture) -> tuple[Any, list[Any]]:
-    """How to rebuild ``result`` from a replay's slots, and the buffers it lives in."""
+def _result_spec(result: Any, args: list[TensorBase], capture: Capture,
+                 diff: TensorBase | None) -> tuple[Any, list[Any]]:
+    """How to rebuild ``result`` from a replay's slots, and the buffers it lives in;
+    ``diff`` (the result that requires grad) is the compiled node's output."""
     buffers: list[Any] = []
 
     def spec(obj: Any) -> Any:
@@ -267,7 +365,8 @@ def _result_spec(result: Any, args: list[TensorBase], capture: Capture) -> tuple
                                  "call (or a view of one); return a copy (clone())")
             owner = next((i for i, t in enumerate(args) if t._data._buf is a._buf), None)
             buffers.append(a._buf)
-            return ("tensor", where[1], a._shape, a._strides, a._offset, a, owner)
+            return ("diff" if obj is diff else "tensor", where[1], a._shape, a._strides,
+                    a._offset, a, owner)
         if type(obj) in (tuple, list):
             return (type(obj), [spec(o) for o in obj])
         if isinstance(obj, tuple) and hasattr(obj, "_make"):  # a named tuple
@@ -280,17 +379,81 @@ def _result_spec(result: Any, args: list[TensorBase], capture: Capture) -> tuple
 
 
 def _replay(graph: _Graph, tensors: list[TensorBase]) -> Any:
-    for ref, buf in graph.guards:
+    for ref, buf, requires_grad in graph.guards:
         t = ref()
-        if t is not None and t._data._buf is not buf:
-            return _STALE  # a weight's storage was replaced: capture again
-    slots = graph.program.run(_unique_buffers(tensors))
-    return _rebuild(graph.result, slots, tensors)
+        if t is not None and (t._data._buf is not buf or t._requires_grad != requires_grad):
+            return _STALE  # a weight's storage or flag changed: capture again
+    buffers = _unique_buffers(tensors)
+    if graph.backward is None:
+        return _rebuild(graph.result, graph.forward.run(buffers), tensors, None)
+    sources = [tensors[o[1]] if o[0] == "arg" else o[1]() for o, _ in graph.sources]
+    live = [t for t in sources if t is not None]
+    if not live:  # every weight that wanted a gradient is gone: nothing to record
+        return _rebuild(graph.result, graph.forward.run(buffers), tensors, None)
+    out = Compiled.apply(*live, graph=graph, buffers=buffers, sources=sources)
+    return _rebuild(graph.result, out.grad_fn.table, tensors, out)
 
 
-def _rebuild(spec: Any, slots: list[Any], args: list[TensorBase]) -> Any:
+class Compiled(Function):
+    """A replayed compiled function as one graph node: ``forward`` runs the captured
+    forward program, ``backward`` the captured backward program."""
+
+    name = "compiled"
+    save_inputs = True  # the version checks of eager's saved tensors
+
+    def forward(self, *arrays: NDArray, graph: _Graph, buffers: list[Any],
+                sources: list[TensorBase | None]) -> NDArray:
+        self.graph, self.live = graph, [t is not None for t in sources]
+        self.table: list[Any] | None = graph.forward.run(buffers)
+        spec = _find_diff(graph.result)
+        _, index, shape, strides, offset, like, _ = spec
+        return array_over(self.table[index], shape, strides, offset, like)
+
+    def backward(self, g: TensorBase) -> tuple[TensorBase | None, ...]:
+        self.inputs  # noqa: B018  (raises if an input was modified in place since)
+        graph, table = self.graph, self.table
+        assert graph.backward is not None and table is not None
+        seed = g._data
+        want = graph.grad_in
+        if seed._strides != want._strides or seed._offset or seed._dtype is not want._dtype:
+            seed = seed.astype(want._dtype).compact() if seed._dtype is not want._dtype \
+                else seed.compact()
+        table = graph.backward.run([seed._buf], table)
+        grads: list[TensorBase | None] = []
+        for (_, layout), live in zip(graph.sources, self.live):
+            if not live:
+                continue
+            if layout is None:
+                grads.append(None)
+            else:
+                index, shape, strides, offset, like = layout
+                grads.append(make(array_over(table[index], shape, strides, offset, like)))
+        return tuple(grads)
+
+    def release(self) -> None:
+        super().release()
+        self.table = None
+
+
+def _find_diff(spec: Any) -> Any:
+    """The spec entry of the result that requires grad."""
+    if spec[0] == "diff":
+        return spec
+    children = spec[2] if spec[0] == "named" else spec[1] if spec[0] in (tuple, list) \
+        else [s for _, s in spec[1]] if spec[0] is dict else []
+    for child in children:
+        found = _find_diff(child)
+        if found is not None:
+            return found
+    return None
+
+
+def _rebuild(spec: Any, slots: list[Any], args: list[TensorBase],
+             diff: TensorBase | None) -> Any:
     kind = spec[0]
-    if kind == "tensor":
+    if kind == "diff" and diff is not None:
+        return diff
+    if kind in ("tensor", "diff"):
         _, index, shape, strides, offset, like, owner = spec
         out = make(array_over(slots[index], shape, strides, offset, like))
         if owner is not None:  # a view of an argument shares its version counter
@@ -301,7 +464,7 @@ def _rebuild(spec: Any, slots: list[Any], args: list[TensorBase]) -> Any:
     if kind == "value":
         return spec[1]
     if kind == "named":
-        return spec[1]._make(_rebuild(s, slots, args) for s in spec[2])
+        return spec[1]._make(_rebuild(s, slots, args, diff) for s in spec[2])
     if kind is dict:
-        return {k: _rebuild(s, slots, args) for k, s in spec[1]}
-    return kind(_rebuild(s, slots, args) for s in spec[1])
+        return {k: _rebuild(s, slots, args, diff) for k, s in spec[1]}
+    return kind(_rebuild(s, slots, args, diff) for s in spec[1])

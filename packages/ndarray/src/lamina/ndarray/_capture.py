@@ -68,20 +68,20 @@ class _Slot:
 class Program:
     """Recorded kernel calls over buffer slots (see the module docstring).
 
+    A capture may give two programs over one slot table (a forward and the
+    backward that reads what the forward wrote): :meth:`run` then takes the
+    table the first one returned.
+
     Attributes:
-        n_inputs: how many input buffers :meth:`run` takes (slots 0..n-1).
-        calls: ``(kernel, args)`` in order; a ``_Slot`` in ``args`` stands
-            for that slot's buffer.
+        inputs: the slots :meth:`run` fills from its ``inputs``, in order.
         fresh: ``(slot, allocate, args)`` of the new buffers each run
-            allocates (those that back outputs).
-        fixed: slot -> buffer for consts and reused new buffers.
+            allocates (results, and what a later program reads).
     """
 
-    def __init__(self, n_inputs: int, calls: list[tuple[Callable[..., Any], tuple[Any, ...]]],
+    def __init__(self, inputs: list[int], calls: list[tuple[Callable[..., Any], tuple[Any, ...]]],
                  fresh: list[tuple[int, Callable[..., Any], tuple[Any, ...]]],
-                 fixed: dict[int, Any], n_slots: int) -> None:
-        self.n_inputs, self.fresh, self.n_slots = n_inputs, fresh, n_slots
-        self._fixed = [fixed.get(i) for i in range(n_slots)]
+                 fixed: list[Any]) -> None:
+        self.inputs, self.fresh, self._fixed = inputs, fresh, fixed
         # per call: the kernel, its constant arguments, and (position, slot) pairs to fill
         self._steps = [(kernel, list(args),
                         [(p, a.index) for p, a in enumerate(args) if type(a) is _Slot])
@@ -90,11 +90,13 @@ class Program:
     def __len__(self) -> int:
         return len(self._steps)
 
-    def run(self, inputs: Sequence[Any]) -> list[Any]:
-        """Issues every recorded call with ``inputs`` in the input slots; returns the
-        buffer of every slot (outputs are read from their slots)."""
-        slots = list(self._fixed)
-        slots[:self.n_inputs] = inputs
+    def run(self, inputs: Sequence[Any], table: list[Any] | None = None) -> list[Any]:
+        """Issues every recorded call with ``inputs`` in the input slots, over
+        ``table`` (a new one, holding the constants, when None); returns the
+        table: the buffer of every slot."""
+        slots = list(self._fixed) if table is None else table
+        for index, buf in zip(self.inputs, inputs):
+            slots[index] = buf
         for index, allocate, how in self.fresh:
             slots[index] = allocate(*how)
         for kernel, template, fill in self._steps:
@@ -142,6 +144,9 @@ class Capture:
         self._slots = {id(b): i for i, b in enumerate(self._buffers)}
         self._allocs: dict[int, tuple[Callable[..., Any], tuple[Any, ...]]] = {}
         self._calls: list[tuple[Callable[..., Any], tuple[Any, ...]]] = []
+        self._phases = [(0, 0)]  # (first call, first slot) of each phase
+        self._extra_inputs: list[int] = []
+        self._paused = False
         self._real: dict[Device, tuple[KernelTable, Any]] = {}
         self._buffer_types: tuple[type, ...] = ()
         self._rng: tuple[Any, Any] = (None, None)
@@ -213,7 +218,22 @@ class Capture:
         return recording
 
     def _mine(self) -> bool:
-        return threading.get_ident() == self._thread
+        return threading.get_ident() == self._thread and not self._paused
+
+    def next_phase(self, inputs: Sequence[Any] = ()) -> None:
+        """Starts the second program (the backward of the first), whose own input
+        buffers are ``inputs`` (made while paused: see :meth:`paused`)."""
+        self._phases.append((len(self._calls), len(self._buffers)))
+        for buf in inputs:
+            self._slots[id(buf)] = len(self._buffers)
+            self._extra_inputs.append(len(self._buffers))
+            self._buffers.append(buf)
+            self._kinds.append("input")
+
+    def paused(self) -> _Paused:
+        """A block whose kernel calls on this thread are not recorded (making a
+        program's own inputs)."""
+        return _Paused(self)
 
     def _slot(self, buf: Any) -> _Slot:
         index = self._slots.get(id(buf))
@@ -275,49 +295,92 @@ class Capture:
 
     # ----- the program ------------------------------------------------------------------------
 
-    def program(self, outputs: Sequence[Any]) -> Program:
-        """The replayable program; ``outputs`` are the buffers the results live in
-        (each an input, new or const slot: see :meth:`slot_of`).
+    def programs(self, outputs: Sequence[Any], held: Mapping[int, int]) -> list[Program]:
+        """The replayable program of each phase (one, or a forward and its backward).
+
+        Args:
+            outputs: the buffers the results of every phase live in (the only
+                list of them the caller keeps).
+            held: for a buffer (by ``id``) that objects the caller keeps
+                reference (an autograd graph's saved arrays, the results),
+                how many distinct NDArrays over it those are.
+
+        A new buffer is reused by every run unless a result lives in it, a later
+        phase reads it, or something holds it (those a run allocates afresh).
 
         Raises:
-            GraphBreak: the capture broke (:attr:`broken`), or a new buffer that
-                backs no output is still referenced from outside (it escaped).
+            GraphBreak: the capture broke (:attr:`broken`), or a new buffer is
+                referenced from somewhere else than ``held`` (it escaped).
         """
         if self.broken is None:
-            self._check_escapes({id(b) for b in outputs})
+            listed: dict[int, int] = {}
+            for key in map(id, outputs):  # the caller's list references each buffer once more
+                listed[key] = listed.get(key, 0) + 1
+            self._check_escapes({k: held.get(k, 0) + listed.get(k, 0)
+                                 for k in set(held) | set(listed)})
         if self.broken is not None:
             raise GraphBreak(self.broken)
-        out_ids = {id(b) for b in outputs}
-        fresh, fixed = [], {}
-        for index, buf in enumerate(self._buffers):
-            kind = self._kinds[index]
-            if kind == "const" or (kind == "new" and id(buf) not in out_ids):
-                fixed[index] = buf
-            elif kind == "new":
-                allocate, args = self._allocs[index]
-                fresh.append((index, allocate, args))
-        n_inputs = self._kinds.count("input")
-        return Program(n_inputs, self._calls, fresh, fixed, len(self._buffers))
+        keep = {id(b) for b in outputs} | set(held)
+        bounds = self._phases + [(len(self._calls), len(self._buffers))]
+        read_later = self._read_after_phase(bounds)
+        fixed = [b if k == "const" else None for b, k in zip(self._buffers, self._kinds)]
+        programs = []
+        for p in range(len(self._phases)):
+            (call0, slot0), (call1, slot1) = bounds[p], bounds[p + 1]
+            fresh = []
+            for index in range(slot0, slot1):
+                if self._kinds[index] != "new":
+                    continue
+                buf = self._buffers[index]
+                if id(buf) in keep or index in read_later[p]:
+                    allocate, how = self._allocs[index]
+                    fresh.append((index, allocate, how))
+                else:
+                    fixed[index] = buf
+            inputs = ([i for i, k in enumerate(self._kinds[:slot1]) if k == "input"
+                       and i not in self._extra_inputs] if p == 0 else
+                      [i for i in self._extra_inputs if slot0 <= i < slot1])
+            programs.append(Program(inputs, self._calls[call0:call1], fresh, fixed))
+        return programs
+
+    def _read_after_phase(self, bounds: list[tuple[int, int]]) -> list[set[int]]:
+        """For each phase, the slots the calls of later phases use."""
+        later: list[set[int]] = [set() for _ in self._phases]
+        for p in range(len(self._phases) - 1):
+            for _, args in self._calls[bounds[p + 1][0]:]:
+                later[p].update(a.index for a in args if type(a) is _Slot)
+        return later
 
     def slot_of(self, buf: Any) -> tuple[str, int] | None:
         """``(kind, slot)`` of a buffer the capture saw (``None`` if it never did)."""
         index = self._slots.get(id(buf))
         return None if index is None else (self._kinds[index], index)
 
-    def _check_escapes(self, outputs: set[int]) -> None:
-        """A new buffer that backs no output must be referenced by nothing but this
-        capture (else a cache or a swapped storage holds it, and a replay, which
-        reuses it, would change what that holder sees)."""
+    def _check_escapes(self, held: Mapping[int, int]) -> None:
+        """A new buffer must be referenced by nothing but this capture and the
+        ``held`` arrays (else a cache or a swapped storage holds it, and a replay
+        would leave that holder with stale values)."""
         buffers = self._buffers
         for index in range(len(buffers)):
-            if self._kinds[index] != "new" or id(buffers[index]) in outputs:
+            if self._kinds[index] != "new":
                 continue
-            # references: the list, and getrefcount's own argument
-            if sys.getrefcount(buffers[index]) > 2:
+            # references: the list, getrefcount's own argument, one per held array
+            if sys.getrefcount(buffers[index]) > 2 + held.get(id(buffers[index]), 0):
                 self._break("an array made inside the function is kept outside it (a "
                             "cache or attribute, a tensor whose storage was replaced): "
                             "a replay cannot update it")
                 return
+
+
+class _Paused:
+    def __init__(self, capture: Capture) -> None:
+        self._capture = capture
+
+    def __enter__(self) -> None:
+        self._capture._paused = True
+
+    def __exit__(self, *exc: object) -> None:
+        self._capture._paused = False
 
 
 def _wrap_copy(wrap: Callable[..., Any], host: np.ndarray) -> Any:
