@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import lamina.autograd as ag
+import lamina.ndarray as nd
 import numpy as np
 import pytest
 import torch
@@ -185,3 +186,37 @@ def test_gru_layer_bad_shapes_name_the_op_and_the_shapes(shapes: list[tuple[int,
     for fn in (ag.gru_layer, gru_layer_reference):
         with pytest.raises(ShapeError, match="gru_layer: .*" + bad):
             fn(*args)
+
+
+def _value_and_grads(device: str, dtype: str, values: list[np.ndarray],
+                     cot: np.ndarray) -> tuple[list[np.ndarray], bool]:
+    """gru_layer's output and first-order gradients of every input, and whether the
+    forward ran the backend's fused cell kernels (the node kept their states)."""
+    xs = [ag.tensor(v, dtype=dtype, device=device, requires_grad=True) for v in values]
+    out = ag.gru_layer(*xs)
+    fused = out.grad_fn.state is not None
+    out.backward(ag.tensor(cot, dtype=dtype, device=device))
+    return [to_numpy(out)] + [to_numpy(x.grad) for x in xs], fused
+
+
+@pytest.mark.parametrize("scale", [1.0, 30.0], ids=["normal", "saturating"])
+@pytest.mark.parametrize("device, dtype", device_dtypes())
+def test_gru_layer_fused_cell_kernels_match_the_elementwise_path(
+        device: str, dtype: str, scale: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the device has gru_cell for the dtype the op runs it, forward and backward,
+    and gives today's elementwise path's values and gradients (an odd H, so no vector
+    width divides it); without the kernels (a third-party backend) that path runs."""
+    rng = np.random.default_rng(12)
+    steps, batch, hidden = 5, 3, 7
+    values = [rng.standard_normal(s) * k for s, k in [((steps, batch, 3 * hidden), scale),
+              ((batch, hidden), 1), ((3 * hidden, hidden), 1), ((3 * hidden,), scale)]]
+    cot = rng.standard_normal((steps, batch, hidden))
+    got, fused = _value_and_grads(device, dtype, values, cot)
+    assert fused == nd.has_recurrent_cells("gru", nd.zeros(1, dtype=dtype, device=device))
+    monkeypatch.setattr(nd, "has_recurrent_cells", lambda *args: False)
+    want, fused = _value_and_grads(device, dtype, values, cot)
+    assert not fused
+    tol = {"float32": 2e-5, "float64": 1e-12}[dtype]
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert np.isfinite(g).all()
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol, err_msg=f"output/gradient {k}")

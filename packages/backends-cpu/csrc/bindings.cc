@@ -49,10 +49,14 @@ py::dict kernel_dtypes() {
   add("reduce_argmax", kReduceArgmaxDtypes);
   add("reduce_prod", kReduceProdDtypes);
   add("cumsum_last", kCumsumDtypes);
+  add("sort_last", kSortDtypes);
+  add("multinomial_last", kMultinomialDtypes);
   for (const char* name : {"matmul", "matmul_batched", "matmul_strided", "matmul_batched_strided",
                            "softmax_last", "logsumexp_last", "layer_norm_last", "im2col",
                            "col2im", "adam_step"})
     add(name, kFusedDtypes);
+  for (const char* name : {"lstm_cell", "lstm_cell_backward", "gru_cell", "gru_cell_backward"})
+    add(name, kRnnDtypes);
   return d;
 }
 }  // namespace
@@ -78,7 +82,8 @@ PYBIND11_MODULE(_core, m) {
   // Interface v2.0: v1.1 (bool buffers, comparisons writing bool, int64
   // arithmetic; kernel_dtypes names the kernels that take fewer dtypes than
   // `dtypes`) with one ewise_strided_OP kernel per binary op.
-  m.attr("api_minor_version") = 0;
+  // v2.1 adds the optional sort_last and multinomial_last (sort.cc).
+  m.attr("api_minor_version") = 1;
   m.attr("dtypes") = dtype_names(kAllDtypes);
   m.attr("kernel_dtypes") = kernel_dtypes();
   m.def("is_available", [] { return true; });
@@ -206,6 +211,8 @@ PYBIND11_MODULE(_core, m) {
   m.def("reduce_prod", &reduce_prod, nogil());
   m.def("reduce_sum_axis", &reduce_sum_axis, nogil());
   m.def("cumsum_last", &cumsum_last, nogil());
+  m.def("sort_last", &sort_last, nogil());
+  m.def("multinomial_last", &multinomial_last, nogil());
   m.def("softmax_last", &softmax_last, nogil());
   m.def("logsumexp_last", &logsumexp_last, nogil());
   m.def("layer_norm_last", &layer_norm_last, nogil());
@@ -223,4 +230,10 @@ PYBIND11_MODULE(_core, m) {
   m.def("im2col", &im2col, nogil());
   m.def("adam_step", &adam_step, nogil());
   m.def("col2im", &col2im, nogil());
+
+  // recurrent cells (rnn.cc)
+  m.def("lstm_cell", &lstm_cell, nogil());
+  m.def("lstm_cell_backward", &lstm_cell_backward, nogil());
+  m.def("gru_cell", &gru_cell, nogil());
+  m.def("gru_cell_backward", &gru_cell_backward, nogil());
 }

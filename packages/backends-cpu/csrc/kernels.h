@@ -73,6 +73,15 @@ void logsumexp_last(const Array& a, Array& out, int64_t size);
 void layer_norm_last(const Array& a, const Array& weight, const Array& bias, Array& out,
                      Array& mean, Array& rstd, int64_t size, double eps);
 
+// sort.cc (v2.1): the first k of each row's stable sort (PyTorch's order, NaN
+// largest) into values_out and int64 indices_out, both (rows, k); and
+// multinomial draws, out (rows, samples) int64, by searching each row's running
+// sum (double, left to right) for uniforms[r, j] * total.
+void sort_last(const Array& a, Array& values_out, Array& indices_out, int64_t size, int64_t k,
+               bool descending);
+void multinomial_last(const Array& probs, const Array& uniforms, Array& out, int64_t size,
+                      int64_t samples);
+
 // index.cc
 void index_gather(const Array& a, const Array& idx, Array& out, int64_t outer,
                   int64_t axis_size, int64_t inner);
@@ -110,6 +119,21 @@ void im2col(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t
 void col2im(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t w, int64_t kh,
             int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw);
 
+// rnn.cc: one time step of an LSTM or GRU layer, forward and backward, in
+// one pass; rnn.cc's header gives the layouts (state holds h_{t-1} in block
+// `step` and receives h_t in block step + 1; dc and dh carry the gradient
+// from step + 1 in and step's out).
+void lstm_cell(const Array& xp, const Array& hh, Array& state, Array& acts, Array& tanh_c,
+               int64_t step, int64_t batch, int64_t hidden);
+void lstm_cell_backward(const Array& g, const Array& dh_mm, const Array& acts,
+                        const Array& state, const Array& tanh_c, Array& dc, Array& d_gates,
+                        int64_t step, int64_t batch, int64_t hidden);
+void gru_cell(const Array& xp, const Array& hh, const Array& b_hh, Array& state, Array& gates,
+              int64_t step, int64_t batch, int64_t hidden);
+void gru_cell_backward(const Array& g, const Array& dh_mm, const Array& gates,
+                       const Array& state, Array& dh, Array& d_hh, Array& d_xp, int64_t step,
+                       int64_t batch, int64_t hidden);
+
 // The dtypes of the kernels outside the ewise families (those take their
 // op's kDtypes): each kernel dispatches over its mask, and bindings.cc
 // publishes the masks as kernel_dtypes.
@@ -118,7 +142,10 @@ constexpr DTypeMask kReduceExtremeDtypes = kAllDtypes;
 constexpr DTypeMask kReduceArgmaxDtypes = kNumbers;
 constexpr DTypeMask kReduceProdDtypes = kNumbers;
 constexpr DTypeMask kCumsumDtypes = kNumbers;
+constexpr DTypeMask kSortDtypes = kAllDtypes;
+constexpr DTypeMask kMultinomialDtypes = kFloats;  // of probs
 constexpr DTypeMask kFusedDtypes = kFloats;  // softmax, logsumexp, layer norm, matmul, im2col, col2im
+constexpr DTypeMask kRnnDtypes = kFloats;  // lstm_cell, gru_cell, their backwards
 
 // Converts a Python scalar to T like numpy's dtype.type(value): floats round,
 // float -> int64 truncates; raises ValueError for NaN/inf into int64.

@@ -35,7 +35,7 @@ def test_every_name_is_exported() -> None:
 
 
 def test_metadata() -> None:
-    assert cpu.name == "cpu" and cpu.api_version == 2 and cpu.api_minor_version == 0
+    assert cpu.name == "cpu" and cpu.api_version == 2 and cpu.api_minor_version == 1
     assert cpu.dtypes == ("float32", "float64", "int64", "bool")
     # kernel_dtypes (since v1.1) names the kernels that take fewer dtypes
     assert cpu.kernel_dtypes["ewise_div"] == ("float32", "float64")

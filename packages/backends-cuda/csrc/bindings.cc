@@ -151,6 +151,11 @@ PYBIND11_MODULE(_core, m) {
   LAMINA_DEF(reduce_prod, "a"_a, "out"_a, "size"_a, "out[j] = prod(a[j*size:(j+1)*size])");
   LAMINA_DEF(cumsum_last, "a"_a, "out"_a, "size"_a,
              "out[j*size + k] = sum(a[j*size : j*size + k + 1]), running sums along rows");
+  LAMINA_DEF(sort_last, "a"_a, "values_out"_a, "indices_out"_a, "size"_a, "k"_a, "descending"_a,
+             "the first k of each row's stable sort (NaN largest): values and int64 indices");
+  LAMINA_DEF(multinomial_last, "probs"_a, "uniforms"_a, "out"_a, "size"_a, "samples"_a,
+             "out[r, j] = the category of row r whose running-sum interval holds "
+             "uniforms[r, j] * total");
   LAMINA_DEF(reduce_sum_axis, "a"_a, "out"_a, "outer"_a, "size"_a, "inner"_a,
              "out[o, i] = sum_k a[o, k, i]");
   LAMINA_DEF(softmax_last, "a"_a, "out"_a, "size"_a, "row-wise softmax of (rows, size)");
@@ -183,4 +188,17 @@ PYBIND11_MODULE(_core, m) {
              "ph"_a, "pw"_a, "dh"_a, "dw"_a, "NCHW patches into (n, oh, ow, c, kh, kw)");
   LAMINA_DEF(col2im, "a"_a, "out"_a, "n"_a, "c"_a, "h"_a, "w"_a, "kh"_a, "kw"_a, "sh"_a, "sw"_a,
              "ph"_a, "pw"_a, "dh"_a, "dw"_a, "adjoint of im2col; overwrites out");
+
+  // recurrent cells (rnn.cu): one LSTM or GRU time step, forward and backward
+  LAMINA_DEF(lstm_cell, "xp"_a, "hh"_a, "state"_a, "acts"_a, "tanh_c"_a, "step"_a, "batch"_a,
+             "hidden"_a,
+             "state[step+1] = [h_t | c_t], acts[step], tanh_c[step] from xp[step] + hh");
+  LAMINA_DEF(lstm_cell_backward, "g"_a, "dh_mm"_a, "acts"_a, "state"_a, "tanh_c"_a, "dc"_a,
+             "d_gates"_a, "step"_a, "batch"_a, "hidden"_a,
+             "d_gates[step] from g[step] and dh_mm; dc carries dc_{t+1} f_{t+1} in, dc_t f_t out");
+  LAMINA_DEF(gru_cell, "xp"_a, "hh"_a, "b_hh"_a, "state"_a, "gates"_a, "step"_a, "batch"_a,
+             "hidden"_a, "state[step+1] = h_t and gates[step] = [r, z, n, hn]");
+  LAMINA_DEF(gru_cell_backward, "g"_a, "dh_mm"_a, "gates"_a, "state"_a, "dh"_a, "d_hh"_a,
+             "d_xp"_a, "step"_a, "batch"_a, "hidden"_a,
+             "d_hh[step], d_xp[step] from g[step] and dh_mm; dh carries dh_{t+1} z_{t+1} in");
 }

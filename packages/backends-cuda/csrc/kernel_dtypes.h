@@ -33,10 +33,13 @@ constexpr DTypes kAllDTypes = 0b1111;
   X(reduce_sum, kNumbers) X(reduce_max, kAllDTypes) X(reduce_min, kAllDTypes)                \
   X(reduce_argmax, kNumbers) X(reduce_prod, kNumbers) X(reduce_sum_axis, kNumbers)           \
   X(cumsum_last, kNumbers) X(softmax_last, kFloats) X(logsumexp_last, kFloats)               \
+  X(sort_last, kAllDTypes) X(multinomial_last, kFloats)                                      \
   X(layer_norm_last, kFloats) X(index_gather, kAllDTypes) X(index_scatter_add, kAllDTypes)   \
   X(index_copy, kAllDTypes)                                                                  \
   X(matmul, kFloats) X(matmul_batched, kFloats) X(matmul_strided, kFloats)                   \
-  X(matmul_batched_strided, kFloats) X(im2col, kFloats) X(col2im, kFloats)
+  X(matmul_batched_strided, kFloats) X(im2col, kFloats) X(col2im, kFloats)                   \
+  X(lstm_cell, kFloats) X(lstm_cell_backward, kFloats) X(gru_cell, kFloats)                  \
+  X(gru_cell_backward, kFloats)
 
 // X(kernel, set) for each kernel of one op of ewise_ops.h.
 #define LAMINA_BINARY_KERNEL_DTYPES(X, NAME, FUNCTOR, SET, FORMS, DOC)                             \

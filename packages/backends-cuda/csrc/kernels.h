@@ -59,6 +59,14 @@ void layer_norm_last(const Array& a, const Array& weight, const Array& bias, Arr
 // running sums along the last axis (scan.cu)
 void cumsum_last(const Array& a, Array& out, int64_t size);
 
+// sorting and sampling along the last axis, v2.1 (sort.cu): the first k of each
+// row's stable sort (NaN largest) into values_out and int64 indices_out (rows, k);
+// multinomial draws out (rows, samples) from each row's running sum and host uniforms.
+void sort_last(const Array& a, Array& values_out, Array& indices_out, int64_t size, int64_t k,
+               bool descending);
+void multinomial_last(const Array& probs, const Array& uniforms, Array& out, int64_t size,
+                      int64_t samples);
+
 // indexing (index.cu)
 void index_gather(const Array& a, const Array& idx, Array& out, int64_t outer, int64_t axis_size,
                   int64_t inner);
@@ -87,5 +95,19 @@ void im2col(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t
             int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw);
 void col2im(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t w, int64_t kh,
             int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw);
+
+// recurrent cells, v2.1 (rnn.cu): one LSTM or GRU time step in one launch, forward
+// and backward; rnn.cu's header gives the layouts (state holds h_{t-1} in block step
+// and receives h_t in block step + 1; dc and dh carry step + 1's gradient in, step's out).
+void lstm_cell(const Array& xp, const Array& hh, Array& state, Array& acts, Array& tanh_c,
+               int64_t step, int64_t batch, int64_t hidden);
+void lstm_cell_backward(const Array& g, const Array& dh_mm, const Array& acts,
+                        const Array& state, const Array& tanh_c, Array& dc, Array& d_gates,
+                        int64_t step, int64_t batch, int64_t hidden);
+void gru_cell(const Array& xp, const Array& hh, const Array& b_hh, Array& state, Array& gates,
+              int64_t step, int64_t batch, int64_t hidden);
+void gru_cell_backward(const Array& g, const Array& dh_mm, const Array& gates,
+                       const Array& state, Array& dh, Array& d_hh, Array& d_xp, int64_t step,
+                       int64_t batch, int64_t hidden);
 
 }  // namespace lamina_cuda

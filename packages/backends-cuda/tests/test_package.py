@@ -41,7 +41,7 @@ def test_provides_every_kernel() -> None:
     assert set(lamina_backend_cuda.KERNELS) == set(interface.REQUIRED + interface.OPTIONAL) - {
         "is_available", "unavailable_reason", "device_count", *not_provided}
     assert (cuda.api_version, cuda.api_minor_version) == (
-        interface.API_VERSION, interface.API_MINOR_VERSION) == (2, 0)
+        interface.API_VERSION, interface.API_MINOR_VERSION) == (2, 1)
     assert set(interface.V11_KERNELS) <= set(lamina_backend_cuda.KERNELS)
 
 

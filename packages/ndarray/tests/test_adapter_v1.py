@@ -55,7 +55,9 @@ def test_a_v11_plugin_loads_and_its_strided_kernel_takes_the_op_name(tmp_path) -
 
 
 V10 = {"v10": ("fake-v10", "1.0", "fake_v10",
-               _DELEGATE.format(name="v10", api_version=1, hidden=("ewise_strided",),
+               # a v1.0 plugin declares no minor version (numpy's would show through)
+               _DELEGATE.format(name="v10", api_version=1,
+                                hidden=("ewise_strided", "api_minor_version"),
                                 available=True, extra="    kernel_dtypes = {}\n"))}
 
 USE_V10 = """

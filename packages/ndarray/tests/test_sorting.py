@@ -6,6 +6,8 @@ first index first, which is torch's answer with ``stable=True``).
 
 from __future__ import annotations
 
+import dataclasses
+
 import lamina.ndarray as nd
 import numpy as np
 import pytest
@@ -126,3 +128,84 @@ def test_max_with_indices_of_an_empty_dim_raises(device: str) -> None:
         nd.max_with_indices(a, 0)
     values, indices = nd.min_with_indices(a, 1)  # a non-empty dim of an empty array
     assert values.shape == indices.shape == (0,)
+
+
+# ------------------------------------------------ the sort_last kernel (interface v2.1)
+SPECIAL = [NAN, -np.inf, np.inf, -0.0, 0.0, 1.0, -1.0, 1.0, NAN, 0.0, -0.0, 2.0]
+
+
+def _stable(x: np.ndarray, axis: int, descending: bool) -> np.ndarray:
+    """numpy's stable argsort in PyTorch's order (descending: ties first index first)."""
+    if not descending:
+        return np.argsort(x, axis=axis, kind="stable")
+    flipped = np.argsort(np.flip(x, axis), axis=axis, kind="stable")
+    return x.shape[axis] - 1 - np.flip(flipped, axis)
+
+
+def _sort_cases() -> list[np.ndarray]:
+    rng = np.random.default_rng(3)
+    floats = np.stack([rng.permutation(SPECIAL) for _ in range(4)])
+    ints = np.array([[5, -2**63, 2**63 - 1, -1, 0, -2**63], [0, 0, 1, 1, 0, 0]], np.int64)
+    return [floats.astype(np.float32), floats, ints, rng.integers(-3, 3, (5, 6, 7)),
+            np.zeros((3, 1), np.float32), np.zeros((2, 0), np.float32)]
+
+
+@pytest.mark.parametrize("case", range(6))
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort_kernel_matches_numpys_stable_argsort(device: str, case: int,
+                                                   descending: bool) -> None:
+    x = _sort_cases()[case]
+    for axis in range(x.ndim):
+        want = _stable(x, axis, descending)
+        values, indices = nd.sort(nd.array(x, device=device), axis, descending)
+        np.testing.assert_array_equal(indices.numpy(), want)
+        np.testing.assert_array_equal(values.numpy(), np.take_along_axis(x, want, axis))
+        n = x.shape[axis]
+        for k in sorted({0, 1, n} & set(range(n + 1))):
+            got = nd.topk(nd.array(x, device=device), k, axis, largest=descending)
+            np.testing.assert_array_equal(got[1].numpy(), np.take(want, range(k), axis))
+
+
+def test_sort_kernel_reads_non_compact_views(device: str) -> None:
+    x = _sort_cases()[3]
+    view = nd.array(x, device=device).permute(2, 0, 1)[::-2, 1:]  # negative step, offset
+    host = x.transpose(2, 0, 1)[::-2, 1:]
+    for axis in range(3):
+        np.testing.assert_array_equal(nd.argsort(view, axis, True).numpy(),
+                                      _stable(host, axis, True))
+        values, indices = nd.min_with_indices(view, axis)
+        np.testing.assert_array_equal(indices.numpy(), np.argmin(host, axis))
+
+
+def test_min_max_with_indices_of_int64_extremes_and_nan(device: str) -> None:
+    ints = np.array([[3, -2**63, 2**63 - 1, -2**63, 2**63 - 1]], np.int64)
+    for op, ref in ((nd.max_with_indices, torch.max), (nd.min_with_indices, torch.min)):
+        _check(op(nd.array(ints, device=device), 1), ref(torch.from_numpy(ints), 1), device)
+        x = np.array([[1.0, -0.0, NAN, 0.0, NAN], [0.0, -0.0, 2.0, 2.0, -0.0]], np.float32)
+        values, indices = op(nd.array(x, device=device), 1)
+        theirs = ref(torch.from_numpy(x), 1)
+        np.testing.assert_array_equal(values.numpy(), theirs[0].numpy())
+        np.testing.assert_array_equal(indices.numpy(), theirs[1].numpy())
+
+
+def test_compiled_devices_sort_with_their_kernel(device: str) -> None:
+    dev = nd.get_device(device)
+    if dev.type in ("numpy", "cpu", "cuda"):  # this repository's backends all have it
+        assert dev.kernels.sort_last is not None
+        assert set(dev.kernel_dtypes["sort_last"]) == set(dev.dtypes)
+
+
+def test_a_device_without_sort_last_sorts_through_the_host(device: str,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    if device == "numpy":
+        pytest.skip("the numpy backend's kernels are the host path")
+    x = _sort_cases()[0]
+    want = [nd.sort(nd.array(x, device=device), 1, True), nd.topk(nd.array(x, device=device), 3)]
+    dev = nd.get_device(device)
+    monkeypatch.setattr(dev, "kernels", dataclasses.replace(dev.kernels, sort_last=None))
+    got = [nd.sort(nd.array(x, device=device), 1, True), nd.topk(nd.array(x, device=device), 3)]
+    for ours, theirs in zip(got, want):
+        for a, b in zip(ours, theirs):
+            assert a.device is b.device is dev
+            np.testing.assert_array_equal(a.numpy(), b.numpy())

@@ -57,7 +57,7 @@ class CudaBackend:
 
     name = "cuda"
     api_version = 2
-    api_minor_version = 0
+    api_minor_version = 1  # v2.1: sort_last, multinomial_last
     dtypes = ("float32", "float64", "int64", "bool")
     kernel_dtypes: dict[str, tuple[str, ...]] = (
         {} if _core is None else dict(_core.kernel_dtypes()))

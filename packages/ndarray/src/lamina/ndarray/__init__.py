@@ -88,6 +88,13 @@ from ._registry import (
     list_backends,
     set_default_device,
 )
+from ._rnn import (
+    gru_recurrence,
+    gru_recurrence_backward,
+    has_recurrent_cells,
+    lstm_recurrence,
+    lstm_recurrence_backward,
+)
 from ._sampling import bernoulli, multinomial, normal, randint, randperm, uniform
 from ._select import concatenate, stack, where
 from ._sorting import argsort, max_with_indices, min_with_indices, sort, topk
@@ -117,4 +124,7 @@ __all__ = [
     # sampling and sorting
     "argsort", "bernoulli", "max_with_indices", "min_with_indices", "multinomial", "normal",
     "randint", "randperm", "sort", "topk", "uniform",
+    # recurrent layers on the fused cell kernels
+    "gru_recurrence", "gru_recurrence_backward", "has_recurrent_cells", "lstm_recurrence",
+    "lstm_recurrence_backward",
 ]

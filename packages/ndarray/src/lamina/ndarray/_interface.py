@@ -24,11 +24,17 @@ from typing import Any, Protocol, runtime_checkable
 from ._optable import ops
 
 API_VERSION = 2
-API_MINOR_VERSION = 0
+API_MINOR_VERSION = 1
 """Interface v2.0 passes no op names to kernels: v1.1's ``ewise_strided(op, ...)``
 became one kernel per op, ``ewise_strided_OP(...)``, and every backend declares
 its kernels' dtypes in ``kernel_dtypes``. v1.0 and v1.1 plugins still load,
-through the adapter of ``_adapter_v1``."""
+through the adapter of ``_adapter_v1``.
+
+v2.1 adds optional kernels only, so every v2.0 plugin is a valid v2.1 one: the
+sorting and sampling kernels ``sort_last`` (a stable sort, or its first k, of
+each row) and ``multinomial_last`` (inverse-CDF draws from host uniforms), and
+the recurrent-cell kernels (see docs/backend-interface.md). Without the sorting
+and sampling ones, NDArray runs the numpy backend's on a host copy."""
 
 Shape = tuple[int, ...]
 Kernel = Callable[..., Any]
@@ -96,6 +102,10 @@ class KernelTable:
     reduce: Mapping[str, Kernel] = _family(REDUCE_OPS, OPTIONAL_REDUCE_OPS)
     # v1.1, optional without a composite: an op needing it raises DTypeError where absent
     cumsum_last: Kernel | None = _optional()
+    # v2.1 sorting and sampling along the last axis: without them NDArray runs the
+    # numpy backend's kernels on a host copy (_sorting.py, _sampling.py)
+    sort_last: Kernel | None = _optional()
+    multinomial_last: Kernel | None = _optional()
     # optional fast paths (NDArray composes required kernels without them)
     index_copy: Kernel | None = _optional()  # v1.1: item assignment in O(written)
     matmul_strided: Kernel | None = _optional()
@@ -107,6 +117,12 @@ class KernelTable:
     layer_norm_last: Kernel | None = _optional()
     im2col: Kernel | None = _optional()
     col2im: Kernel | None = _optional()
+    # v2.1 recurrent cells: one time step of an LSTM or GRU layer, forward and backward,
+    # in one pass (_numpy_rnn.py); without them the layer ops compose elementwise kernels
+    lstm_cell: Kernel | None = _optional()
+    lstm_cell_backward: Kernel | None = _optional()
+    gru_cell: Kernel | None = _optional()
+    gru_cell_backward: Kernel | None = _optional()
     # optional cheaper allocation: empty(size, dtype) is a new buffer as
     # Array(size, dtypes[dtype]), the dtype given by its index in the backend's
     # `dtypes`, for backends whose Array constructor costs more than a call

@@ -16,6 +16,10 @@ from numpy.lib.stride_tricks import as_strided
 
 from ._checks import conv_output_size
 from ._interface import API_MINOR_VERSION, API_VERSION
+from ._numpy_rnn import KERNEL_DTYPES as _RNN_KERNEL_DTYPES
+from ._numpy_rnn import gru_cell, gru_cell_backward, lstm_cell, lstm_cell_backward
+from ._numpy_sort import KERNEL_DTYPES as _SORT_KERNEL_DTYPES
+from ._numpy_sort import multinomial_last, sort_last
 from ._optable import DTYPE_SETS, OPS, ops
 
 Shape = tuple[int, ...]
@@ -200,6 +204,8 @@ KERNEL_DTYPES: dict[str, tuple[str, ...]] = {
     **{name: _NUMBERS for name in (
         "reduce_sum", "reduce_sum_axis", "reduce_argmax", "reduce_prod", "cumsum_last")},
     **_elementwise_dtypes(),
+    **_SORT_KERNEL_DTYPES,  # v2.1: sort_last, multinomial_last
+    **_RNN_KERNEL_DTYPES,  # v2.1: lstm_cell, gru_cell and their backwards
 }
 """The kernels that accept fewer dtypes than ``dtypes`` lists."""
 
@@ -341,6 +347,16 @@ class NumpyBackend:
             raise ValueError(f"cumsum_last: input has {a.data.size} elements, out has {n}")
         if n:  # np.cumsum adds left to right in the dtype itself, as the interface asks
             np.cumsum(a.data[:n].reshape(-1, size), axis=1, out=out.data.reshape(-1, size))
+
+    # v2.1: sorting and sampling along the last axis (_numpy_sort.py)
+    sort_last = staticmethod(sort_last)
+    multinomial_last = staticmethod(multinomial_last)
+
+    # v2.1: recurrent cells, one LSTM or GRU time step (_numpy_rnn.py)
+    lstm_cell = staticmethod(lstm_cell)
+    lstm_cell_backward = staticmethod(lstm_cell_backward)
+    gru_cell = staticmethod(gru_cell)
+    gru_cell_backward = staticmethod(gru_cell_backward)
 
     @staticmethod
     def reduce_sum_axis(a: NumpyArray, out: NumpyArray, outer: int, size: int, inner: int) -> None:

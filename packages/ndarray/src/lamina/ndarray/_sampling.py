@@ -4,7 +4,9 @@ multinomial.
 Every sampler draws on the host from the generator that :func:`manual_seed`
 seeds (``generator()``, as ``rand`` and ``randn`` do) and copies the samples
 to the device, so one seed gives the same values on every backend. Array
-arguments (probabilities, means) are read to the host for the same reason.
+arguments (means, bernoulli's probabilities) are read to the host for the same
+reason; multinomial instead sends its random numbers to the device, where the
+backend's kernels turn them into the same draws as the numpy backend's.
 The values differ from PyTorch's for the same seed (another generator); the
 distributions, shapes, dtypes and errors are PyTorch's.
 """
@@ -16,9 +18,12 @@ from typing import Any
 import numpy as np
 
 from ._creation import _host_shape, array, generator
-from ._dtypes import DType, as_dtype, bool_, float32, int64, result_type
+from ._dtypes import DType, as_dtype, bool_, float32, float64, int64, result_type
 from ._errors import DeviceError, DTypeError, ShapeError
 from ._ndarray import NDArray
+from ._registry import get_device
+from ._select import where
+from ._sorting import topk
 
 _INTS = (int, np.integer)
 
@@ -185,13 +190,43 @@ def _check_probs(probs: NDArray, num_samples: Any, replacement: bool) -> int:
     return n
 
 
+def _check_weights(probs: NDArray) -> None:
+    """The errors of invalid weights, checked where they lie (one scalar read each)."""
+    weights = probs.reshape(-1, probs.shape[-1])
+    if weights.size and not ((weights >= 0) & (weights < np.inf)).min().item():
+        raise ValueError("multinomial: the probabilities contain inf, nan or a negative "
+                         "value; pass finite non-negative weights")
+    empty = weights.astype(float64).sum(axis=1) <= 0
+    if empty.size and empty.max().item():
+        row = int(np.argmax(empty.numpy()))
+        raise ValueError(f"multinomial: row {row} of the probabilities sums to 0; every row "
+                         f"needs a positive weight")
+
+
+def _inverse_cdf(weights: NDArray, uniforms: NDArray) -> NDArray:
+    """``multinomial_last`` of (rows, C) weights and (rows, n) float64 uniforms: where
+    each uniform falls in its row's running sum. A device without the kernel runs
+    the numpy backend's on a host copy, so one seed gives the same draws everywhere."""
+    device = weights.device
+    kernel = device.kernels.multinomial_last
+    if kernel is None or weights.dtype.name not in device.kernel_dtypes["multinomial_last"]:
+        host = get_device("numpy")
+        return _inverse_cdf(weights.to(host), uniforms.to(host)).to(device)
+    out = NDArray._empty(uniforms.shape, int64, device, "multinomial")
+    kernel(weights.compact().buffer, uniforms.buffer, out.buffer, weights.shape[1],
+           uniforms.shape[1])
+    return out
+
+
 def multinomial(probs: NDArray, num_samples: int, replacement: bool = False) -> NDArray:
     """Category indices drawn from each row of (unnormalised) probabilities.
 
     Shapes: ``(C,)`` -> ``(num_samples,)``; ``(N, C)`` -> ``(N, num_samples)``,
     int64. Without replacement each row's draws are distinct; once a row's
     nonzero categories are used up, its zero-probability ones follow in index
-    order, as PyTorch.
+    order, as PyTorch. The random numbers come from the host generator; the
+    search (the backend's ``multinomial_last``, or ``sort_last`` of exponential
+    race keys without replacement) runs on the device.
 
     Raises:
         ValueError: a probability is negative, infinite or NaN; a row sums
@@ -199,28 +234,18 @@ def multinomial(probs: NDArray, num_samples: int, replacement: bool = False) -> 
             categories without replacement.
     """
     n = _check_probs(probs, num_samples, replacement)
-    host = probs.numpy().astype(np.float64).reshape(-1, probs.shape[-1])
-    if not (np.isfinite(host) & (host >= 0)).all():
-        raise ValueError("multinomial: the probabilities contain inf, nan or a negative "
-                         "value; pass finite non-negative weights")
-    total = host.sum(axis=1)
-    if (total <= 0).any():
-        row = int(np.argmax(total <= 0))
-        raise ValueError(f"multinomial: row {row} of the probabilities sums to 0; every row "
-                         f"needs a positive weight")
+    _check_weights(probs)
+    weights = probs.reshape(-1, probs.shape[-1])
+    rows, device = weights.shape[0], probs.device
+    if rows == 0:
+        return array(np.zeros(probs.shape[:-1] + (n,), np.int64), dtype=int64, device=device)
     rng = generator()
-    out: np.ndarray
-    if host.shape[0] == 0:
-        out = np.zeros((0, n), np.int64)
-    elif replacement:
-        cdf = np.cumsum(host, axis=1)
-        # u * total < total: the search never passes the last category with weight.
-        draws = rng.random((host.shape[0], n)) * total[:, None]
-        out = np.stack([np.searchsorted(c, u, side="right") for c, u in zip(cdf, draws)])
+    if replacement:
+        uniforms = array(rng.random((rows, n)), dtype=float64, device=device)
+        out = _inverse_cdf(weights, uniforms)
     else:
-        # Exponential races: the k smallest of E/p are a draw without replacement.
-        with np.errstate(divide="ignore", invalid="ignore"):
-            keys = np.where(host > 0, rng.exponential(size=host.shape) / host, np.inf)
-        out = np.argsort(keys, axis=1, kind="stable")[:, :n]
-    out = out.reshape(probs.shape[:-1] + (n,))
-    return array(out.astype(np.int64), dtype=int64, device=probs.device)
+        # Exponential races: the n smallest of E/p are a draw without replacement.
+        race = array(rng.exponential(size=weights.shape), dtype=float64, device=device)
+        keys = where(weights > 0, race / weights.astype(float64), np.inf)
+        out = topk(keys, n, axis=1, largest=False)[1]
+    return out.reshape(probs.shape[:-1] + (n,))

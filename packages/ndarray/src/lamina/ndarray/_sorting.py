@@ -1,10 +1,11 @@
 """Sorting and selection along one axis: sort, argsort, topk, and max/min with indices.
 
-Every backend runs these the same way, through the host: the array is read
-to numpy, ordered there with a stable sort (``np.argsort(kind="stable")``),
-and the results are copied back to the array's device. No backend kernel is
-needed; the cost is two transfers and an O(n log n) host sort, which a device
-kernel could replace later without changing any result.
+All of them are the backend's optional ``sort_last`` kernel (interface v2.1):
+the first ``k`` of a stable sort of each row of a compact array along its
+contiguous last axis. Another axis is swapped to the end first (a view),
+compacted, sorted and swapped back, as ``cumsum`` does. A backend without the
+kernel (or without it for the dtype) runs the numpy backend's on a host copy,
+so every device gives the same answer.
 
 Ordering is PyTorch's: NaN is the largest value (last ascending, first
 descending), and equal values keep their order (the first index first), in
@@ -16,36 +17,41 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import normalize_axis
-from ._creation import array
 from ._dtypes import int64
 from ._errors import ShapeError
 from ._ndarray import NDArray
+from ._registry import get_device
 
 
-def _host(a: NDArray, axis: int, op: str) -> tuple[np.ndarray, int]:
-    """``a`` on the host (a 0-d array as 1-d) and ``axis`` made non-negative."""
+def _axis(a: NDArray, axis: int, op: str) -> int:
+    """``axis`` made non-negative (a 0-d array has one axis, of size 1)."""
     if not isinstance(a, NDArray):
         raise TypeError(f"{op}: expected an NDArray, got {type(a).__name__}")
-    ax = normalize_axis(axis, max(a.ndim, 1), op)
-    host = a.numpy()
-    return (host.reshape(1) if host.ndim == 0 else host), ax
+    return normalize_axis(axis, max(a.ndim, 1), op)
 
 
-def _device(host: np.ndarray, like: NDArray, index: bool = False) -> NDArray:
-    """Host results back on ``like``'s device: its dtype, or int64 for indices."""
-    if like.ndim == 0:
-        host = host.reshape(())
-    return array(host, dtype=int64 if index else like.dtype, device=like.device)
-
-
-def _order(host: np.ndarray, axis: int, descending: bool) -> np.ndarray:
-    """Stable sorting indices along ``axis``. Descending sorts the reversed array
-    ascending and reverses the result, so that ties still keep the first index
-    first and NaN (numpy's largest) comes first."""
-    if not descending:
-        return np.argsort(host, axis=axis, kind="stable")
-    rev = np.argsort(np.flip(host, axis), axis=axis, kind="stable")
-    return host.shape[axis] - 1 - np.flip(rev, axis)
+def _sorted(a: NDArray, ax: int, k: int, descending: bool) -> tuple[NDArray, NDArray]:
+    """The first ``k`` of ``a``'s stable sort along ``ax``: values, int64 indices."""
+    device = a.device
+    if device.kernels.sort_last is None or \
+            a.dtype.name not in device.kernel_dtypes["sort_last"]:
+        host = get_device("numpy")  # its reference kernel: same answer, through the host
+        values, indices = _sorted(a.to(host), ax, k, descending)
+        return values.to(device), indices.to(device)
+    if a.ndim == 0:
+        values, indices = _sorted(a.reshape(1), 0, k, descending)
+        return values.reshape(()), indices.reshape(())
+    last = a.ndim - 1
+    src = (a if ax == last else a.transpose(ax, last)).compact()
+    shape = src.shape[:-1] + (k,)
+    values = NDArray._empty(shape, a.dtype, device, "sort")
+    indices = NDArray._empty(shape, int64, device, "sort")
+    sort_last = device.kernels.sort_last
+    if values.size and sort_last is not None:
+        sort_last(src.buffer, values.buffer, indices.buffer, src.shape[-1], k, descending)
+    if ax == last:
+        return values, indices
+    return values.transpose(ax, last), indices.transpose(ax, last)
 
 
 def sort(a: NDArray, axis: int = -1, descending: bool = False, stable: bool = False
@@ -62,19 +68,17 @@ def sort(a: NDArray, axis: int = -1, descending: bool = False, stable: bool = Fa
         >>> values.tolist(), indices.tolist()
         ([1.0, 2.0, 3.0], [1, 2, 0])
     """
-    del stable  # the host sort is always stable
-    host, ax = _host(a, axis, "sort")
-    order = _order(host, ax, descending)
-    return (_device(np.take_along_axis(host, order, ax), a),
-            _device(order, a, index=True))
+    del stable  # the sort is always stable
+    ax = _axis(a, axis, "sort")
+    return _sorted(a, ax, a.shape[ax] if a.ndim else 1, descending)
 
 
 def argsort(a: NDArray, axis: int = -1, descending: bool = False, stable: bool = False
             ) -> NDArray:
     """The int64 indices that sort ``a`` along ``axis`` (``sort(...)[1]``)."""
     del stable
-    host, ax = _host(a, axis, "argsort")
-    return _device(_order(host, ax, descending), a, index=True)
+    ax = _axis(a, axis, "argsort")
+    return _sorted(a, ax, a.shape[ax] if a.ndim else 1, descending)[1]
 
 
 def topk(a: NDArray, k: int, axis: int = -1, largest: bool = True, sorted: bool = True
@@ -97,28 +101,29 @@ def topk(a: NDArray, k: int, axis: int = -1, largest: bool = True, sorted: bool 
     del sorted  # always sorted: a valid order for sorted=False too
     if not isinstance(k, (int, np.integer)) or isinstance(k, bool):
         raise TypeError(f"topk: k must be an int, got {type(k).__name__}")
-    host, ax = _host(a, axis, "topk")
-    n = host.shape[ax]
+    ax = _axis(a, axis, "topk")
+    n = a.shape[ax] if a.ndim else 1
     if not 0 <= k <= n:
         raise ShapeError(f"topk: k={k} is out of range for dim {ax} of size {n} "
                          f"(shape {a.shape}); pick 0 <= k <= {n}")
-    order = np.take(_order(host, ax, largest), np.arange(k), axis=ax)
-    return (_device(np.take_along_axis(host, order, ax), a),
-            _device(order, a, index=True))
+    return _sorted(a, ax, int(k), largest)
 
 
 def _extremum(a: NDArray, axis: int, keepdims: bool, op: str) -> tuple[NDArray, NDArray]:
-    host, ax = _host(a, axis, op)
-    if host.shape[ax] == 0:
+    ax = _axis(a, axis, op)
+    if a.ndim and a.shape[ax] == 0:
         raise ShapeError(f"{op}: cannot reduce dim {ax} of size 0 (shape {a.shape}); "
                          f"reduce over a non-empty dim")
-    # numpy's argmax/argmin return the first NaN where there is one: PyTorch's answer.
-    pick = np.argmax if op == "max" else np.argmin
-    index = np.expand_dims(pick(host, axis=ax), ax)
-    values = np.take_along_axis(host, index, ax)
-    if not keepdims or a.ndim == 0:
+    # The first of a descending sort is the maximum at its first index, or the
+    # first NaN: PyTorch's answer. The minimum is the maximum of an
+    # order-reversing involution (-x; ~x for int64 and bool, where -x wraps).
+    flip = (lambda x: x) if op == "max" else \
+        (lambda x: -x) if a.dtype.is_floating else (lambda x: ~x)
+    values, index = _sorted(flip(a), ax, 1, True)
+    values = flip(values)
+    if not keepdims and a.ndim:
         index, values = index.squeeze(ax), values.squeeze(ax)
-    return _device(values, a), _device(index, a, index=True)
+    return values, index
 
 
 def max_with_indices(a: NDArray, axis: int, keepdims: bool = False

@@ -16,6 +16,8 @@ Layout (PyTorch's): the 3H gate columns are ordered r, z, n; with
     r, z = sigmoid(xp[r, z] + hp[r, z]);   n = tanh(xp[n] + r * hp[n])
     h_t = (1 - z) * n + z * h_{t-1}
 
+Where the device has the fused ``gru_cell`` kernels for the dtype, forward and the
+first-order backward run them instead (``nd.gru_recurrence``; see :mod:`.rnn`).
 One backward rule, :func:`_bptt`: on NDArrays with the saved gates for a
 first-order backward; with ``create_graph`` on Tensors, with the gates recomputed
 as Tensor functions of the inputs (:func:`_recorded_states`), so that
@@ -49,9 +51,16 @@ class GRULayer(Function):
     rz: NDArray | None = None
     n: NDArray | None = None
     hn: NDArray | None = None
+    # Saved instead when forward ran the backend's fused cell kernels: the states h_t of
+    # every step, block 0 h0 (L+1, N, H), and the gates r, z, n, hn (L, N, 4H).
+    state: NDArray | None = None
+    gates: NDArray | None = None
 
     def forward(self, xp: NDArray, h0: NDArray, w_hh: NDArray, b_hh: NDArray) -> NDArray:
         _check_shapes(xp.shape, h0.shape, w_hh.shape, b_hh.shape)
+        if nd.has_recurrent_cells("gru", xp, h0, w_hh, b_hh):
+            self.state, self.gates = nd.gru_recurrence(xp, h0, w_hh, b_hh)
+            return self.state[1:]
         steps, batch, g3 = xp.shape
         hidden = g3 // 3
         w_t = w_hh.transpose(0, 1).compact()
@@ -77,13 +86,15 @@ class GRULayer(Function):
 
     def release(self) -> None:
         super().release()
-        self.rz = self.n = self.hn = None
+        self.rz = self.n = self.hn = self.state = self.gates = None
 
     def backward(self, g: TensorBase) -> tuple[TensorBase | None, ...]:
         xp, h0, w_hh, b_hh = self.inputs
         if grad_mode._state.enabled:  # create_graph: states that depend on the inputs, recorded
             out, rz, n, hn = _recorded_states(xp, h0, w_hh, b_hh)
             grads = _bptt(g, out, rz, n, hn, h0, w_hh)
+        elif self.state is not None:
+            grads = nd.gru_recurrence_backward(g._data, self.state, self.gates, w_hh._data)
         else:
             grads = _bptt(g._data, self._out_data, self.rz, self.n, self.hn, h0._data,
                           w_hh._data)

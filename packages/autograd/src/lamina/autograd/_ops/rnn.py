@@ -11,6 +11,12 @@ timesteps at once.
 The input projection ``x_t @ W_ih.T + b`` is not part of the op: the layer
 computes it for every timestep with one matmul before calling it.
 
+Where the device has the backend's fused cell kernels for the dtype
+(``nd.has_recurrent_cells``, decided once per forward), each step is instead
+the recurrent GEMM and one ``lstm_cell`` kernel, and the first-order backward
+one GEMM and one ``lstm_cell_backward`` (``nd.lstm_recurrence``): the same
+math, operation for operation, without a dozen elementwise passes per step.
+
 Layout (PyTorch's): the 4H gate columns are ordered i, f, g, o::
 
     i, f, o = sigmoid(gates[i, f, o]);  g = tanh(gates[g])
@@ -69,9 +75,15 @@ class LSTMLayer(Function):
     name = "lstm_layer"
     save_inputs = True
     save_output = True
+    # The states [h | c] of every step, block 0 the initial ones (L+1, N, 2H), kept when
+    # forward ran the backend's fused cell kernels: backward then runs them too.
+    state: NDArray | None = None
 
     def forward(self, xp: NDArray, h0: NDArray, c0: NDArray, w_hh: NDArray) -> NDArray:
         _check_shapes(xp.shape, h0.shape, c0.shape, w_hh.shape)
+        if nd.has_recurrent_cells("lstm", xp, h0, c0, w_hh):
+            self.state, self.acts, self.tanh_c = nd.lstm_recurrence(xp, h0, c0, w_hh)
+            return self.state[1:]
         steps, _, g4 = xp.shape
         hidden = g4 // 4
         w_t = w_hh.transpose(0, 1).compact()
@@ -94,13 +106,16 @@ class LSTMLayer(Function):
 
     def release(self) -> None:
         super().release()
-        self.acts = self.tanh_c = None
+        self.acts = self.tanh_c = self.state = None
 
     def backward(self, g: TensorBase) -> tuple[TensorBase | None, ...]:
         xp, h0, c0, w_hh = self.inputs
         if grad_mode._state.enabled:  # create_graph: states that depend on the inputs, recorded
             out, acts, tanh_c = _recorded_states(xp, h0, c0, w_hh)
             grads = _bptt(g, out, acts, tanh_c, h0, c0, w_hh)
+        elif self.state is not None:
+            grads = nd.lstm_recurrence_backward(g._data, self.state, self.acts, self.tanh_c,
+                                                w_hh._data)
         else:
             grads = _bptt(g._data, self._out_data, self.acts, self.tanh_c, h0._data, c0._data,
                           w_hh._data)

@@ -172,4 +172,40 @@ inline void batch_offsets(const Shape& batch, int64_t count, int64_t offset,
   }
 }
 
+// ---------------------------------------------------------------- recurrent cells
+// The layout of lstm_cell, gru_cell and their backward kernels: one time step
+// `step` of compact per-sequence buffers. Each buffer holds rows of
+// cols * hidden elements; RnnRows says how many rows the step reaches: one
+// (N, cols*H) block (Step), blocks 0..step of an (L, N, cols*H) buffer
+// (Sequence), blocks 0..step+1 of the (L+1, N, cols*H) states (States), or a
+// single row without the batch (Bias).
+enum class RnnRows { Step, Sequence, States, Bias };
+
+struct RnnBuffer {
+  const char* name;
+  int64_t size;  // elements in the buffer
+  RnnRows rows;
+  int64_t cols;  // row width in units of hidden
+};
+
+// ValueError naming op unless step, batch and hidden are >= 0 and every
+// buffer is large enough for the step (sizes in checked arithmetic).
+inline void check_rnn_cell(const char* op, int64_t step, int64_t batch, int64_t hidden,
+                           std::initializer_list<RnnBuffer> buffers) {
+  require_nonneg(op, "step", step);
+  require_nonneg(op, "batch", batch);
+  require_nonneg(op, "hidden", hidden);
+  for (const RnnBuffer& b : buffers) {
+    const int64_t blocks = b.rows == RnnRows::Sequence ? checked_add(step, 1, op)
+                           : b.rows == RnnRows::States ? checked_add(step, 2, op) : 1;
+    const int64_t row = checked_mul(b.cols, hidden, op);
+    const int64_t need = b.rows == RnnRows::Bias
+                             ? row : checked_mul(checked_mul(blocks, batch, op), row, op);
+    if (b.size < need)
+      value_error(op, ": ", b.name, " has ", b.size, " elements, step ", step, " of batch ", batch,
+                  " with hidden ", hidden, " needs ", need, " (", blocks, " block(s) of ",
+                  b.rows == RnnRows::Bias ? 1 : batch, "x", row, ")");
+  }
+}
+
 }  // namespace lamina::checks
