@@ -168,8 +168,7 @@ def test_python_arguments_key_the_cache(device: str) -> None:
 
 @pytest.mark.parametrize("body, reason", [
     (lambda x: x * x.sum().item(), "read to the host"),
-    (lambda x: x + ag.randn(*x.shape, device=x.device), "random numbers"),
-    (lambda x: ag.dropout(x, 0.5), "random numbers"),
+    (lambda x: x + float(nd.generator().random()), "random numbers"),
     (lambda x: x if bool((x > 0).all()) else -x, "read to the host"),
 ])
 def test_graph_breaks_run_eagerly(device: str, body: Any, reason: str,
@@ -190,6 +189,28 @@ def test_graph_breaks_run_eagerly(device: str, body: Any, reason: str,
     strict = ag.compile(body, fullgraph=True)
     with ag.no_grad(), pytest.raises(ag.GraphBreak, match=reason):
         strict(ag.ones(4, device=device))
+
+
+@pytest.mark.parametrize("body", [
+    lambda x: ag.dropout(x * 2.0, 0.5),
+    lambda x: x + ag.randn(*x.shape, device=x.device) * ag.rand(*x.shape, device=x.device),
+    lambda x: ag.bernoulli(x.sigmoid()) + ag.normal(x, 1.0),
+])
+def test_random_draws_replay_as_eager(device: str, body: Any) -> None:
+    """Sampling functions are replayed calls: each replay draws new numbers, the same
+    ones eager code draws from the same seed."""
+    compiled = ag.compile(body)
+    with ag.no_grad():
+        for seed in (0, 1, 1, 2):
+            x = ag.full((64,), 0.5, device=device)
+            ag.manual_seed(seed)
+            got = compiled(x)
+            after = nd.generator().random()
+            ag.manual_seed(seed)
+            want = body(x)
+            _assert_same(got, want, f"seed {seed}")
+            assert nd.generator().random() == after  # the generator moved on alike
+    assert compiled.stats == {"captures": 1, "replays": 3, "eager": 0}
 
 
 def test_a_kept_intermediate_breaks(device: str) -> None:

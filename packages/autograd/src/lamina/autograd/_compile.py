@@ -224,7 +224,7 @@ class _Watcher:
                     continue
                 self._seen.add(id(t))
                 where = capture.slot_of(t._data._buf)
-                if where is None or where[0] != "new":  # an argument or a weight
+                if where is None or where[0] in ("input", "const"):  # an argument or weight
                     self.sources.append(t)
         self._inside = True
         try:

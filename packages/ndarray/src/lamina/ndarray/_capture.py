@@ -20,11 +20,17 @@ allocated once, when capturing, and reused by every replay; the outputs' are
 allocated fresh each time, so a replay never overwrites what an earlier one
 returned.
 
+Random numbers are drawn on the host and uploaded. The sampling functions
+(``rand``, ``randn``, ``bernoulli``, ...) are *host steps*
+(:mod:`._hoststep`): recorded as one call of themselves, which each replay
+makes again, so a replay draws new numbers, from the same generator in the
+same order as eager code.
+
 What a replay cannot repeat makes the capture *break* (:attr:`Capture.broken`
 says why, and with ``strict`` the kernel call that broke it raises
 :class:`GraphBreak`): reading values to the host (``to_numpy``: ``item()``,
 printing, a host-side op whose result came back as a constant), drawing from
-the host random generator, a device first used while capturing, and a new
+the host random generator outside a host step, a device first used while capturing, and a new
 buffer kept somewhere other than the outputs (a cache on a module, a tensor's
 storage swapped for a new one). Python values that reach a kernel as
 arguments (a scale, a learning rate, a shape) are recorded as constants, as
@@ -44,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _creation
+from . import _creation, _hoststep
 from ._interface import DEVICE_FUNCTIONS, KernelTable
 from ._ndarray import NDArray
 from ._registry import Device, _state
@@ -78,14 +84,15 @@ class Program:
             allocates (results, and what a later program reads).
     """
 
-    def __init__(self, inputs: list[int], calls: list[tuple[Callable[..., Any], tuple[Any, ...]]],
+    def __init__(self, inputs: list[int], calls: list[tuple[Any, tuple[Any, ...]]],
                  fresh: list[tuple[int, Callable[..., Any], tuple[Any, ...]]],
                  fixed: list[Any]) -> None:
         self.inputs, self.fresh, self._fixed = inputs, fresh, fixed
         # per call: the kernel, its constant arguments, and (position, slot) pairs to fill
-        self._steps = [(kernel, list(args),
-                        [(p, a.index) for p, a in enumerate(args) if type(a) is _Slot])
-                       for kernel, args in calls]
+        self._steps: list[tuple[Any, list[Any] | None, list[tuple[int, int]]]] = [
+            (kernel, list(args), [(p, a.index) for p, a in enumerate(args) if type(a) is _Slot])
+            if type(kernel) is not _HostStep else (kernel, None, [])
+            for kernel, args in calls]
 
     def __len__(self) -> int:
         return len(self._steps)
@@ -100,6 +107,9 @@ class Program:
         for index, allocate, how in self.fresh:
             slots[index] = allocate(*how)
         for kernel, template, fill in self._steps:
+            if template is None:  # a host step: it makes its result's buffer
+                kernel.run(slots)
+                continue
             args = template.copy()  # a copy per call: replays may run on several threads
             for position, index in fill:
                 args[position] = slots[index]
@@ -143,7 +153,7 @@ class Capture:
         self._kinds = ["input"] * len(self._buffers)
         self._slots = {id(b): i for i, b in enumerate(self._buffers)}
         self._allocs: dict[int, tuple[Callable[..., Any], tuple[Any, ...]]] = {}
-        self._calls: list[tuple[Callable[..., Any], tuple[Any, ...]]] = []
+        self._calls: list[tuple[Any, tuple[Any, ...]]] = []  # (kernel or _HostStep, args)
         self._phases = [(0, 0)]  # (first call, first slot) of each phase
         self._extra_inputs: list[int] = []
         self._paused = False
@@ -151,6 +161,7 @@ class Capture:
         self._buffer_types: tuple[type, ...] = ()
         self._rng: tuple[Any, Any] = (None, None)
         self._tables: dict[int, tuple[KernelTable, KernelTable]] = {}  # recording -> real
+        self._outer: Any = None  # the capture active before this one (none, normally)
 
     # ----- entering and leaving -----------------------------------------------------------
 
@@ -167,9 +178,11 @@ class Capture:
             device._alloc = self._allocator(self._real[device][1])
         rng = _creation.generator()
         self._rng = (rng, rng.bit_generator.state)
+        self._outer, _hoststep.active = _hoststep.active, self
         return self
 
     def __exit__(self, *exc: object) -> None:
+        _hoststep.active = self._outer
         for device in list({id(d): d for d in _state.devices.values()}.values()):
             real = self._real.get(device)
             if real is None:  # made while capturing, from a recording table: rebuild it
@@ -180,10 +193,16 @@ class Capture:
                 device._alloc = device.kernels.Array if empty is None else empty
             else:
                 device.kernels, device._alloc = real
+        self._check_rng()
+
+    def _check_rng(self) -> None:
+        """Numbers drawn from the host generator outside a host step would be uploaded
+        as constants: a replay would repeat them."""
         rng, state = self._rng
         if _creation.generator() is not rng or rng.bit_generator.state != state:
-            self._break("random numbers were drawn on the host (rand, randn, dropout, "
-                        "multinomial, ...): a replay would repeat the same numbers")
+            self._break("random numbers were drawn on the host outside the sampling "
+                        "functions (multinomial, a numpy draw, manual_seed): a replay "
+                        "would repeat the same numbers")
 
     def _break(self, why: str) -> None:
         if self.broken is None:
@@ -219,6 +238,34 @@ class Capture:
 
     def _mine(self) -> bool:
         return threading.get_ident() == self._thread and not self._paused
+
+    def wants(self) -> bool:
+        return self._mine()
+
+    def host_step(self, fn: Callable[..., Any], args: tuple[Any, ...],
+                  kwargs: dict[str, Any]) -> Any:
+        """Runs a sampling function unrecorded and records it as one step (see
+        :mod:`._hoststep`); its NDArray arguments are read from their slots."""
+        self._check_rng()
+        refs = tuple(self._array_ref(a) for a in args)
+        krefs = {k: self._array_ref(v) for k, v in kwargs.items()}
+        self._paused = True
+        try:
+            out = fn(*args, **kwargs)
+        finally:
+            self._paused = False
+        rng = _creation.generator()
+        self._rng = (rng, rng.bit_generator.state)
+        index = self._slots[id(out._buf)] = len(self._buffers)
+        self._buffers.append(out._buf)
+        self._kinds.append("step")
+        self._calls.append((_HostStep(fn, refs, krefs, index, out), ()))
+        return out
+
+    def _array_ref(self, value: Any) -> Any:
+        if isinstance(value, NDArray):
+            return _ArrayRef(self._slot(value._buf).index, value)
+        return value
 
     def next_phase(self, inputs: Sequence[Any] = ()) -> None:
         """Starts the second program (the backward of the first), whose own input
@@ -329,7 +376,7 @@ class Capture:
             (call0, slot0), (call1, slot1) = bounds[p], bounds[p + 1]
             fresh = []
             for index in range(slot0, slot1):
-                if self._kinds[index] != "new":
+                if self._kinds[index] != "new":  # inputs, consts, and host steps' results
                     continue
                 buf = self._buffers[index]
                 if id(buf) in keep or index in read_later[p]:
@@ -347,8 +394,10 @@ class Capture:
         """For each phase, the slots the calls of later phases use."""
         later: list[set[int]] = [set() for _ in self._phases]
         for p in range(len(self._phases) - 1):
-            for _, args in self._calls[bounds[p + 1][0]:]:
+            for kernel, args in self._calls[bounds[p + 1][0]:]:
                 later[p].update(a.index for a in args if type(a) is _Slot)
+                if type(kernel) is _HostStep:
+                    later[p].update(kernel.uses())
         return later
 
     def slot_of(self, buf: Any) -> tuple[str, int] | None:
@@ -362,7 +411,7 @@ class Capture:
         would leave that holder with stale values)."""
         buffers = self._buffers
         for index in range(len(buffers)):
-            if self._kinds[index] != "new":
+            if self._kinds[index] not in ("new", "step"):
                 continue
             # references: the list, getrefcount's own argument, one per held array
             if sys.getrefcount(buffers[index]) > 2 + held.get(id(buffers[index]), 0):
@@ -370,6 +419,50 @@ class Capture:
                             "cache or attribute, a tensor whose storage was replaced): "
                             "a replay cannot update it")
                 return
+
+
+class _ArrayRef:
+    """An NDArray argument of a host step: its slot and its layout."""
+
+    __slots__ = ("index", "layout")
+
+    def __init__(self, index: int, like: NDArray) -> None:
+        # not the array itself: it would hold its buffer, which is the replay's to reuse
+        self.index = index
+        self.layout = (like._shape, like._strides, like._offset, like._dtype, like._device,
+                       like._compact)
+
+    def resolve(self, slots: list[Any]) -> NDArray:
+        out = object.__new__(NDArray)
+        out._buf = slots[self.index]
+        (out._shape, out._strides, out._offset, out._dtype, out._device,
+         out._compact) = self.layout
+        return out
+
+
+class _HostStep:
+    """A recorded call of a host step: ``fn`` runs again at every replay and its
+    result's buffer fills slot ``index``."""
+
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                 index: int, out: NDArray) -> None:
+        self.fn, self.args, self.kwargs, self.index = fn, args, kwargs, index
+        self.layout = (out._shape, out._strides, out._offset)
+        self.__name__ = getattr(fn, "__name__", "host step")
+
+    def uses(self) -> list[int]:
+        refs = [*self.args, *self.kwargs.values()]
+        return [r.index for r in refs if type(r) is _ArrayRef]
+
+    def run(self, slots: list[Any]) -> None:
+        def value(v: Any) -> Any:
+            return v.resolve(slots) if type(v) is _ArrayRef else v
+        out = self.fn(*map(value, self.args), **{k: value(v) for k, v in self.kwargs.items()})
+        if (out._shape, out._strides, out._offset) != self.layout:
+            raise RuntimeError(f"compiled replay: {self.__name__} gave a layout "
+                               f"{(out._shape, out._strides)} unlike its captured one "
+                               f"{self.layout[:2]}")
+        slots[self.index] = out._buf
 
 
 class _Paused:

@@ -13,6 +13,7 @@ from ._dlpack import DEVICE_NAMES, KDLCPU
 from ._dtypes import as_dtype, float32, int64
 from ._errors import DTypeError, ShapeError
 from ._host import device_for
+from ._hoststep import host_step
 from ._ndarray import NDArray
 from ._registry import Device, get_device
 
@@ -82,11 +83,13 @@ def _host_shape(shape: Any, op: str) -> Shape:
     return dims
 
 
+@host_step
 def rand(*shape: Any, dtype: Any = float32, device: Any = None) -> NDArray:
     """Uniform samples in [0, 1) from the seeded host generator."""
     return array(_rng.random(_host_shape(shape, "rand")), dtype=dtype, device=device)
 
 
+@host_step
 def randn(*shape: Any, dtype: Any = float32, device: Any = None) -> NDArray:
     """Standard normal samples from the seeded host generator."""
     return array(_rng.standard_normal(_host_shape(shape, "randn")), dtype=dtype,

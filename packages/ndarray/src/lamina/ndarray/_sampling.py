@@ -20,6 +20,7 @@ import numpy as np
 from ._creation import _host_shape, array, generator
 from ._dtypes import DType, as_dtype, bool_, float32, float64, int64, result_type
 from ._errors import DeviceError, DTypeError, ShapeError
+from ._hoststep import host_step
 from ._ndarray import NDArray
 from ._registry import get_device
 from ._select import where
@@ -34,6 +35,7 @@ def _check_int(value: Any, name: str, op: str) -> int:
     return int(value)
 
 
+@host_step
 def randint(low: int, high: int, shape: Any, dtype: Any = int64, device: Any = None
             ) -> NDArray:
     """Integers drawn uniformly from ``[low, high)``, int64 unless ``dtype`` says otherwise.
@@ -59,6 +61,7 @@ def randint(low: int, high: int, shape: Any, dtype: Any = int64, device: Any = N
                  device=device)
 
 
+@host_step
 def randperm(n: int, dtype: Any = int64, device: Any = None) -> NDArray:
     """A random permutation of ``0, 1, ..., n - 1`` (int64 unless ``dtype`` says otherwise).
 
@@ -80,6 +83,7 @@ def _float_dtype(dtype: Any, op: str) -> DType:
     return dt
 
 
+@host_step
 def uniform(shape: Any, low: float = 0.0, high: float = 1.0, dtype: Any = float32,
             device: Any = None) -> NDArray:
     """Floats drawn uniformly from ``[low, high)`` (``low == high`` gives ``low``).
@@ -107,6 +111,7 @@ def _host_values(x: Any) -> np.ndarray:
     return np.asarray(float(x), dtype=np.float64)
 
 
+@host_step
 def normal(mean: Any, std: Any, shape: Any = None, dtype: Any = None, device: Any = None
            ) -> NDArray:
     """Normal samples with the given means and standard deviations.
@@ -144,6 +149,7 @@ def normal(mean: Any, std: Any, shape: Any = None, dtype: Any = None, device: An
     return array(m + s * z, dtype=dt, device=device)
 
 
+@host_step
 def bernoulli(p: Any, shape: Any = None, dtype: Any = None, device: Any = None) -> NDArray:
     """1 with probability ``p``, else 0, in ``p``'s dtype (or ``dtype``).
 
