@@ -131,6 +131,7 @@ class CompiledFunction:
         self._cache: OrderedDict[Any, _Graph | _Eager] = OrderedDict()
         self.stats = {"captures": 0, "replays": 0, "eager": 0}
         self.graph_breaks: list[str] = []
+        self._retried: set[Any] = set()  # signatures whose first capture saw an escape
         functools.update_wrapper(self, fn, updated=())
 
     def __getattr__(self, name: str) -> Any:
@@ -179,7 +180,13 @@ class CompiledFunction:
             _function.observer = None
         self.stats["captures"] += 1
         reason = capture.broken if capture.broken is not None else graph
-        if isinstance(reason, str):
+        if isinstance(reason, str) and reason.startswith(_ESCAPED) \
+                and key not in self._retried:
+            # A first call often fills a cache (a mask, a table) that later calls only
+            # read: capture once more before giving up on this signature.
+            self._retried.add(key)
+            _log.info("compile(%s): %s; capturing again on the next call", self._name(), reason)
+        elif isinstance(reason, str):
             if self._fullgraph:
                 raise GraphBreak(f"compile({self._name()}): graph break: {reason}")
             _log.warning("compile(%s): graph break, this signature runs eagerly: %s",
@@ -290,10 +297,16 @@ def _held(roots: list[TensorBase]) -> dict[int, int]:
     """For each buffer, how many distinct NDArrays over it ``roots`` and their
     autograd graphs hold (the references a capture expects to find)."""
     arrays: dict[int, NDArray] = {}
+
+    def tensor(t: TensorBase | None) -> None:
+        while t is not None:  # a view's base holds the same storage
+            arrays[id(t._data)] = t._data
+            t = t._base
+
     nodes: list[Any] = [t.grad_fn for t in roots if t.grad_fn is not None]
     seen: set[int] = set()
     for t in roots:
-        arrays[id(t._data)] = t._data
+        tensor(t)
     while nodes:
         node = nodes.pop()
         if id(node) in seen:
@@ -304,7 +317,7 @@ def _held(roots: list[TensorBase]) -> dict[int, int]:
                 if isinstance(item, NDArray):
                     arrays[id(item)] = item
                 elif isinstance(item, TensorBase):
-                    arrays[id(item._data)] = item._data
+                    tensor(item)
         nodes.extend(e for e in getattr(node, "next", ()) if isinstance(e, Function))
     counts: dict[int, int] = {}
     for a in arrays.values():
@@ -322,6 +335,7 @@ def _layout(capture: Capture, a: NDArray) -> Any:
 
 
 _STALE = object()
+_ESCAPED = "an array made inside the function is kept outside it"
 
 
 def _signature(obj: Any, tensors: list[TensorBase]) -> Any:
