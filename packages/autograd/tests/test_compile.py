@@ -351,3 +351,28 @@ def test_profiling_runs_eagerly(device: str) -> None:
         compiled(ag.ones(2, device=device))
     assert [e.name for e in prof.events()] == ["mul_scalar"]
     assert compiled.stats == {"captures": 0, "replays": 0, "eager": 1}
+
+
+def test_training_flags_of_closed_over_modules_key_the_cache(device: str) -> None:
+    class Scale:
+        """A module-like object: eval mode doubles, training mode triples."""
+
+        def __init__(self) -> None:
+            self.training = True
+
+        def modules(self) -> list[Scale]:
+            return [self]
+
+        def __call__(self, x: ag.Tensor) -> ag.Tensor:
+            return x * (3.0 if self.training else 2.0)
+
+    module = Scale()
+    by_module = ag.compile(module)
+    by_closure = ag.compile(lambda x: module(x) + 1.0)
+    with ag.no_grad():
+        for training, factor in ((True, 3.0), (False, 2.0), (True, 3.0), (False, 2.0)):
+            module.training = training
+            x = ag.ones(2, device=device)
+            assert by_module(x).tolist() == [factor] * 2
+            assert by_closure(x).tolist() == [factor + 1.0] * 2
+    assert by_module.stats == by_closure.stats == {"captures": 2, "replays": 2, "eager": 0}

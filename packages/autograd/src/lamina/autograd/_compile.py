@@ -25,7 +25,9 @@ program: the same kernels as eager's backward, with none of its per-node work.
 
 Python values a kernel receives (a scale, a shape) are constants of the
 capture, as in any tracing compiler: pass what changes as arguments, which
-key the cache. A weight read inside (a module parameter) is read where it
+key the cache. The ``training`` flags of a compiled module (or of the modules
+a compiled function closes over) key it too, since train and eval modes run
+different code. A weight read inside (a module parameter) is read where it
 lies at every replay; its storage being replaced (``p.data = ...``) is
 checked and makes the next call capture again.
 """
@@ -132,6 +134,7 @@ class CompiledFunction:
         self.stats = {"captures": 0, "replays": 0, "eager": 0}
         self.graph_breaks: list[str] = []
         self._retried: set[Any] = set()  # signatures whose first capture saw an escape
+        self._modules = _modules_of(fn)
         functools.update_wrapper(self, fn, updated=())
 
     def __getattr__(self, name: str) -> Any:
@@ -143,7 +146,8 @@ class CompiledFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         tensors: list[TensorBase] = []
         try:
-            key = (grad_mode._state.enabled, _signature((args, kwargs), tensors))
+            key = (grad_mode._state.enabled, _signature((args, kwargs), tensors),
+                   tuple([m.training for module in self._modules for m in module.modules()]))
             hash(key)
         except TypeError:  # an argument that cannot key the cache (a list, an array)
             self.stats["eager"] += 1
@@ -206,6 +210,27 @@ class CompiledFunction:
 
     def _name(self) -> str:
         return getattr(self._fn, "__qualname__", type(self._fn).__name__)
+
+
+def _modules_of(fn: Any) -> list[Any]:
+    """The modules whose ``training`` flags key the cache: ``fn`` itself, the object
+    of a bound method, and modules ``fn`` closes over (train and eval run different
+    code: dropout, batch statistics)."""
+    def is_module(obj: Any) -> bool:
+        return callable(getattr(obj, "modules", None)) and hasattr(obj, "training")
+
+    found = [fn] if is_module(fn) else []
+    owner = getattr(fn, "__self__", None)
+    if is_module(owner):
+        found.append(owner)
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if is_module(value):
+            found.append(value)
+    return found
 
 
 class _Watcher:

@@ -21,6 +21,7 @@ and adds one of size 1 (``True``) or 0 (``False``), so ``a[True]`` is
 
 from __future__ import annotations
 
+import re
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -168,7 +169,10 @@ def _advanced(basic: list[Any], arrays: list[tuple[int, np.ndarray]], shape: Sha
     return np.ascontiguousarray(np.broadcast_to(out, out_shape))
 
 
-def _device_index(host: np.ndarray, like: A) -> A:
+def _device_index(host: Any, like: A) -> A:
+    """Positions as an int64 array on ``like``'s device (device positions pass)."""
+    if isinstance(host, ArrayBase):
+        return cast(A, host)
     return like._from_host(host, int64, like._device)
 
 
@@ -343,37 +347,74 @@ def index_put(a: A, indices: Any, values: Any, accumulate: bool = False) -> A:
 
 # ---------------------------------------------------------------------- gather, scatter
 def along_positions(a: ArrayBase, dim: int, index: Any, op: str, src: Any = None
-                    ) -> np.ndarray:
+                    ) -> Any:
     """The positions of ``torch.gather``/``scatter``'s index along ``dim``: element
     ``i`` of ``index`` addresses ``a`` at ``i`` with coordinate ``dim`` replaced by
-    ``index[i]``. Checks PyTorch's shape rules (``src`` only for scatter)."""
+    ``index[i]``. Checks PyTorch's shape rules (``src`` only for scatter).
+
+    An index on the device gives positions on the device (an int64 array),
+    computed there and checked there by the gather kernel, so that gathering
+    reads no index to the host; ``scatter``, which orders its writes on the
+    host, and a host index give a host array.
+    """
     ax = normalize_axis(dim, max(a.ndim, 1), op, "dim")
     if isinstance(index, ArrayBase) and index._dtype is not int64:
         raise DTypeError(f"{op}: the index must be int64, got {index._dtype.name}")
-    host = _host_key(index, a, op)
-    if host.dtype.kind not in "iu":
+    on_device = isinstance(index, ArrayBase) and op != "scatter"
+    host = None if on_device else _host_key(index, a, op)
+    if host is not None and host.dtype.kind not in "iu":
         raise DTypeError(f"{op}: the index must be int64, got {host.dtype}")
+    given = index.shape if host is None else host.shape
     shape = a.shape or (1,)
-    if host.ndim != len(shape) and not (host.ndim == 0 and a.ndim == 0):
+    if len(given) != len(shape) and not (len(given) == 0 and a.ndim == 0):
         raise ShapeError(f"{op}: the index must have as many dims as the array: index of "
-                         f"shape {host.shape}, array of shape {a.shape}")
-    ishape = host.shape or (1,)
+                         f"shape {given}, array of shape {a.shape}")
+    ishape = given or (1,)
     if any(i > n for d, (i, n) in enumerate(zip(ishape, shape)) if d != ax):
-        raise ShapeError(f"{op}: index of shape {host.shape} must be no larger than the "
+        raise ShapeError(f"{op}: index of shape {given} must be no larger than the "
                          f"array's shape {a.shape} outside dim {ax}")
     if src is not None and any(i > n for i, n in zip(ishape, src.shape or (1,))):
-        raise ShapeError(f"{op}: index of shape {host.shape} must be no larger than the "
+        raise ShapeError(f"{op}: index of shape {given} must be no larger than the "
                          f"source's shape {src.shape}")
-    idx = host.reshape(ishape).astype(np.int64)
     n = shape[ax]
+    strides = L.compact_strides(shape)
+    # each element's position with its coordinate along dim set to 0
+    base = _grid(ishape, strides[:ax] + (0,) + strides[ax + 1:], 0)
+    if host is None:
+        if index._device is not a._device:
+            raise DeviceError(f"{op}: the index is on {index._device.name}, the array on "
+                              f"{a._device.name}; move one with .to(device)")
+        idx = index.reshape(ishape)
+        _check_along(idx, n, op, ax)
+        pos = _device_index(base, a) + idx * strides[ax] if idx.size else \
+            _device_index(base, a)
+        return pos.reshape(given)
+    idx = host.reshape(ishape).astype(np.int64)
     bad = (idx < 0) | (idx >= n)
     if bad.any():
         raise IndexError(f"{op}: index {int(idx[bad].flat[0])} is out of bounds for dim "
                          f"{ax} with size {n}")
-    strides = L.compact_strides(shape)
-    pos = _grid(ishape, strides, 0) + (idx - _grid(ishape, (0,) * ax + (1,) + (0,) *
-                                                   (len(ishape) - ax - 1), 0)) * strides[ax]
-    return pos.reshape(host.shape)
+    return (base + idx * strides[ax]).reshape(host.shape)
+
+
+def _check_along(idx: ArrayBase, n: int, op: str, ax: int) -> None:
+    """IndexError, in ``along_positions``' words, for an entry of the device index
+    ``idx`` outside ``[0, n)``: the gather kernel's own check, run on a dummy axis
+    of ``n`` elements (so nothing is read to the host)."""
+    if not idx.size:
+        return
+    flat = idx.compact().reshape(-1)
+    dummy = flat._empty((n,), int64, flat._device) if n else None
+    scratch = flat._like()
+    try:
+        if dummy is None:
+            raise IndexError("index 0 is out of range for an axis of size 0")
+        flat._device.kernels.index_gather(dummy._buf, flat._buf, scratch._buf, 1, n, 1)
+    except IndexError as e:
+        found = re.search(r"index (-?\d+)", str(e))
+        value = found.group(1) if found else "?"
+        raise IndexError(f"{op}: index {value} is out of bounds for dim {ax} with size "
+                         f"{n}") from None
 
 
 def gather(a: A, dim: int, index: Any) -> A:

@@ -43,7 +43,7 @@ DEFAULT_CHECKPOINT_DIR = "lamina-checkpoints"
 # kind is added in _add_common and named here.
 RUN_OPTIONS = frozenset({"device", "num_workers", "log", "plot", "save", "no_progress",
                          "checkpoint_dir", "checkpoint_every", "keep_checkpoints", "resume",
-                         "nproc"})
+                         "nproc", "compile"})
 _NOT_OPTIONS = frozenset({"recipe", "on_epoch", "checkpoints"})
 
 
@@ -81,6 +81,10 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nproc", type=integer(1), default=1, metavar="N",
                         help="train data-parallel with N MPI processes (needs "
                              "lamina-nn[distributed])")
+    parser.add_argument("--compile", action="store_true",
+                        help="capture the model's forward and backward once per batch "
+                             "shape and replay them (lamina.autograd.compile); the same "
+                             "results, less Python per step")
 
 
 def _recipe_parser(recipe: Recipe, prog: str) -> argparse.ArgumentParser:

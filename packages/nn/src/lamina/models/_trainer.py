@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import numpy as np
 from lamina import autograd, nn, optim
@@ -12,7 +12,16 @@ from lamina import autograd, nn, optim
 from ._checkpoint import Checkpoints, rng_state, set_rng_state
 from ._reporting import progress_bar
 
-__all__ = ["evaluate", "fit", "train_epoch"]
+__all__ = ["evaluate", "fit", "maybe_compile", "train_epoch"]
+
+M = TypeVar("M")
+
+
+def maybe_compile(model: M, enabled: bool) -> M:
+    """``model`` compiled with :func:`lamina.autograd.compile` (its forward and backward
+    captured once per batch shape and replayed: the same results with less Python per
+    step; attributes such as ``train()`` still reach the model), or ``model`` itself."""
+    return cast(M, autograd.compile(model)) if enabled else model
 
 
 def _correct(logits: autograd.Tensor, labels: autograd.Tensor) -> int:

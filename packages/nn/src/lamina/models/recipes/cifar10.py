@@ -32,7 +32,7 @@ from lamina.data import transforms as T
 from .._argtypes import integer, real
 from .._reporting import device_name, print_line
 from .._resnet import CIFARResNet9, ResNet9
-from .._trainer import fit
+from .._trainer import fit, maybe_compile
 from ._registry import Recipe, register_recipe
 
 __all__ = ["AUGMENTATIONS", "MODELS", "build_model", "cifar10_datasets", "default_data_dir",
@@ -231,7 +231,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     print(f"cifar10: {args.model} ({model.num_parameters():,} parameters), "
           f"{len(train_set):,} training / {len(test_set):,} test images, {epochs} epochs, "
           f"{args.optimizer}, batch {batch_size}, device {device_name(args.device)}")
-    history = fit(model, train, test, opt, epochs,
+    history = fit(maybe_compile(model, args.compile), train, test, opt, epochs,
                   loss_fn=nn.CrossEntropyLoss(label_smoothing=args.label_smoothing),
                   scheduler=sched, per_batch_scheduler=True,
                   show_progress=not args.no_progress, on_epoch=args.on_epoch,

@@ -17,7 +17,7 @@ from lamina.data import MNIST, DataLoader, TensorDataset
 from .._argtypes import integer, real
 from .._mlp import MLP, MLPResNet
 from .._reporting import device_name
-from .._trainer import fit
+from .._trainer import fit, maybe_compile
 from ._registry import Recipe, register_recipe
 
 __all__ = ["build_model", "load_mnist_arrays"]
@@ -97,8 +97,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     print(f"mnist: {args.model} ({model.num_parameters():,} parameters), "
           f"{len(x_train):,} training / {len(x_test):,} test images, {epochs} epochs, "
           f"{args.optimizer}, batch {batch_size}, device {device_name(args.device)}")
-    return fit(model, train, test, opt, epochs, scheduler=sched, per_batch_scheduler=True,
-               show_progress=not args.no_progress, on_epoch=args.on_epoch,
+    return fit(maybe_compile(model, args.compile), train, test, opt, epochs, scheduler=sched,
+               per_batch_scheduler=True, show_progress=not args.no_progress, on_epoch=args.on_epoch,
                checkpoints=checkpoints, position=position)
 
 

@@ -29,6 +29,7 @@ from .._checkpoint import rng_state, set_rng_state
 from .._gpt import GPT, GPTConfig
 from .._reporting import device_name, print_line, progress_bar
 from .._sampling import generate
+from .._trainer import maybe_compile
 from ._registry import Recipe, register_recipe
 
 __all__ = ["estimate_loss", "model_from_config", "warmup_cosine"]
@@ -50,17 +51,28 @@ def warmup_cosine(warmup: int, total: int, min_ratio: float) -> Callable[[int], 
 
 
 def estimate_loss(model: GPT, data: Shakespeare, batches: int, batch_size: int,
-                  rng: np.random.Generator, device: Any = None) -> float:
-    """Mean loss over ``batches`` random batches, in eval mode without a graph."""
+                  rng: np.random.Generator, device: Any = None,
+                  loss_of: Callable[..., Any] | None = None) -> float:
+    """Mean loss over ``batches`` random batches, in eval mode without a graph;
+    ``loss_of(x, y)`` computes the loss (default: ``model``'s)."""
+    loss_of = loss_of or _loss_of(model)
     model.eval()
     total = 0.0
     with autograd.no_grad():
         for _ in range(batches):
             x, y = data.get_batch(batch_size, rng)
-            _, loss = model(autograd.tensor(x, device=device), autograd.tensor(y, device=device))
-            total += loss.item()
+            total += loss_of(autograd.tensor(x, device=device),
+                             autograd.tensor(y, device=device)).item()
     model.train()
     return total / batches
+
+
+def _loss_of(model: GPT) -> Callable[[Any, Any], Any]:
+    """The mean cross-entropy of the model on (x, y), without its logits: one result,
+    as ``lamina.autograd.compile`` replays it."""
+    def loss(x: Any, y: Any) -> Any:
+        return model(x, y)[1]
+    return loss
 
 
 def model_from_config(config: dict[str, Any], device: Any = None) -> GPT:
@@ -133,13 +145,14 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         first, elapsed_before = position["iter"] + 1, position["elapsed"]
         set_rng_state(rng, position["rng"]["train"])
         set_rng_state(eval_rng, position["rng"]["eval"])
+    loss_of = maybe_compile(_loss_of(model), args.compile)
     bar = progress_bar(args.iters, None, "it", not args.no_progress, initial=first - 1)
     start = time.perf_counter() - elapsed_before
     for step in range(first, args.iters + 1):
         x, y = train.get_batch(batch_size, rng)
         opt.zero_grad()
-        _, loss = model(autograd.tensor(x, device=args.device),
-                        autograd.tensor(y, device=args.device))
+        loss = loss_of(autograd.tensor(x, device=args.device),
+                       autograd.tensor(y, device=args.device))
         loss.backward()
         if args.grad_clip > 0:
             nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
@@ -152,7 +165,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             elapsed = time.perf_counter() - start
             record = {"iter": step, "train_loss": float(np.mean(losses)),
                       "val_loss": estimate_loss(model, val, args.eval_iters, batch_size,
-                                                eval_rng, args.device),
+                                                eval_rng, args.device, loss_of),
                       "lr": opt.param_groups[0]["lr"], "elapsed": elapsed}
             losses = []
             history.append(record)

@@ -1,0 +1,39 @@
+"""lamina-train --compile: the same training, bit for bit, with replayed steps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from lamina import nn
+from lamina.models._cli import main
+
+
+def _shakespeare(folder: Path) -> list[str]:
+    rng = np.random.default_rng(0)
+    words = ["the ", "king ", "and ", "queen ", "shall ", "go\n"]
+    (folder / "input.txt").write_text("".join(rng.choice(words, 1500)))
+    return ["shakespeare", "--data", str(folder), "--iters", "8", "--eval-interval", "4",
+            "--eval-iters", "2", "--n-layer", "1", "--n-embd", "16", "--block-size", "8",
+            "--batch-size", "4", "--dropout", "0.1", "--sample-tokens", "0"]
+
+
+def _mnist(folder: Path) -> list[str]:
+    return ["mnist", "--model", "mlp", "--hidden", "16", "--batch-size", "500",
+            "--epochs", "2"]
+
+
+@pytest.mark.parametrize("make", [_mnist, _shakespeare], ids=["mnist", "shakespeare"])
+def test_compile_trains_to_the_same_weights(make, tmp_path: Path, capsys) -> None:
+    args = [*make(tmp_path), "--no-progress", "--checkpoint-every", "0"]
+    saved = {}
+    for flag in ([], ["--compile"]):
+        out = tmp_path / f"final{len(flag)}.safetensors"
+        assert main([*args, *flag, "--checkpoint-dir", str(tmp_path / f"ck{len(flag)}"),
+                     "--save", str(out)]) == 0
+        saved[len(flag)] = nn.load(out, as_numpy=True)["model"]
+    assert "graph break" not in capsys.readouterr().err
+    assert sorted(saved[0]) == sorted(saved[1])
+    for name, value in saved[0].items():
+        np.testing.assert_array_equal(value, saved[1][name], err_msg=name)
