@@ -244,6 +244,14 @@ def bench_wait_policy(session: nox.Session) -> None:
 
 
 @nox.session
+def bench_compile(session: nox.Session) -> None:
+    """lamina.autograd.compile against eager Lamina and eager PyTorch; writes
+    benchmarks/results/compile.md and .json."""
+    session.install(*install_args(["nn", "backend_cpu"], extras=None), "torch==2.13.0")
+    session.run("python", "benchmarks/bench_compile.py", *session.posargs)
+
+
+@nox.session
 def bench_steps(session: nox.Session) -> None:
     """Training steps against PyTorch at 1 and 2 threads, side by side; writes
     benchmarks/results/train_steps_<machine tag>.md and .json."""
