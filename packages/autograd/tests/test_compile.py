@@ -36,6 +36,20 @@ def _tensor_positions(args: list[Any]) -> list[int]:
     return [i for i, a in enumerate(args) if isinstance(a, ag.Tensor)]
 
 
+def _with_tensors(rec: OpRecord, args: list[Any], sample: Sample) -> Any:
+    """``rec.fn`` of the sample's arguments, its tensors given as the only arguments
+    (what compile keys on); the other arguments are bound."""
+    where = _tensor_positions(args)
+
+    def call(*tensors: ag.Tensor) -> Any:
+        full = list(args)
+        for i, t in zip(where, tensors):
+            full[i] = t
+        return rec.fn(*full, **sample.kwargs)
+
+    return call
+
+
 def _assert_same(got: Any, want: Any, what: str) -> None:
     got, want = as_list(got), as_list(want)
     assert len(got) == len(want), what
@@ -60,13 +74,7 @@ def test_op_records_replay_gradients_as_eager(rec: OpRecord, device: str, dtype:
         if not leaves:
             continue
         where = _tensor_positions(first)
-
-        def call(*tensors: ag.Tensor, args: list[Any] = first, kw: Any = sample.kwargs,
-                 where: list[int] = where) -> Any:
-            full = list(args)
-            for i, t in zip(where, tensors):
-                full[i] = t
-            return rec.fn(*full, **kw)
+        call = _with_tensors(rec, first, sample)
 
         compiled = ag.compile(call)
         for k, values in enumerate((sample, _other_values(sample), sample)):
@@ -94,13 +102,7 @@ def test_op_records_replay_as_eager(rec: OpRecord, device: str, dtype: str) -> N
         first, _, _ = build(rec, sample, device, dtype)
         second, _, _ = build(rec, _other_values(sample), device, dtype)
         where = _tensor_positions(first)
-
-        def call(*tensors: ag.Tensor, args: list[Any] = first, kw: Any = sample.kwargs,
-                 where: list[int] = where) -> Any:
-            full = list(args)
-            for i, t in zip(where, tensors):
-                full[i] = t
-            return rec.fn(*full, **kw)
+        call = _with_tensors(rec, first, sample)
 
         compiled = ag.compile(call)
         with ag.no_grad():

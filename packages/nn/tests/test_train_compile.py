@@ -8,15 +8,11 @@ import numpy as np
 import pytest
 from lamina import nn
 from lamina.models._cli import main
+from test_train_cli import _shakespeare as shakespeare_args
 
 
 def _shakespeare(folder: Path) -> list[str]:
-    rng = np.random.default_rng(0)
-    words = ["the ", "king ", "and ", "queen ", "shall ", "go\n"]
-    (folder / "input.txt").write_text("".join(rng.choice(words, 1500)))
-    return ["shakespeare", "--data", str(folder), "--iters", "8", "--eval-interval", "4",
-            "--eval-iters", "2", "--n-layer", "1", "--n-embd", "16", "--block-size", "8",
-            "--batch-size", "4", "--dropout", "0.1", "--sample-tokens", "0"]
+    return [a for a in shakespeare_args(folder) if a != "--no-progress"]
 
 
 def _mnist(folder: Path) -> list[str]:
