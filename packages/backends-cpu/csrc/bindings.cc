@@ -51,6 +51,7 @@ py::dict kernel_dtypes() {
   add("cumsum_last", kCumsumDtypes);
   add("sort_last", kSortDtypes);
   add("multinomial_last", kMultinomialDtypes);
+  add("ewise_program", kProgramDtypes);
   for (const char* name : {"matmul", "matmul_batched", "matmul_strided", "matmul_batched_strided",
                            "softmax_last", "logsumexp_last", "layer_norm_last", "im2col",
                            "col2im", "adam_step"})
@@ -213,6 +214,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("cumsum_last", &cumsum_last, nogil());
   m.def("sort_last", &sort_last, nogil());
   m.def("multinomial_last", &multinomial_last, nogil());
+  m.def("ewise_program", &ewise_program, nogil());
   m.def("softmax_last", &softmax_last, nogil());
   m.def("logsumexp_last", &logsumexp_last, nogil());
   m.def("layer_norm_last", &layer_norm_last, nogil());

@@ -82,6 +82,11 @@ void sort_last(const Array& a, Array& values_out, Array& indices_out, int64_t si
 void multinomial_last(const Array& probs, const Array& uniforms, Array& out, int64_t size,
                       int64_t samples);
 
+// program.cc (v2.1): a chain of elementwise ops (lamina/program_ops.h) run block
+// by block over n elements of float32 or float64 buffers.
+void ewise_program(const std::vector<Array*>& bufs, const std::vector<int64_t>& code,
+                   const std::vector<double>& scalars, int64_t n);
+
 // index.cc
 void index_gather(const Array& a, const Array& idx, Array& out, int64_t outer,
                   int64_t axis_size, int64_t inner);
@@ -144,6 +149,7 @@ constexpr DTypeMask kReduceProdDtypes = kNumbers;
 constexpr DTypeMask kCumsumDtypes = kNumbers;
 constexpr DTypeMask kSortDtypes = kAllDtypes;
 constexpr DTypeMask kMultinomialDtypes = kFloats;  // of probs
+constexpr DTypeMask kProgramDtypes = kFloats;
 constexpr DTypeMask kFusedDtypes = kFloats;  // softmax, logsumexp, layer norm, matmul, im2col, col2im
 constexpr DTypeMask kRnnDtypes = kFloats;  // lstm_cell, gru_cell, their backwards
 

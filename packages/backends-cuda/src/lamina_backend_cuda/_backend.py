@@ -31,7 +31,7 @@ else:
 # Array constructor serves for allocation (no optional `empty`), and Adam's
 # update runs as the composite of elementwise kernels (no `adam_step` yet).
 _NOT_BOUND = METADATA + ("device_count", "set_num_threads", "num_threads", "wrap_numpy",
-                         "empty", "adam_step")
+                         "empty", "adam_step", "ewise_program")
 
 KERNELS: tuple[str, ...] = tuple(name for name in REQUIRED + OPTIONAL if name not in _NOT_BOUND)
 """Every kernel and device function the backend provides (interface v2.0 names)."""

@@ -20,6 +20,11 @@ allocated once, when capturing, and reused by every replay; the outputs' are
 allocated fresh each time, so a replay never overwrites what an earlier one
 returned.
 
+Where a device has the optional ``ewise_program`` kernel, each run of two or
+more recorded elementwise calls (one device, dtype and length) becomes one
+call of it (``_fuse``): the chain runs block by block in cache, and a value
+nothing reads after the chain is never written to memory.
+
 Random numbers are drawn on the host and uploaded. The sampling functions
 (``rand``, ``randn``, ``bernoulli``, ...) are *host steps*
 (:mod:`._hoststep`): recorded as one call of themselves, which each replay
@@ -51,7 +56,7 @@ from typing import Any
 import numpy as np
 
 from . import _creation, _hoststep
-from ._interface import DEVICE_FUNCTIONS, KernelTable
+from ._interface import DEVICE_FUNCTIONS, PROGRAM_OPS, KernelTable
 from ._ndarray import NDArray
 from ._registry import Device, _state
 
@@ -91,7 +96,7 @@ class Program:
         # per call: the kernel, its constant arguments, and (position, slot) pairs to fill
         self._steps: list[tuple[Any, list[Any] | None, list[tuple[int, int]]]] = [
             (kernel, list(args), [(p, a.index) for p, a in enumerate(args) if type(a) is _Slot])
-            if type(kernel) is not _HostStep else (kernel, None, [])
+            if type(kernel) not in (_HostStep, _FusedStep) else (kernel, None, [])
             for kernel, args in calls]
 
     def __len__(self) -> int:
@@ -107,7 +112,7 @@ class Program:
         for index, allocate, how in self.fresh:
             slots[index] = allocate(*how)
         for kernel, template, fill in self._steps:
-            if template is None:  # a host step: it makes its result's buffer
+            if template is None:  # a host step or a fused program: it fills its slots
                 kernel.run(slots)
                 continue
             args = template.copy()  # a copy per call: replays may run on several threads
@@ -162,6 +167,7 @@ class Capture:
         self._rng: tuple[Any, Any] = (None, None)
         self._tables: dict[int, tuple[KernelTable, KernelTable]] = {}  # recording -> real
         self._outer: Any = None  # the capture active before this one (none, normally)
+        self._fusable: dict[int, _Fusable | None] = {}  # call index -> how it may fuse
 
     # ----- entering and leaving -----------------------------------------------------------
 
@@ -174,7 +180,7 @@ class Capture:
                 types.add(device.kernels.Array)
         self._buffer_types = tuple(types)
         for device in devices:
-            device.kernels = self._recording(device.kernels)
+            device.kernels = self._recording(device.kernels, device)
             device._alloc = self._allocator(self._real[device][1])
         rng = _creation.generator()
         self._rng = (rng, rng.bit_generator.state)
@@ -212,8 +218,11 @@ class Capture:
 
     # ----- recording ------------------------------------------------------------------------
 
-    def _recording(self, table: KernelTable) -> KernelTable:
-        """``table`` with every kernel wrapped to record its calls."""
+    def _recording(self, table: KernelTable, device: Device) -> KernelTable:
+        """``table`` with every kernel wrapped to record its calls; the elementwise
+        families' calls carry what fusing them needs (see ``_fuse``)."""
+        program = table.ewise_program
+        program_dtypes = device.kernel_dtypes.get("ewise_program", frozenset())
         changes: dict[str, Any] = {}
         for f in fields(KernelTable):
             value = getattr(table, f.name)
@@ -221,7 +230,9 @@ class Capture:
                 continue
             if isinstance(value, Mapping):
                 changes[f.name] = MappingProxyType(
-                    {op: self._kernel(k) for op, k in value.items()})
+                    {op: self._kernel(k, None if program is None else
+                                      _Fusable(f"{f.name}_{op}", program, program_dtypes))
+                     for op, k in value.items()})
             elif f.name == "to_numpy":
                 changes[f.name] = self._host_read(value)
             elif f.name in ("Array", "empty"):
@@ -294,10 +305,12 @@ class Capture:
         types = self._buffer_types
         return tuple(self._slot(a) if isinstance(a, types) else a for a in args)
 
-    def _kernel(self, kernel: Callable[..., Any]) -> Callable[..., Any]:
+    def _kernel(self, kernel: Callable[..., Any], fusable: _Fusable | None = None
+                ) -> Callable[..., Any]:
         def recorded(*args: Any) -> Any:
             if self._mine():
                 self._calls.append((kernel, self._template(args)))
+                self._fusable[len(self._calls) - 1] = fusable
             return kernel(*args)
         return recorded
 
@@ -370,6 +383,7 @@ class Capture:
         keep = {id(b) for b in outputs} | set(held)
         bounds = self._phases + [(len(self._calls), len(self._buffers))]
         read_later = self._read_after_phase(bounds)
+        last_use = self._last_uses()
         fixed = [b if k == "const" else None for b, k in zip(self._buffers, self._kinds)]
         programs = []
         for p in range(len(self._phases)):
@@ -387,8 +401,21 @@ class Capture:
             inputs = ([i for i, k in enumerate(self._kinds[:slot1]) if k == "input"
                        and i not in self._extra_inputs] if p == 0 else
                       [i for i in self._extra_inputs if slot0 <= i < slot1])
-            programs.append(Program(inputs, self._calls[call0:call1], fresh, fixed))
+            calls = _fuse(self, call0, call1, keep, last_use)
+            programs.append(Program(inputs, calls, fresh, fixed))
         return programs
+
+    def _last_uses(self) -> dict[int, int]:
+        """Each slot's last call (by index) that reads or writes it."""
+        last: dict[int, int] = {}
+        for i, (kernel, args) in enumerate(self._calls):
+            for a in args:
+                if type(a) is _Slot:
+                    last[a.index] = i
+            if type(kernel) is _HostStep:
+                for index in (*kernel.uses(), kernel.index):
+                    last[index] = i
+        return last
 
     def _read_after_phase(self, bounds: list[tuple[int, int]]) -> list[set[int]]:
         """For each phase, the slots the calls of later phases use."""
@@ -419,6 +446,144 @@ class Capture:
                             "cache or attribute, a tensor whose storage was replaced): "
                             "a replay cannot update it")
                 return
+
+
+class _Fusable:
+    """What fusing a recorded elementwise call needs: its kernel's name (a
+    ``PROGRAM_OPS`` entry, by its kernel name), and its device's ``ewise_program``."""
+
+    __slots__ = ("name", "program", "dtypes")
+
+    def __init__(self, name: str, program: Callable[..., Any], dtypes: frozenset[str]) -> None:
+        self.name, self.program, self.dtypes = name, program, dtypes
+
+
+# PROGRAM_OPS by kernel name: (op number, kind)
+_PROGRAM_OP = {(name if kind == "scalar" else f"ewise_{name}"): (i, kind)
+               for i, (name, kind) in enumerate(PROGRAM_OPS)}
+_MAX_TEMPS = 16
+
+
+class _FusedStep:
+    """A chain of elementwise calls replayed as one ``ewise_program`` call."""
+
+    def __init__(self, program: Callable[..., Any], slots: list[int], code: list[int],
+                 scalars: list[float], n: int, fused: int) -> None:
+        self.program, self.slots, self.code, self.scalars, self.n = (
+            program, slots, code, scalars, n)
+        self.fused = fused  # how many calls it replaces
+        self.__name__ = "ewise_program"
+
+    def uses(self) -> list[int]:
+        return list(self.slots)
+
+    def run(self, slots: list[Any]) -> None:
+        self.program([slots[i] for i in self.slots], self.code, self.scalars, self.n)
+
+
+def _fusable_call(capture: Capture, index: int) -> tuple[_Fusable, str, int, int] | None:
+    """``(fusable, dtype, n, op number)`` of call ``index`` if it can join a program:
+    an elementwise kernel of ``PROGRAM_OPS`` whose operands are whole buffers of one
+    float dtype and size on a device with ``ewise_program`` for that dtype."""
+    fusable = capture._fusable.get(index)
+    if fusable is None or fusable.name not in _PROGRAM_OP:
+        return None
+    op, kind = _PROGRAM_OP[fusable.name]
+    args = capture._calls[index][1]
+    slots = [a for a in args if type(a) is _Slot]
+    if len(slots) != (3 if kind == "binary" else 2) or len(args) != (3 if kind != "unary"
+                                                                      else 2):
+        return None
+    if kind == "scalar" and (type(args[1]) not in (float, int)):
+        return None
+    bufs = [capture._buffers[a.index] for a in slots]
+    dtype, n = bufs[0].dtype, bufs[0].size
+    if dtype not in fusable.dtypes or any(b.dtype != dtype or b.size != n for b in bufs):
+        return None
+    return fusable, dtype, n, op
+
+
+def _fuse(capture: Capture, start: int, end: int, keep: set[int],
+          last_use: dict[int, int]) -> list[tuple[Any, tuple[Any, ...]]]:
+    """Calls ``start..end`` with each run of two or more fusable calls (same device,
+    dtype and size) replaced by one ``_FusedStep``. A buffer written in the run that
+    nothing reads after it (and that is not a result, an input or a constant) becomes
+    a block temporary and is never written."""
+    out: list[tuple[Any, tuple[Any, ...]]] = []
+    i = start
+    while i < end:
+        first = _fusable_call(capture, i)
+        j = i + 1
+        while first is not None and j < end:
+            nxt = _fusable_call(capture, j)
+            if nxt is None or nxt[0].program is not first[0].program or nxt[1:3] != first[1:3]:
+                break
+            j += 1
+        step = _program(capture, i, j, keep, last_use) if first and j - i >= 2 else None
+        if step is None:
+            out.append(capture._calls[i])
+            i += 1
+        else:
+            out.append((step, ()))
+            i = j
+    return out
+
+
+def _program(capture: Capture, start: int, end: int, keep: set[int],
+             last_use: dict[int, int]) -> _FusedStep | None:
+    """The program of calls ``start..end`` (all fusable), or None if it would need
+    more temporaries than the kernel has."""
+    slots: list[int] = []  # buffer operands, by slot
+    temps: dict[int, int] = {}  # slot -> temporary register, while it holds the slot
+    free = list(range(_MAX_TEMPS - 1, -1, -1))  # a stack: the last freed is reused first
+    last_in_run: dict[int, int] = {}
+    for i in range(start, end):
+        for a in capture._calls[i][1]:
+            if type(a) is _Slot:
+                last_in_run[a.index] = i
+
+    def persists(index: int) -> bool:
+        buf = capture._buffers[index]
+        return capture._kinds[index] != "new" or id(buf) in keep or last_use[index] >= end
+
+    def buffer(index: int) -> int:
+        if index not in slots:
+            slots.append(index)
+        return slots.index(index)
+
+    code: list[int] = []
+    scalars: list[float] = []
+    fusable = capture._fusable[start]
+    assert fusable is not None
+    for i in range(start, end):
+        name = capture._fusable[i].name  # type: ignore[union-attr]
+        op, kind = _PROGRAM_OP[name]
+        args = capture._calls[i][1]
+        reads = [args[0]] + ([args[1]] if kind == "binary" else [])
+        operands = [(-1 - temps[a.index]) if a.index in temps else buffer(a.index)
+                    for a in reads]
+        for a in reads:  # a temporary read for the last time is free again
+            if a.index in temps and last_in_run[a.index] == i:
+                free.append(temps.pop(a.index))
+        dst = args[-1].index
+        if persists(dst):
+            if dst in temps:
+                free.append(temps.pop(dst))
+            target = buffer(dst)
+        else:
+            if dst not in temps:
+                if not free:
+                    return None
+                temps[dst] = free.pop()
+            target = -1 - temps[dst]
+        if kind == "scalar":
+            scalars.append(float(args[1]))
+            second = len(scalars) - 1
+        else:
+            second = operands[1] if kind == "binary" else 0
+        code += [op, target, operands[0], second]
+    return _FusedStep(fusable.program, slots, code, scalars,
+                      capture._buffers[capture._calls[start][1][-1].index].size, end - start)
 
 
 class _ArrayRef:

@@ -56,6 +56,20 @@ V11_KERNELS = (tuple(f"ewise_{name}" for name in ops(since=(1, 1)))
                + ("cumsum_last", "index_copy"))
 """The optional kernels interface v1.1 added (a v1.0 backend has none of them)."""
 
+PROGRAM_OPS: tuple[tuple[str, str], ...] = (
+    *((name, "binary") for name in ("add", "sub", "mul", "div", "power", "maximum",
+                                    "minimum")),
+    *((f"scalar_{name}", "scalar") for name in ("add", "sub", "mul", "div", "power",
+                                                "maximum", "minimum", "rsub", "rdiv",
+                                                "rpower")),
+    *((name, "unary") for name in ("neg", "abs", "exp", "log", "sqrt", "tanh", "sin", "cos",
+                                   "erf", "sign")),
+)
+"""The ops of ``ewise_program``, numbered by their position: ``(name, kind)`` with
+kind ``binary`` (``ewise_NAME(a, b, out)``), ``scalar`` (``NAME(a, value, out)``,
+a ``scalar_`` kernel) or ``unary`` (``ewise_NAME(a, out)``). The C++ header
+``lamina/program_ops.h`` lists the same ops in the same order."""
+
 METADATA = ("is_available", "unavailable_reason")
 """Functions every backend has that are not kernels (nor in the table)."""
 
@@ -102,6 +116,9 @@ class KernelTable:
     reduce: Mapping[str, Kernel] = _family(REDUCE_OPS, OPTIONAL_REDUCE_OPS)
     # v1.1, optional without a composite: an op needing it raises DTypeError where absent
     cumsum_last: Kernel | None = _optional()
+    # v2.1 a chain of elementwise ops (PROGRAM_OPS) in one pass, for captured replays
+    # (lamina.autograd.compile fuses chains with it; without it they run op by op)
+    ewise_program: Kernel | None = _optional()
     # v2.1 sorting and sampling along the last axis: without them NDArray runs the
     # numpy backend's kernels on a host copy (_sorting.py, _sampling.py)
     sort_last: Kernel | None = _optional()

@@ -16,6 +16,8 @@ from numpy.lib.stride_tricks import as_strided
 
 from ._checks import conv_output_size
 from ._interface import API_MINOR_VERSION, API_VERSION
+from ._numpy_program import KERNEL_DTYPES as _PROGRAM_KERNEL_DTYPES
+from ._numpy_program import run_program
 from ._numpy_rnn import KERNEL_DTYPES as _RNN_KERNEL_DTYPES
 from ._numpy_rnn import gru_cell, gru_cell_backward, lstm_cell, lstm_cell_backward
 from ._numpy_sort import KERNEL_DTYPES as _SORT_KERNEL_DTYPES
@@ -205,6 +207,7 @@ KERNEL_DTYPES: dict[str, tuple[str, ...]] = {
         "reduce_sum", "reduce_sum_axis", "reduce_argmax", "reduce_prod", "cumsum_last")},
     **_elementwise_dtypes(),
     **_SORT_KERNEL_DTYPES,  # v2.1: sort_last, multinomial_last
+    **_PROGRAM_KERNEL_DTYPES,  # v2.1: ewise_program
     **_RNN_KERNEL_DTYPES,  # v2.1: lstm_cell, gru_cell and their backwards
 }
 """The kernels that accept fewer dtypes than ``dtypes`` lists."""
@@ -347,6 +350,11 @@ class NumpyBackend:
             raise ValueError(f"cumsum_last: input has {a.data.size} elements, out has {n}")
         if n:  # np.cumsum adds left to right in the dtype itself, as the interface asks
             np.cumsum(a.data[:n].reshape(-1, size), axis=1, out=out.data.reshape(-1, size))
+
+    @staticmethod
+    def ewise_program(bufs: Any, code: Any, scalars: Any, n: int) -> None:
+        """v2.1: a chain of elementwise kernels as one call (_numpy_program.py)."""
+        run_program(NumpyBackend, NumpyArray, bufs, code, scalars, n)
 
     # v2.1: sorting and sampling along the last axis (_numpy_sort.py)
     sort_last = staticmethod(sort_last)
