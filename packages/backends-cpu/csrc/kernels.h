@@ -84,8 +84,12 @@ void multinomial_last(const Array& probs, const Array& uniforms, Array& out, int
 
 // program.cc (v2.1): a chain of elementwise ops (lamina/program_ops.h) run block
 // by block over n elements of float32 or float64 buffers.
-void ewise_program(const std::vector<Array*>& bufs, const std::vector<int64_t>& code,
-                   const std::vector<double>& scalars, int64_t n);
+// code and scalars arrive as numpy arrays (a list converts), so that a replay that
+// passes the same arrays pays no per-element conversion.
+using Code = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+using Scalars = py::array_t<double, py::array::c_style | py::array::forcecast>;
+void ewise_program(const std::vector<Array*>& bufs, const Code& code, const Scalars& scalars,
+                   int64_t n);
 
 // index.cc
 void index_gather(const Array& a, const Array& idx, Array& out, int64_t outer,

@@ -50,8 +50,8 @@ struct Step {
 };
 
 template <class T>
-std::vector<Step<T>> resolve(const std::vector<int64_t>& code, const std::vector<double>& scalars,
-                             int64_t buffers, int64_t* temps) {
+std::vector<Step<T>> resolve(const Code& code, const Scalars& scalars, int64_t buffers,
+                             int64_t* temps) {
   const TypeKernels<T>& k = isa_kernels().of<T>();
   std::vector<Step<T>> steps;
   *temps = 0;
@@ -62,24 +62,25 @@ std::vector<Step<T>> resolve(const std::vector<int64_t>& code, const std::vector
     if (x < 0) *temps = std::max(*temps, -x);
     return x;
   };
-  for (std::size_t i = 0; i < code.size(); i += 4) {
-    const int64_t op = code[i];
+  const std::size_t size = static_cast<std::size_t>(code.size());
+  for (std::size_t i = 0; i < size; i += 4) {
+    const int64_t op = code.at(i);
     if (op < 0 || op >= kNumOps)
       value_error("ewise_program: instruction ", i / 4, ": op ", op, " is out of range (0..",
                   kNumOps - 1, ")");
     const ProgramOp& p = kProgramOps[op];
     Step<T> s;
-    s.dst = operand(code[i + 1], "destination", i);
-    s.a = operand(code[i + 2], "operand", i);
+    s.dst = operand(code.at(i + 1), "destination", i);
+    s.a = operand(code.at(i + 2), "operand", i);
     if (p.kind == Kind::Binary) {
-      s.b = operand(code[i + 3], "operand", i);
+      s.b = operand(code.at(i + 3), "operand", i);
       s.binary = k.binary.ewise[p.id];
     } else if (p.kind == Kind::Scalar) {
-      const int64_t v = code[i + 3];
+      const int64_t v = code.at(i + 3);
       if (v < 0 || v >= static_cast<int64_t>(scalars.size()))
         value_error("ewise_program: instruction ", i / 4, ": value ", v, " is out of range "
                     "for ", scalars.size(), " scalars");
-      s.value = static_cast<T>(scalars[static_cast<std::size_t>(v)]);  // as scalar_OP does
+      s.value = static_cast<T>(scalars.at(v));  // as scalar_OP converts its value
       s.scalar = k.binary.scalar[p.id];
     } else {
       s.unary = k.unary[p.id];
@@ -98,12 +99,13 @@ void run(const std::vector<Step<T>>& steps, const std::vector<Array*>& bufs, int
   std::vector<T*> data;
   for (Array* b : bufs) data.push_back(b->data<T>());
   const int64_t blocks = (n + kBlock - 1) / kBlock;
+  const int64_t width = std::min(n, kBlock);  // a temporary's length: one block at most
   parallel_for(blocks, std::max<int64_t>(1, 16384 / kBlock), [&](int64_t b0, int64_t b1) {
-    std::vector<T> scratch(static_cast<std::size_t>(std::max<int64_t>(temps, 1) * kBlock));
+    std::vector<T> scratch(static_cast<std::size_t>(std::max<int64_t>(temps, 1) * width));
     for (int64_t blk = b0; blk < b1; ++blk) {
       const int64_t start = blk * kBlock, len = std::min(kBlock, n - start);
       auto at = [&](int64_t x) {
-        return x >= 0 ? data[static_cast<std::size_t>(x)] + start : scratch.data() + (-1 - x) * kBlock;
+        return x >= 0 ? data[static_cast<std::size_t>(x)] + start : scratch.data() + (-1 - x) * width;
       };
       for (const Step<T>& s : steps) {
         if (s.binary) s.binary(at(s.a), at(s.b), at(s.dst), len);
@@ -116,8 +118,8 @@ void run(const std::vector<Step<T>>& steps, const std::vector<Array*>& bufs, int
 
 }  // namespace
 
-void ewise_program(const std::vector<Array*>& bufs, const std::vector<int64_t>& code,
-                   const std::vector<double>& scalars, int64_t n) {
+void ewise_program(const std::vector<Array*>& bufs, const Code& code, const Scalars& scalars,
+                   int64_t n) {
   if (bufs.empty()) value_error("ewise_program: no buffers");
   if (code.size() % 4) value_error("ewise_program: code has ", code.size(), " ints, not 4 per instruction");
   if (n < 0) value_error("ewise_program: n must be >= 0, got ", n);

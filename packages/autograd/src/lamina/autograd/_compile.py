@@ -146,17 +146,23 @@ class CompiledFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         tensors: list[TensorBase] = []
         try:
-            key = (grad_mode._state.enabled, _signature((args, kwargs), tensors),
-                   tuple([m.training for module in self._modules for m in module.modules()]))
-            hash(key)
+            # the common call, tensors only, keys without the general walk
+            signature = _tensor_signature(args, tensors) if not kwargs else None
+            if signature is None:
+                tensors.clear()
+                signature = _signature((args, kwargs), tensors)
+            key = (grad_mode._state.enabled, signature,
+                   tuple([m.training for module in self._modules for m in module.modules()])
+                   if self._modules else ())
+            entry = self._cache.get(key)
         except TypeError:  # an argument that cannot key the cache (a list, an array)
             self.stats["eager"] += 1
             return self._fn(*args, **kwargs)
-        entry = self._cache.get(key)
         if isinstance(entry, _Graph):
             out = _replay(entry, tensors)
             if out is not _STALE:
-                self._cache.move_to_end(key)
+                if len(self._cache) > 1:
+                    self._cache.move_to_end(key)
                 self.stats["replays"] += 1
                 return out
             entry = None
@@ -363,15 +369,36 @@ _STALE = object()
 _ESCAPED = "an array made inside the function is kept outside it"
 
 
+def _tensor_key(t: TensorBase, alias: int) -> tuple[Any, ...]:
+    """What a capture depends on of one tensor argument (dtype and device by name:
+    their hashes are cheaper than the objects')."""
+    a = t._data
+    return (a._shape, a._strides, a._offset, a._dtype.name, a._device.name,
+            t._requires_grad, a._buf.size, alias)
+
+
+def _tensor_signature(args: tuple[Any, ...], tensors: list[TensorBase]) -> Any:
+    """The signature of positional arguments that are all tensors (None otherwise)."""
+    keys = []
+    bufs: list[Any] = []
+    for t in args:
+        if not isinstance(t, TensorBase):
+            return None
+        buf = t._data._buf
+        alias = next((i for i, b in enumerate(bufs) if b is buf), len(bufs))
+        bufs.append(buf)
+        tensors.append(t)
+        keys.append(_tensor_key(t, alias))
+    return tuple(keys)
+
+
 def _signature(obj: Any, tensors: list[TensorBase]) -> Any:
     """A hashable description of the arguments; collects their tensors in order."""
     if isinstance(obj, TensorBase):
-        a = obj._data
-        buf = a._buf
+        buf = obj._data._buf
         alias = next((i for i, t in enumerate(tensors) if t._data._buf is buf), len(tensors))
         tensors.append(obj)
-        return ("T", a._shape, a._strides, a._offset, a._dtype, a._device, obj._requires_grad,
-                buf.size, alias)
+        return ("T", _tensor_key(obj, alias))
     if type(obj) in (tuple, list):
         return (type(obj), tuple(_signature(o, tensors) for o in obj))
     if type(obj) is dict:

@@ -469,8 +469,10 @@ class _FusedStep:
 
     def __init__(self, program: Callable[..., Any], slots: list[int], code: list[int],
                  scalars: list[float], n: int, fused: int) -> None:
-        self.program, self.slots, self.code, self.scalars, self.n = (
-            program, slots, code, scalars, n)
+        # arrays, converted once: the kernel reads them without a per-element conversion
+        self.program, self.slots, self.n = program, slots, n
+        self.code = np.asarray(code, dtype=np.int64)
+        self.scalars = np.asarray(scalars, dtype=np.float64)
         self.fused = fused  # how many calls it replaces
         self.__name__ = "ewise_program"
 
