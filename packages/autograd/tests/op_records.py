@@ -547,7 +547,10 @@ RECORDS: list[OpRecord] = [
         second_order=True),
     OpRecord("max_pool2d", ag.max_pool2d, TF.max_pool2d, [
         S(distinct(2, 3, 6, 6), 2), S(distinct(1, 2, 7, 5), 3, 2, 1),
-        S(distinct(1, 1, 5, 6), (2, 3), (1, 2))]),
+        S(distinct(1, 1, 5, 6), (2, 3), (1, 2)),
+        S(distinct(1, 2, 9, 8), 3, 2, 1, 2, True), S(distinct(2, 1, 5, 5), 2, ceil_mode=True)],
+        covers=("max_pool2d_with_indices", "max_pool2d_with_indices_backward"),
+        second_order=True),
     OpRecord("avg_pool2d", ag.avg_pool2d, TF.avg_pool2d, [
         S(r(2, 3, 6, 6), 2), S(r(1, 2, 7, 5), 3, 2, 1), S(r(1, 1, 5, 6), (2, 3), (1, 2))]),
     OpRecord("dropout", lambda x, **k: ag.dropout(x, **k), lambda x, **k: TF.dropout(x, **k),

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import lamina.autograd as ag
+import lamina.ndarray as nd
 import numpy as np
 import pytest
 import torch
@@ -120,3 +121,72 @@ def test_recorded_backward_is_the_ops_own_rule(case: Fused,
     out = case.fn(*xs, *consts)
     first = ag.grad((out * out).sum(), xs, create_graph=True)
     assert all(g is not None and g.requires_grad for g in first)
+
+
+_BN_LAYOUTS = [(6, 4), (3, 5, 7), (4, 3, 5, 6)]  # (N, C), (N, C, L), (N, C, H, W)
+
+
+def _counting(name: str, kernel: Callable[..., Any], calls: list[str]) -> Callable[..., Any]:
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(name)
+        return kernel(*args, **kwargs)
+    return counted
+
+
+@pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
+@pytest.mark.parametrize("shape", _BN_LAYOUTS, ids=str)
+@pytest.mark.parametrize("device,dtype", device_dtypes())
+def test_batch_norm_runs_the_fused_kernels_where_the_device_has_them(
+        device: str, dtype: str, shape: tuple[int, ...], training: bool,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Values, gradients and running statistics against torch, with inputs far from 0
+    (x - mean cancels), through batch_norm_stats/apply/backward wherever the device has
+    them: counted, so a fallback to the composite path cannot pass unnoticed."""
+    calls: list[str] = []
+    for name in ("batch_norm_stats", "batch_norm_apply", "batch_norm_backward"):
+        monkeypatch.setattr(nd, name, _counting(name, getattr(nd, name), calls))
+    rng = np.random.default_rng(len(shape))
+    c = shape[1]
+    x = rng.standard_normal(shape) * 3 + 50
+    w, b, cot = rng.standard_normal(c), rng.standard_normal(c), rng.standard_normal(shape)
+    rm, rv = rng.standard_normal(c), rng.random(c) + 0.5
+
+    def ours(a: np.ndarray, grad: bool = False) -> ag.Tensor:
+        return ag.tensor(a, dtype=dtype, device=device, requires_grad=grad)
+
+    xs = [ours(x, True), ours(w, True), ours(b, True)]
+    run_m, run_v = ours(rm), ours(rv)
+    out = ag.batch_norm(*xs, run_m, run_v, training=training, momentum=0.3)
+    (out * ours(cot)).sum().backward()
+    txs = [torch.tensor(a, requires_grad=True) for a in (x, w, b)]
+    t_m, t_v = torch.tensor(rm), torch.tensor(rv)
+    tout = TF.batch_norm(txs[0], t_m, t_v, txs[1], txs[2], training=training, momentum=0.3)
+    (tout * torch.tensor(cot)).sum().backward()
+    tol = dict(rtol=2e-4, atol=2e-4) if dtype == "float32" else dict(rtol=1e-9, atol=1e-9)
+    for got, want in [(out, tout), (run_m, t_m), (run_v, t_v)] + [
+            (a.grad, t.grad) for a, t in zip(xs, txs)]:
+        np.testing.assert_allclose(to_numpy(got), want.detach().numpy(), **tol)
+    fused = nd.has_batch_norm_kernels(xs[0]._data)
+    expected = ["batch_norm_stats"] * training + ["batch_norm_apply", "batch_norm_backward"]
+    assert calls == (expected if fused else [])
+    assert fused or device != "numpy"  # the reference backend has them
+
+
+@pytest.mark.parametrize("device,dtype", device_dtypes())
+def test_batch_norm_of_a_strided_view_with_a_broadcast_gradient(device: str, dtype: str) -> None:
+    """The kernels read compact buffers from element 0: a permuted, offset input and the
+    stride-0 gradient of ``sum()`` are compacted first."""
+    rng = np.random.default_rng(7)
+    base, w = rng.standard_normal((5, 2, 4, 3)), rng.standard_normal(4)
+    x = ag.tensor(base, dtype=dtype, device=device, requires_grad=True)
+    weight = ag.tensor(w, dtype=dtype, device=device, requires_grad=True)
+    bias = ag.zeros(4, dtype=dtype, device=device)
+    view = x[1:].permute(0, 2, 1, 3)  # (4, 4, 2, 3), not compact, offset
+    (ag.batch_norm(view, weight, bias) * 2).sum().backward()
+    tx, tw = torch.tensor(base, requires_grad=True), torch.tensor(w, requires_grad=True)
+    tview = tx[1:].permute(0, 2, 1, 3)
+    tb = torch.zeros(4, dtype=torch.float64)
+    (TF.batch_norm(tview, None, None, tw, tb, training=True) * 2).sum().backward()
+    tol = dict(rtol=2e-4, atol=2e-4) if dtype == "float32" else dict(rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(to_numpy(x.grad), tx.grad.numpy(), **tol)
+    np.testing.assert_allclose(to_numpy(weight.grad), tw.grad.numpy(), **tol)

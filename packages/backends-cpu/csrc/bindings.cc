@@ -58,6 +58,9 @@ py::dict kernel_dtypes() {
     add(name, kFusedDtypes);
   for (const char* name : {"lstm_cell", "lstm_cell_backward", "gru_cell", "gru_cell_backward"})
     add(name, kRnnDtypes);
+  for (const char* name : {"batch_norm_stats", "batch_norm_apply", "batch_norm_backward"})
+    add(name, kBatchNormDtypes);
+  for (const char* name : {"max_pool2d", "max_pool2d_backward"}) add(name, kPoolDtypes);
   return d;
 }
 }  // namespace
@@ -238,4 +241,13 @@ PYBIND11_MODULE(_core, m) {
   m.def("lstm_cell_backward", &lstm_cell_backward, nogil());
   m.def("gru_cell", &gru_cell, nogil());
   m.def("gru_cell_backward", &gru_cell_backward, nogil());
+
+  // batch normalisation (batch_norm.cc)
+  m.def("batch_norm_stats", &batch_norm_stats, nogil());
+  m.def("batch_norm_apply", &batch_norm_apply, nogil());
+  m.def("batch_norm_backward", &batch_norm_backward, nogil());
+
+  // max pooling with indices (pool.cc)
+  m.def("max_pool2d", &max_pool2d, nogil());
+  m.def("max_pool2d_backward", &max_pool2d_backward, nogil());
 }

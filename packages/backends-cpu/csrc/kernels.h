@@ -143,6 +143,28 @@ void gru_cell_backward(const Array& g, const Array& dh_mm, const Array& gates,
                        const Array& state, Array& dh, Array& d_hh, Array& d_xp, int64_t step,
                        int64_t batch, int64_t hidden);
 
+// pool.cc: 2-D max pooling with int64 indices, forward and backward; the
+// layout is lamina/pool_checks.h's (planes of H x W pooled into OH x OW).
+void max_pool2d(const Array& x, Array& out, Array& indices, int64_t planes, int64_t h,
+                int64_t w, int64_t oh, int64_t ow, int64_t kh, int64_t kw, int64_t sh,
+                int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw);
+void max_pool2d_backward(const Array& grad_out, const Array& indices, Array& grad_in,
+                         int64_t planes, int64_t h, int64_t w, int64_t oh, int64_t ow,
+                         int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
+                         int64_t dh, int64_t dw);
+
+// batch_norm.cc (v2.1): per-channel batch norm over compact (n, c, s) x, g,
+// out and dx; mean, var, rstd, weight, bias, dweight, dbias are (c,).
+// batch_norm_stats: mean and biased variance; batch_norm_apply: out = (x -
+// mean) * (rstd * weight) + bias; batch_norm_backward: dbias = sum(g),
+// dweight = sum(g * xhat) and dx (batch statistics when training, else fixed).
+void batch_norm_stats(const Array& x, Array& mean, Array& var, int64_t n, int64_t c, int64_t s);
+void batch_norm_apply(const Array& x, const Array& mean, const Array& rstd, const Array& weight,
+                      const Array& bias, Array& out, int64_t n, int64_t c, int64_t s);
+void batch_norm_backward(const Array& g, const Array& x, const Array& mean, const Array& rstd,
+                         const Array& weight, Array& dx, Array& dweight, Array& dbias, int64_t n,
+                         int64_t c, int64_t s, bool training);
+
 // The dtypes of the kernels outside the ewise families (those take their
 // op's kDtypes): each kernel dispatches over its mask, and bindings.cc
 // publishes the masks as kernel_dtypes.
@@ -156,6 +178,8 @@ constexpr DTypeMask kMultinomialDtypes = kFloats;  // of probs
 constexpr DTypeMask kProgramDtypes = kFloats;
 constexpr DTypeMask kFusedDtypes = kFloats;  // softmax, logsumexp, layer norm, matmul, im2col, col2im
 constexpr DTypeMask kRnnDtypes = kFloats;  // lstm_cell, gru_cell, their backwards
+constexpr DTypeMask kBatchNormDtypes = kFloats;  // batch_norm_stats, _apply, _backward
+constexpr DTypeMask kPoolDtypes = kFloats;  // max_pool2d and its backward (indices int64)
 
 // Converts a Python scalar to T like numpy's dtype.type(value): floats round,
 // float -> int64 truncates; raises ValueError for NaN/inf into int64.

@@ -201,4 +201,21 @@ PYBIND11_MODULE(_core, m) {
   LAMINA_DEF(gru_cell_backward, "g"_a, "dh_mm"_a, "gates"_a, "state"_a, "dh"_a, "d_hh"_a,
              "d_xp"_a, "step"_a, "batch"_a, "hidden"_a,
              "d_hh[step], d_xp[step] from g[step] and dh_mm; dh carries dh_{t+1} z_{t+1} in");
+
+  // batch normalisation (batch_norm.cu), per channel of (n, c, s)
+  LAMINA_DEF(batch_norm_stats, "x"_a, "mean"_a, "var"_a, "n"_a, "c"_a, "s"_a,
+             "mean and biased variance (c,) of each channel");
+  LAMINA_DEF(batch_norm_apply, "x"_a, "mean"_a, "rstd"_a, "weight"_a, "bias"_a, "out"_a, "n"_a,
+             "c"_a, "s"_a, "out = (x - mean) * (rstd * weight) + bias per channel");
+  LAMINA_DEF(batch_norm_backward, "g"_a, "x"_a, "mean"_a, "rstd"_a, "weight"_a, "dx"_a,
+             "dweight"_a, "dbias"_a, "n"_a, "c"_a, "s"_a, "training"_a,
+             "dbias = sum(g), dweight = sum(g * xhat) and dx per channel");
+
+  // max pooling with indices (pool.cu)
+  LAMINA_DEF(max_pool2d, "x"_a, "out"_a, "indices"_a, "planes"_a, "h"_a, "w"_a, "oh"_a, "ow"_a,
+             "kh"_a, "kw"_a, "sh"_a, "sw"_a, "ph"_a, "pw"_a, "dh"_a, "dw"_a,
+             "max of each window of each (h, w) plane and its flat index y*w + x");
+  LAMINA_DEF(max_pool2d_backward, "grad_out"_a, "indices"_a, "grad_in"_a, "planes"_a, "h"_a,
+             "w"_a, "oh"_a, "ow"_a, "kh"_a, "kw"_a, "sh"_a, "sw"_a, "ph"_a, "pw"_a, "dh"_a,
+             "dw"_a, "grad_in = grad_out summed at the indices; overwrites grad_in");
 }

@@ -39,7 +39,8 @@ constexpr DTypes kAllDTypes = 0b1111;
   X(matmul, kFloats) X(matmul_batched, kFloats) X(matmul_strided, kFloats)                   \
   X(matmul_batched_strided, kFloats) X(im2col, kFloats) X(col2im, kFloats)                   \
   X(lstm_cell, kFloats) X(lstm_cell_backward, kFloats) X(gru_cell, kFloats)                  \
-  X(gru_cell_backward, kFloats)
+  X(gru_cell_backward, kFloats) X(max_pool2d, kFloats) X(max_pool2d_backward, kFloats)      \
+  X(batch_norm_stats, kFloats) X(batch_norm_apply, kFloats) X(batch_norm_backward, kFloats)
 
 // X(kernel, set) for each kernel of one op of ewise_ops.h.
 #define LAMINA_BINARY_KERNEL_DTYPES(X, NAME, FUNCTOR, SET, FORMS, DOC)                             \

@@ -110,4 +110,25 @@ void gru_cell_backward(const Array& g, const Array& dh_mm, const Array& gates,
                        const Array& state, Array& dh, Array& d_hh, Array& d_xp, int64_t step,
                        int64_t batch, int64_t hidden);
 
+// batch norm, v2.1 (batch_norm.cu): per channel of compact (n, c, s) x, g, out and
+// dx; mean, var, rstd, weight, bias, dweight, dbias are (c,). stats: mean and
+// biased variance; apply: out = (x - mean) * (rstd * weight) + bias; backward:
+// dbias = sum(g), dweight = sum(g * xhat) and dx (batch statistics when training).
+void batch_norm_stats(const Array& x, Array& mean, Array& var, int64_t n, int64_t c, int64_t s);
+void batch_norm_apply(const Array& x, const Array& mean, const Array& rstd, const Array& weight,
+                      const Array& bias, Array& out, int64_t n, int64_t c, int64_t s);
+void batch_norm_backward(const Array& g, const Array& x, const Array& mean, const Array& rstd,
+                         const Array& weight, Array& dx, Array& dweight, Array& dbias, int64_t n,
+                         int64_t c, int64_t s, bool training);
+
+// max pooling with int64 indices, v2.1 (pool.cu), forward and backward; the layout
+// is lamina/pool_checks.h's (planes of H x W pooled into OH x OW).
+void max_pool2d(const Array& x, Array& out, Array& indices, int64_t planes, int64_t h,
+                int64_t w, int64_t oh, int64_t ow, int64_t kh, int64_t kw, int64_t sh,
+                int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw);
+void max_pool2d_backward(const Array& grad_out, const Array& indices, Array& grad_in,
+                         int64_t planes, int64_t h, int64_t w, int64_t oh, int64_t ow,
+                         int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
+                         int64_t dh, int64_t dw);
+
 }  // namespace lamina_cuda

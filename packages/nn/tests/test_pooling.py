@@ -20,6 +20,10 @@ CASES = [
     ("max-3s1p1", lambda: nn.MaxPool2d(3, 1, 1), lambda: TNN.MaxPool2d(3, 1, 1), (3, 2, 5, 6)),
     ("max-rect", lambda: nn.MaxPool2d((2, 3), (1, 2)), lambda: TNN.MaxPool2d((2, 3), (1, 2)),
      (2, 1, 5, 9)),
+    ("max-dilated-ceil", lambda: nn.MaxPool2d(3, 2, 1, dilation=2, ceil_mode=True),
+     lambda: TNN.MaxPool2d(3, 2, 1, dilation=2, ceil_mode=True), (2, 2, 9, 8)),
+    ("max-ceil", lambda: nn.MaxPool2d(2, ceil_mode=True),
+     lambda: TNN.MaxPool2d(2, ceil_mode=True), (1, 3, 5, 7)),
     ("avg-2", lambda: nn.AvgPool2d(2), lambda: TNN.AvgPool2d(2), (2, 3, 8, 8)),
     ("avg-3s2p1", lambda: nn.AvgPool2d(3, 2, 1), lambda: TNN.AvgPool2d(3, 2, 1), (1, 2, 7, 9)),
     ("avg-rect", lambda: nn.AvgPool2d((3, 1)), lambda: TNN.AvgPool2d((3, 1)), (4, 2, 9, 5)),
@@ -111,6 +115,20 @@ def test_pooling_rejects_non_4d(layer):
     with pytest.raises(nn.ShapeError, match=rf"{name}\(.*expected a 4-D input of shape "
                                             r"\(N, C, H, W\), got \(3, 8, 8\)"):
         layer(ag.zeros(3, 8, 8))
+
+
+def test_maxpool2d_return_indices_and_repr_match_torch(device):
+    layer, ref = nn.MaxPool2d(2, return_indices=True), TNN.MaxPool2d(2, return_indices=True)
+    x = np.random.default_rng(2).integers(0, 3, (2, 3, 5, 6)).astype(np.float32)
+    out, idx = layer(ag.tensor(x, device=device))
+    t_out, t_idx = ref(torch.tensor(x))
+    np.testing.assert_array_equal(idx.numpy(), t_idx.numpy())
+    np.testing.assert_array_equal(out.numpy(), t_out.numpy())
+    assert repr(nn.MaxPool2d(3, 1, 1, dilation=2, ceil_mode=True)) == (
+        "MaxPool2d(kernel_size=(3, 3), stride=(1, 1), padding=(1, 1), dilation=(2, 2), "
+        "ceil_mode=True)")
+    with pytest.raises(ValueError, match="MaxPool2d: dilation must be an int >= 1"):
+        nn.MaxPool2d(2, dilation=0)
 
 
 def test_pooling_kernel_larger_than_input():

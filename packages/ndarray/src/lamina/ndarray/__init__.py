@@ -5,6 +5,12 @@ The public surface is the list below; implementation lives in the
 entry-point group (``python -m lamina.ndarray`` lists them).
 """
 
+from ._batch_norm import (
+    batch_norm_apply,
+    batch_norm_backward,
+    batch_norm_stats,
+    has_batch_norm_kernels,
+)
 from ._checks import (
     check_device_dtype,
     check_kernel_dtype,
@@ -80,6 +86,7 @@ from ._indexing import (
 from ._interface import API_MINOR_VERSION, API_VERSION, BackendProtocol, KernelTable
 from ._layout import broadcast_shapes
 from ._ndarray import NDArray
+from ._pool import has_max_pool, max_pool2d_backward, max_pool2d_with_indices
 from ._registry import (
     BackendInfo,
     Device,
@@ -124,6 +131,10 @@ __all__ = [
     # sampling and sorting
     "argsort", "bernoulli", "max_with_indices", "min_with_indices", "multinomial", "normal",
     "randint", "randperm", "sort", "topk", "uniform",
+    # batch normalisation on the fused kernels
+    "batch_norm_apply", "batch_norm_backward", "batch_norm_stats", "has_batch_norm_kernels",
+    # max pooling with indices on the max_pool2d kernels
+    "has_max_pool", "max_pool2d_backward", "max_pool2d_with_indices",
     # recurrent layers on the fused cell kernels
     "gru_recurrence", "gru_recurrence_backward", "has_recurrent_cells", "lstm_recurrence",
     "lstm_recurrence_backward",

@@ -33,7 +33,8 @@ through the adapter of ``_adapter_v1``.
 v2.1 adds optional kernels only, so every v2.0 plugin is a valid v2.1 one: the
 sorting and sampling kernels ``sort_last`` (a stable sort, or its first k, of
 each row) and ``multinomial_last`` (inverse-CDF draws from host uniforms), and
-the recurrent-cell kernels (see docs/backend-interface.md). Without the sorting
+the recurrent-cell kernels and the max-pool kernels ``max_pool2d`` and
+``max_pool2d_backward`` (see docs/backend-interface.md). Without the sorting
 and sampling ones, NDArray runs the numpy backend's on a host copy."""
 
 Shape = tuple[int, ...]
@@ -140,6 +141,17 @@ class KernelTable:
     lstm_cell_backward: Kernel | None = _optional()
     gru_cell: Kernel | None = _optional()
     gru_cell_backward: Kernel | None = _optional()
+    # v2.1 batch norm over a compact (N, C, S) view: per-channel statistics, the
+    # normalisation and the backward in one or two passes each (_numpy_norm.py); without
+    # them BatchNorm composes reductions and elementwise kernels
+    batch_norm_stats: Kernel | None = _optional()
+    batch_norm_apply: Kernel | None = _optional()
+    batch_norm_backward: Kernel | None = _optional()
+    # v2.1 max pooling with int64 indices (PyTorch's return_indices) and its backward over
+    # the N*C planes of a compact NCHW image (_numpy_pool.py); without them max_pool2d
+    # composes im2col and a max reduction
+    max_pool2d: Kernel | None = _optional()
+    max_pool2d_backward: Kernel | None = _optional()
     # optional cheaper allocation: empty(size, dtype) is a new buffer as
     # Array(size, dtypes[dtype]), the dtype given by its index in the backend's
     # `dtypes`, for backends whose Array constructor costs more than a call

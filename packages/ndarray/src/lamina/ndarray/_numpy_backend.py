@@ -16,6 +16,10 @@ from numpy.lib.stride_tricks import as_strided
 
 from ._checks import conv_output_size
 from ._interface import API_MINOR_VERSION, API_VERSION
+from ._numpy_norm import KERNEL_DTYPES as _NORM_KERNEL_DTYPES
+from ._numpy_norm import batch_norm_apply, batch_norm_backward, batch_norm_stats
+from ._numpy_pool import KERNEL_DTYPES as _POOL_KERNEL_DTYPES
+from ._numpy_pool import max_pool2d, max_pool2d_backward
 from ._numpy_program import KERNEL_DTYPES as _PROGRAM_KERNEL_DTYPES
 from ._numpy_program import run_program
 from ._numpy_rnn import KERNEL_DTYPES as _RNN_KERNEL_DTYPES
@@ -209,6 +213,8 @@ KERNEL_DTYPES: dict[str, tuple[str, ...]] = {
     **_SORT_KERNEL_DTYPES,  # v2.1: sort_last, multinomial_last
     **_PROGRAM_KERNEL_DTYPES,  # v2.1: ewise_program
     **_RNN_KERNEL_DTYPES,  # v2.1: lstm_cell, gru_cell and their backwards
+    **_POOL_KERNEL_DTYPES,  # v2.1: max_pool2d, max_pool2d_backward
+    **_NORM_KERNEL_DTYPES,  # v2.1: batch_norm_stats, batch_norm_apply, batch_norm_backward
 }
 """The kernels that accept fewer dtypes than ``dtypes`` lists."""
 
@@ -365,6 +371,15 @@ class NumpyBackend:
     lstm_cell_backward = staticmethod(lstm_cell_backward)
     gru_cell = staticmethod(gru_cell)
     gru_cell_backward = staticmethod(gru_cell_backward)
+
+    # v2.1: max pooling with indices and its backward (_numpy_pool.py)
+    max_pool2d = staticmethod(max_pool2d)
+    max_pool2d_backward = staticmethod(max_pool2d_backward)
+
+    # v2.1: batch normalisation over (N, C, S), per channel (_numpy_norm.py)
+    batch_norm_stats = staticmethod(batch_norm_stats)
+    batch_norm_apply = staticmethod(batch_norm_apply)
+    batch_norm_backward = staticmethod(batch_norm_backward)
 
     @staticmethod
     def reduce_sum_axis(a: NumpyArray, out: NumpyArray, outer: int, size: int, inner: int) -> None:

@@ -1,7 +1,8 @@
 """Pooling over NCHW images: MaxPool2d, AvgPool2d and AdaptiveAvgPool2d.
 
-Max and average pooling come from :mod:`lamina.autograd` (windows through
-im2col, then a reduction). Adaptive average pooling averages PyTorch's bins
+Max and average pooling come from :mod:`lamina.autograd` (max pooling on the
+backend's max_pool2d kernels, else windows through im2col and a reduction).
+Adaptive average pooling averages PyTorch's bins
 ``[floor(i*H/OH), ceil((i+1)*H/OH))``; a rectangle's mean is the product of
 two 1-D means, so it is two small matrix products ``A_h @ x @ A_w.T`` with
 no loop over pixels.
@@ -37,9 +38,14 @@ def _check_input(layer: str, x: Tensor, kernel: tuple[int, int], padding: tuple[
                          f"of input shape {shape}")
 
 
-def max_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Tensor:
-    """Maximum over each window (padding counts as -inf); (N, C, H, W) -> (N, C, OH, OW)."""
-    return ag.max_pool2d(x, kernel_size, stride, padding)
+def max_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """Maximum over each window (padding counts as -inf); (N, C, H, W) -> (N, C, OH, OW).
+
+    PyTorch's signature; with ``return_indices`` also the int64 offsets ``y*W + x``
+    of the chosen elements (see :func:`lamina.autograd.max_pool2d`).
+    """
+    return ag.max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
 def avg_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Tensor:
@@ -83,24 +89,8 @@ def adaptive_avg_pool2d(x: Tensor, output_size: Any) -> Tensor:
     return rows @ (x @ cols)
 
 
-class MaxPool2d(Module):
-    """Maximum over ``kernel_size`` windows.
-
-    Args:
-        kernel_size: an int or a (KH, KW) pair.
-        stride: an int or a pair; defaults to ``kernel_size``.
-        padding: implicit -inf padding on each side, at most half the kernel.
-
-    Shape:
-        (N, C, H, W) -> (N, C, OH, OW), ``OH = (H + 2*padding - KH) // stride + 1``.
-
-    Example:
-        >>> from lamina import autograd
-        >>> MaxPool2d(2)(autograd.ones(1, 3, 8, 8)).shape
-        (1, 3, 4, 4)
-    """
-
-    _op = staticmethod(max_pool2d)
+class _Pool2d(Module):
+    """What MaxPool2d and AvgPool2d share: kernel_size, stride and padding, checked."""
 
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0) -> None:
         super().__init__()
@@ -112,21 +102,64 @@ class MaxPool2d(Module):
             raise ValueError(f"{name}: padding {self.padding} should be at most half of "
                              f"kernel_size {self.kernel_size}")
 
-    def forward(self, x: Tensor) -> Tensor:
-        _check_input(repr(self), x, self.kernel_size, self.padding)
-        return self._op(x, self.kernel_size, self.stride, self.padding)
-
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class AvgPool2d(MaxPool2d):
-    """Mean over ``kernel_size`` windows, zero padding included in the count.
+class MaxPool2d(_Pool2d):
+    """Maximum over ``kernel_size`` windows, as ``torch.nn.MaxPool2d``.
 
-    Args and shapes as :class:`MaxPool2d`.
+    Args:
+        kernel_size: an int or a (KH, KW) pair.
+        stride: an int or a pair; defaults to ``kernel_size``.
+        padding: implicit -inf padding on each side, at most half the kernel.
+        dilation: spacing between the window's elements, an int or a pair.
+        return_indices: also return the int64 offsets ``y*W + x`` of the maxima.
+        ceil_mode: round the output size up instead of down.
+
+    Shape:
+        (N, C, H, W) -> (N, C, OH, OW),
+        ``OH = (H + 2*padding - dilation*(KH - 1) - 1) // stride + 1``.
+
+    Example:
+        >>> from lamina import autograd
+        >>> MaxPool2d(2)(autograd.ones(1, 3, 8, 8)).shape
+        (1, 3, 4, 4)
     """
 
-    _op = staticmethod(avg_pool2d)
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 dilation: Any = 1, return_indices: bool = False,
+                 ceil_mode: bool = False) -> None:
+        super().__init__(kernel_size, stride, padding)
+        self.dilation = pair(dilation, type(self).__name__, "dilation", 1)
+        self.return_indices, self.ceil_mode = bool(return_indices), bool(ceil_mode)
+
+    def forward(self, x: Tensor) -> Any:
+        reach = tuple(d * (k - 1) + 1 for d, k in zip(self.dilation, self.kernel_size))
+        _check_input(repr(self), x, reach, self.padding)
+        return max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation,
+                          self.ceil_mode, self.return_indices)
+
+    def extra_repr(self) -> str:
+        return (f"{super().extra_repr()}, dilation={self.dilation}, "
+                f"ceil_mode={self.ceil_mode}")
+
+
+class AvgPool2d(_Pool2d):
+    """Mean over ``kernel_size`` windows, zero padding included in the count.
+
+    Args:
+        kernel_size: an int or a (KH, KW) pair.
+        stride: an int or a pair; defaults to ``kernel_size``.
+        padding: implicit zero padding on each side, at most half the kernel.
+
+    Shape:
+        (N, C, H, W) -> (N, C, OH, OW), ``OH = (H + 2*padding - KH) // stride + 1``.
+    """
+
+    def forward(self, x: Tensor) -> Tensor:
+        _check_input(repr(self), x, self.kernel_size, self.padding)
+        return avg_pool2d(x, self.kernel_size, self.stride, self.padding)
 
 
 class AdaptiveAvgPool2d(Module):

@@ -5,7 +5,9 @@
 into an image (overlaps add up). With that pair of primitives, conv2d is a
 matrix product, conv_transpose2d a matrix product then col2im, and the pools
 are reductions: compositions whose gradients
-the engine derives, with no loop over pixels in Python.
+the engine derives, with no loop over pixels in Python. Max pooling runs on
+the backend's ``max_pool2d`` kernels where the device has them (one node whose
+gradient goes to the element each window chose) and is the composite elsewhere.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from typing import Any
 import lamina.ndarray as nd
 from lamina.ndarray import NDArray, ShapeError, conv_output_size, pair
 
-from .._function import Function
+from .._function import FREED_MESSAGE, Function
 from .._tensor_base import Tensor, TensorBase, make
 from .elementwise import where
+from .index import Take
 from .reduce import amax
 from .shape import pad
 
@@ -263,33 +266,150 @@ def conv_transpose2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stri
     return img
 
 
-def _pool_params(op: str, kernel_size: Any, stride: Any, padding: Any) -> tuple[Pair, ...]:
+def _pool_params(op: str, kernel_size: Any, stride: Any, padding: Any,
+                 dilation: Any = 1) -> tuple[Pair, Pair, Pair, Pair]:
+    """Checked (kernel, stride, padding, dilation); stride None means the kernel's."""
     kernel = pair(kernel_size, op, "kernel_size", 1)
     stride = kernel if stride is None else pair(stride, op, "stride", 1)
     pads = pair(padding, op, "padding", 0)
     if pads[0] * 2 > kernel[0] or pads[1] * 2 > kernel[1]:
         raise ValueError(f"{op}: padding {pads} should be at most half of kernel {kernel}")
-    return kernel, stride, pads
+    return kernel, stride, pads, pair(dilation, op, "dilation", 1)
 
 
-def max_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Tensor:
-    """Maximum over each window, as ``torch.nn.functional.max_pool2d``.
+def _pool_out_size(op: str, shape: tuple[int, ...], kernel: Pair, stride: Pair, padding: Pair,
+                   dilation: Pair, ceil_mode: bool) -> Pair:
+    """(OH, OW) as PyTorch's pooling: with ceil_mode the last window may hang over the
+    bottom or right edge, but must start inside the image or its left/top padding."""
+    if len(shape) != 4:
+        raise ShapeError(f"{op}: expected a 4-D (N, C, H, W) input, got shape {shape}")
+    out = []
+    for size, k, s, p, d in zip(shape[2:], kernel, stride, padding, dilation):
+        n = (size + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)) // s + 1
+        if ceil_mode and (n - 1) * s >= size + p:
+            n -= 1
+        out.append(n)
+    if min(out) <= 0:
+        raise ShapeError(f"{op}: input of shape {shape} is too small for kernel {kernel} "
+                         f"with padding {padding} and dilation {dilation}")
+    return out[0], out[1]
 
-    Padding counts as -inf. Where several elements of a window tie for the
-    maximum, the gradient is shared among them (PyTorch routes it to one).
 
-    Shapes: ``(N, C, H, W)`` -> ``(N, C, OH, OW)``.
+class MaxPool2dWithIndices(Function):
+    """``(N, C, H, W)`` -> ``(N, C, OH, OW)`` window maxima from the backend's kernel.
+
+    One node. The caller runs the kernel (``nd.max_pool2d_with_indices``) and passes
+    its ``pooled = (maxima, indices)``, so that max_pool2d can return the indices
+    too; the node keeps the indices and routes each output's gradient to the one
+    element its window chose (PyTorch's rule: the first maximum, or the last NaN).
     """
-    kernel, stride, pads = _pool_params("max_pool2d", kernel_size, stride, padding)
-    oh, ow = _out_size("max_pool2d", x.shape, kernel, stride, pads, (1, 1))
-    if pads != (0, 0):
-        widths = ((0, 0), (0, 0), (pads[0], pads[0]), (pads[1], pads[1]))
+
+    name = "max_pool2d_with_indices"
+
+    indices: NDArray | None
+
+    def forward(self, x: NDArray, pooled: tuple[NDArray, NDArray],
+                params: tuple[Pair, ...]) -> NDArray:
+        self.indices, self.params = pooled[1], params
+        return pooled[0]
+
+    def release(self) -> None:
+        super().release()
+        self.indices = None  # the activations' worth of int64 a training step frees
+
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
+        if self.indices is None:
+            raise RuntimeError(FREED_MESSAGE)
+        return (MaxPool2dWithIndicesBackward.apply(g, indices=self.indices,
+                                                   input_shape=self.shapes[0],
+                                                   params=self.params),)
+
+
+class MaxPool2dWithIndicesBackward(Function):
+    """``(N, C, OH, OW)`` gradient -> ``(N, C, H, W)``: each value added at its saved
+    index (the ``max_pool2d_backward`` kernel). Linear in the gradient, so its own
+    gradient is the gather of the incoming one at the indices (gradients of any order)."""
+
+    name = "max_pool2d_with_indices_backward"
+
+    def forward(self, g: NDArray, indices: NDArray, input_shape: tuple[int, ...],
+                params: tuple[Pair, ...]) -> NDArray:
+        self.indices, self.padded = indices, params[2] != (0, 0)
+        return nd.max_pool2d_backward(g, indices, input_shape, *params)
+
+    def backward(self, gg: TensorBase) -> tuple[TensorBase]:
+        n, c, h, w = gg.shape
+        indices = self.indices
+        if self.padded:  # -1 marks a window of padding only: read element 0, then zero it
+            indices = nd.where(indices >= 0, indices, 0)
+        base = nd.arange(0, n * c * h * w, h * w, device=indices.device).reshape(n, c, 1, 1)
+        picked = Take.apply(gg.reshape(-1), indices=indices + base, axis=0)
+        if self.padded:
+            picked = where(make(self.indices >= 0), picked, 0.0)
+        return (picked,)
+
+
+def _max_pool2d_composite(x: Tensor, out: Pair, kernel: Pair, stride: Pair, pads: Pair,
+                          dilation: Pair) -> Tensor:
+    """max_pool2d from im2col and amax, for devices without the kernels: ties in a window
+    share the gradient (amax's rule) where PyTorch gives it to the first maximum."""
+    n, c, h, w = x.shape
+    # rows and columns the last window reaches past the image (ceil_mode), beyond padding
+    over = [(o - 1) * s + d * (k - 1) + 1 - p - size
+            for o, s, d, k, p, size in zip(out, stride, dilation, kernel, pads, (h, w))]
+    ends = (max(pads[0], over[0]), max(pads[1], over[1]))
+    if pads != (0, 0) or ends != (0, 0):
+        widths = ((0, 0), (0, 0), (pads[0], ends[0]), (pads[1], ends[1]))
         inside = nd.ones(x.shape, dtype=x._data.dtype, device=x._data.device).pad(widths)
         x = where(make(inside), pad(x, widths), float("-inf"))
-    cols = Im2Col.apply(x, kernel=kernel, stride=stride, padding=(0, 0), dilation=(1, 1))
-    n, c = x.shape[:2]
-    windows = cols.reshape(n, oh, ow, c, kernel[0] * kernel[1])
+    cols = Im2Col.apply(x, kernel=kernel, stride=stride, padding=(0, 0), dilation=dilation)
+    if cols.shape[1:3] != out:  # a floor-mode window row that ceil_mode dropped
+        cols = cols[:, :out[0], :out[1]]
+    windows = cols.reshape(n, out[0], out[1], c, kernel[0] * kernel[1])
     return amax(windows, -1).permute(0, 3, 1, 2)
+
+
+def max_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """Maximum over each window, as ``torch.nn.functional.max_pool2d``.
+
+    Padding counts as -inf (never chosen). On a device with the backend's
+    ``max_pool2d`` kernels for the dtype (the cpu and cuda backends, float32 and
+    float64) the gradient goes to one element per window, as in PyTorch: the
+    first maximum in the window's row-major order, or the last NaN (a NaN is
+    the maximum). Elsewhere the op composes im2col and ``amax``, whose
+    gradient is shared among tied maxima.
+
+    Args:
+        x: ``(N, C, H, W)`` or ``(C, H, W)``.
+        kernel_size, stride, padding, dilation: an int or an ``(h, w)`` pair each;
+            stride defaults to kernel_size, padding is at most half the kernel.
+        ceil_mode: round the output size up (a last window may hang over the edge).
+        return_indices: also return the int64 offsets ``y*W + x`` of the chosen
+            elements in their planes (what ``max_unpool2d`` takes).
+
+    Returns:
+        ``(N, C, OH, OW)`` with ``OH = (H + 2*ph - dh*(KH-1) - 1) // sh + 1``
+        (rounded up with ceil_mode), and the indices with return_indices.
+
+    Example:
+        >>> import lamina.autograd as ag
+        >>> out, idx = ag.max_pool2d(ag.tensor([[[[1.0, 3.0], [3.0, 2.0]]]]), 2,
+        ...                          return_indices=True)
+        >>> out.tolist(), idx.tolist()
+        ([[[[3.0]]]], [[[[1]]]])
+    """
+    params = _pool_params("max_pool2d", kernel_size, stride, padding, dilation)
+    if x.ndim == 3:  # one (C, H, W) image, as PyTorch allows
+        res = max_pool2d(x.unsqueeze(0), *params, ceil_mode, return_indices)
+        return (res[0].squeeze(0), res[1].squeeze(0)) if return_indices else res.squeeze(0)
+    size = _pool_out_size("max_pool2d", x.shape, *params, ceil_mode)
+    if not (return_indices or nd.has_max_pool(x._data)):
+        return _max_pool2d_composite(x, size, *params)
+    # without the kernels (return_indices only) nd runs the numpy backend's on the host
+    pooled = nd.max_pool2d_with_indices(x._data, size, *params)
+    out = MaxPool2dWithIndices.apply(x, pooled=pooled, params=params)
+    return (out, make(pooled[1])) if return_indices else out
 
 
 def avg_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Tensor:
@@ -297,11 +417,11 @@ def avg_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0
 
     Shapes: ``(N, C, H, W)`` -> ``(N, C, OH, OW)``.
     """
-    kernel, stride, pads = _pool_params("avg_pool2d", kernel_size, stride, padding)
+    kernel, stride, pads, _ = _pool_params("avg_pool2d", kernel_size, stride, padding)
     _out_size("avg_pool2d", x.shape, kernel, stride, pads, (1, 1))
     cols = Im2Col.apply(x, kernel=kernel, stride=stride, padding=pads, dilation=(1, 1))
     return cols.mean(dim=(4, 5)).permute(0, 3, 1, 2)
 
 
-PRIMITIVES = (Im2Col, Col2Im)
+PRIMITIVES = (Im2Col, Col2Im, MaxPool2dWithIndices, MaxPool2dWithIndicesBackward)
 COMPOSITES = (conv2d, conv_transpose2d, max_pool2d, avg_pool2d)

@@ -117,7 +117,11 @@ class BatchNorm(Function):
         dx = weight * rstd * (g - sum(g) / n - xhat * sum(g * xhat) / n)
         dweight = sum(g * xhat),  dbias = sum(g)      (sums over N and *)
 
-    and with fixed (running) statistics ``dx = g * weight * rstd``.
+    and with fixed (running) statistics ``dx = g * weight * rstd``. Where the device
+    has the fused batch-norm kernels (``nd.has_batch_norm_kernels``) the forward is
+    ``batch_norm_stats`` and ``batch_norm_apply`` and a first-order backward one
+    ``batch_norm_backward``, from x and the saved mean and rstd; elsewhere both
+    compose NDArray reductions and elementwise ops and save ``x - mean``.
     """
 
     name = "batch_norm"
@@ -129,28 +133,40 @@ class BatchNorm(Function):
         c = _check_batch_shapes(x.shape, weight.shape, bias.shape)
         self.training, self.eps = training, eps
         self.stat_shape = (c,) + (1,) * (x.ndim - 2)
+        # the one decision point: the device's fused kernels, else composite NDArray ops
+        stats = (running_mean, running_var)
+        fixed = () if training else tuple(s._data for s in stats if s is not None)
+        self.fused = nd.has_batch_norm_kernels(x, weight, bias, *fixed)
+        self.centred = None
         if training:
             n = x.size // c
             if n < 2:
                 raise ValueError(f"batch_norm: expected more than 1 value per channel when "
                                  f"training, got input of shape {x.shape}")
-            mean, self.centred, var = _batch_statistics(x, self.stat_shape)
+            if self.fused:
+                mean, var = nd.batch_norm_stats(x)
+            else:
+                mean, self.centred, var = _batch_statistics(x, self.stat_shape)
             if running_mean is not None and running_var is not None:
                 m = 1.0 / max(num_batches_tracked, 1) if momentum is None else momentum
-                running_mean._data = running_mean._data * (1 - m) + mean * m
-                running_var._data = running_var._data * (1 - m) + var * (m * n / (n - 1))
+                _update_running(running_mean, running_var, mean, var, m, n)
         else:
             if running_mean is None or running_var is None:
                 raise ValueError("batch_norm: running statistics are needed in eval mode")
-            self.fixed_mean, var = running_mean._data, running_var._data
-            self.centred = x - self.fixed_mean.reshape(self.stat_shape)
+            mean, var = running_mean._data, running_var._data
+            self.fixed_mean = mean
         self.rstd = (var + eps) ** -0.5
+        if self.fused:
+            self.mean = mean
+            return nd.batch_norm_apply(x, mean, self.rstd, weight, bias)
+        if not training:
+            self.centred = x - mean.reshape(self.stat_shape)
         scale = (self.rstd * weight).reshape(self.stat_shape)
         return self.centred * scale + bias.reshape(self.stat_shape)
 
     def release(self) -> None:
         super().release()
-        self.centred = self.rstd = self.fixed_mean = None
+        self.centred = self.rstd = self.fixed_mean = self.mean = None
 
     def backward(self, g: TensorBase) -> tuple[TensorBase | None, ...]:
         x, weight, _ = self.inputs
@@ -158,6 +174,10 @@ class BatchNorm(Function):
         if grad_mode._state.enabled:  # create_graph: statistics that depend on x, recorded
             centred, rstd = self._recorded_statistics(x)
             return _batch_norm_grads(g, weight, centred, rstd, shape, training, need)
+        if self.fused:
+            grads = nd.batch_norm_backward(g._data, x._data, self.mean, self.rstd,
+                                           weight._data, training)
+            return as_tensors(tuple(d if k else None for d, k in zip(grads, need)))
         return as_tensors(_batch_norm_grads(g._data, weight._data, self.centred, self.rstd,
                                             shape, training, need))
 
@@ -169,6 +189,14 @@ class BatchNorm(Function):
             return centred, (var + self.eps) ** -0.5
         fixed_mean = make(self.fixed_mean).reshape(self.stat_shape)
         return x - fixed_mean, make(self.rstd)
+
+
+def _update_running(running_mean: Tensor, running_var: Tensor, mean: NDArray, var: NDArray,
+                    m: float, n: int) -> None:
+    """PyTorch's running statistics: ``(1 - m) * running + m * batch``, with the batch's
+    unbiased variance (``n`` values per channel)."""
+    running_mean._data = running_mean._data * (1 - m) + mean * m
+    running_var._data = running_var._data * (1 - m) + var * (m * n / (n - 1))
 
 
 def _batch_norm_grads(g: Any, weight: Any, centred: Any, rstd: Any,

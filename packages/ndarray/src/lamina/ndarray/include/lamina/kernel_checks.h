@@ -208,4 +208,30 @@ inline void check_rnn_cell(const char* op, int64_t step, int64_t batch, int64_t 
   }
 }
 
+// ---------------------------------------------------------------- batch norm
+// The layout of batch_norm_stats, batch_norm_apply and batch_norm_backward:
+// buffers read from element 0 as compact (n, c, s) (full) or (c,) (per channel).
+struct BatchNormBuffer {
+  const char* name;
+  int64_t size;  // elements in the buffer
+  bool full;     // (n, c, s), else (c,)
+};
+
+// ValueError naming op unless n, c and s are >= 0 and every buffer holds its
+// part of the layout; returns n * c * s (checked arithmetic).
+inline int64_t check_batch_norm(const char* op, int64_t n, int64_t c, int64_t s,
+                                std::initializer_list<BatchNormBuffer> buffers) {
+  require_nonneg(op, "n", n);
+  require_nonneg(op, "c", c);
+  require_nonneg(op, "s", s);
+  const int64_t total = checked_mul(checked_mul(n, c, op), s, op);
+  for (const BatchNormBuffer& b : buffers) {
+    const int64_t need = b.full ? total : c;
+    if (b.size < need)
+      value_error(op, ": ", b.name, " has ", b.size, " elements, (", n, ", ", c, ", ", s,
+                  ") needs ", need);
+  }
+  return total;
+}
+
 }  // namespace lamina::checks
