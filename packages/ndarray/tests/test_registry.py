@@ -17,7 +17,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
-from lamina.ndarray import DeviceError, get_device, list_backends
+from lamina.ndarray import API_MINOR_VERSION, API_VERSION, DeviceError, get_device, list_backends
 from lamina.ndarray._registry import Device, _state, default_device, refresh, set_default_device
 
 # A full backend built on the numpy one, so only the behaviour under test differs.
@@ -277,7 +277,8 @@ def test_main_prints_the_table(fakes):
     assert lines[0].split() == ["name", "distribution", "version", "api", "dtypes", "lacks",
                                 "status"]
     rows = {line.split()[0]: line for line in lines[1:] if line.strip()}
-    assert rows["numpy"].split() == ["numpy", "lamina-ndarray", "0.1.0", "2.0",
+    api = f"{API_VERSION}.{API_MINOR_VERSION}"
+    assert rows["numpy"].split() == ["numpy", "lamina-ndarray", "0.1.0", api,
                                      "float32,float64,int64,bool", "-", "available"]
     assert rows["fakegpu"].endswith("unavailable: no CUDA-capable device is detected")
     assert "failed: import failed: ImportError: libfake.so.1" in rows["broken"]
