@@ -39,6 +39,13 @@ def _check(make: Callable[[], nn.Module], batches: list[tuple[Any, Any]],
     compiled = ag.compile(compiled_model)
     want = _train(eager_model, eager_model, batches, loss_fn)
     got = _train(compiled_model, compiled, batches, loss_fn)
+    if device == "cuda":
+        # cuda's scatter-adds (embedding and gather backward) may add in the order its
+        # threads arrive: runs there agree to rounding, not bit for bit
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
+        for g, w in zip(got[1], want[1]):
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-6)
+        return compiled
     assert got[0] == want[0]
     for g, w in zip(got[1], want[1]):
         np.testing.assert_array_equal(g, w)
