@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from lamina import ndarray as nd
 from lamina import nn
 from lamina.models._cli import main
 from test_train_cli import _shakespeare as shakespeare_args
@@ -32,4 +33,8 @@ def test_compile_trains_to_the_same_weights(make, tmp_path: Path, capsys) -> Non
     assert "graph break" not in capsys.readouterr().err
     assert sorted(saved[0]) == sorted(saved[1])
     for name, value in saved[0].items():
-        np.testing.assert_array_equal(value, saved[1][name], err_msg=name)
+        if nd.default_device().type == "cuda":  # its scatter-adds may add in thread order
+            np.testing.assert_allclose(value, saved[1][name], rtol=1e-4, atol=1e-6,
+                                       err_msg=name)
+        else:
+            np.testing.assert_array_equal(value, saved[1][name], err_msg=name)
