@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _same_run import assert_same_weights
 from lamina import ndarray as nd
 from lamina import nn
 from lamina.models import load_model
@@ -252,15 +253,9 @@ def test_stopped_mid_run_and_resumed_equals_straight(make, tmp_path, monkeypatch
     assert main([args[0], "--resume", str(saved), "--checkpoint-dir", str(tmp_path / "b"),
                  "--no-progress", "--save", str(resumed)]) == 0
     a, b = nn.load(straight, as_numpy=True), nn.load(resumed, as_numpy=True)
+    assert_same_weights(a["model"], b["model"])
     if nd.default_device().type == "cuda":
-        # cuda's scatter-add (the embedding's gradient) sums with atomics in no fixed
-        # order: two runs, resumed or not, agree to rounding, not bit for bit
-        for name in a["model"]:
-            np.testing.assert_allclose(a["model"][name], b["model"][name], rtol=1e-5,
-                                       atol=1e-7, err_msg=name)
-        return
-    for name in a["model"]:
-        np.testing.assert_array_equal(a["model"][name], b["model"][name], err_msg=name)
+        return  # its losses, and so its histories, agree to rounding only
     assert _without_times(a["position"]["history"]) == _without_times(b["position"]["history"])
 
 
