@@ -105,7 +105,9 @@ def test_lstm_language_model_trains_as_eager(device: str) -> None:
     assert compiled.stats["replays"] >= 1
 
 
-def test_batch_norm_in_training_runs_eagerly_and_in_eval_replays(device: str) -> None:
+def test_batch_norm_replays_in_training_and_in_eval(device: str) -> None:
+    """Replayed training steps update the running statistics in place, as eager ones do;
+    eval replays read them, and see them replaced."""
     def make() -> nn.Module:
         return nn.Sequential(nn.Linear(6, 5), nn.BatchNorm1d(5), nn.ReLU(), nn.Linear(5, 2))
 
@@ -117,13 +119,49 @@ def test_batch_norm_in_training_runs_eagerly_and_in_eval_replays(device: str) ->
     want = _train(eager_model, eager_model, batches, nn.functional.cross_entropy)
     got = _train(compiled_model, compiled, batches, nn.functional.cross_entropy)
     assert got[0] == want[0]
-    np.testing.assert_array_equal(compiled_model[1].running_mean.numpy(),
-                                  eager_model[1].running_mean.numpy())
-    assert compiled.stats["replays"] == 0 and compiled.graph_breaks  # the running stats
+    for name in ("running_mean", "running_var", "num_batches_tracked"):
+        np.testing.assert_array_equal(getattr(compiled_model[1], name).numpy(),
+                                      getattr(eager_model[1], name).numpy(), err_msg=name)
+    assert int(compiled_model[1].num_batches_tracked.item()) == 3
+    assert compiled.stats["replays"] == 2 and not compiled.graph_breaks
     compiled_model.eval()
     eager_model.eval()
     with ag.no_grad():
         x = batches[0][0]
         for _ in range(2):
             np.testing.assert_array_equal(compiled(x).numpy(), eager_model(x).numpy())
-    assert compiled.stats["replays"] == 1
+        assert compiled.stats["replays"] == 3
+        for model in (compiled_model, eager_model):  # new statistics, new storage
+            model[1].running_mean = ag.tensor(np.arange(5.0), dtype="float32", device=device)
+        np.testing.assert_array_equal(compiled(x).numpy(), eager_model(x).numpy())
+
+
+def test_batch_norm_cumulative_average_reads_the_count_and_runs_eagerly(device: str) -> None:
+    """momentum=None divides by the batch count, a host value: that step runs eagerly,
+    with eager's statistics."""
+    eager_model, compiled_model = _twins(lambda: nn.BatchNorm1d(3, momentum=None), device)
+    compiled = ag.compile(compiled_model)
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        x = ag.tensor(rng.standard_normal((4, 3)), dtype="float32", device=device)
+        np.testing.assert_array_equal(compiled(x).detach().numpy(),
+                                      eager_model(x).detach().numpy())
+    np.testing.assert_array_equal(compiled_model.running_var.numpy(),
+                                  eager_model.running_var.numpy())
+    assert compiled.stats["replays"] == 0 and compiled.graph_breaks
+
+
+def test_a_parameter_assigned_anew_is_read_by_the_next_call(device: str) -> None:
+    """Replays read the tensors captured, so assigning a module's parameter (or buffer,
+    or submodule) makes the next call capture again rather than use the old one."""
+    model = nn.Linear(3, 2).to(device)
+    compiled = ag.compile(model)
+    x = ag.tensor(np.ones((4, 3)), dtype="float32", device=device)
+    with ag.no_grad():
+        compiled(x), compiled(x)
+        model.weight = nn.Parameter(ag.tensor(np.full((2, 3), 2.0), dtype="float32",
+                                              device=device))
+        np.testing.assert_array_equal(compiled(x).numpy(), model(x).numpy())
+        model.bias.data = ag.tensor([5.0, 6.0], dtype="float32", device=device)
+        np.testing.assert_array_equal(compiled(x).numpy(), model(x).numpy())
+    assert compiled.stats["captures"] == 3 and compiled.stats["replays"] == 1

@@ -29,7 +29,8 @@ key the cache. The ``training`` flags of a compiled module (or of the modules
 a compiled function closes over) key it too, since train and eval modes run
 different code. A weight read inside (a module parameter) is read where it
 lies at every replay; its storage being replaced (``p.data = ...``) is
-checked and makes the next call capture again.
+checked and makes the next call capture again, and so is a module's parameter,
+buffer or submodule being assigned anew (:func:`note_assignment`).
 """
 
 from __future__ import annotations
@@ -53,6 +54,17 @@ from ._tensor_base import TensorBase, make, share_storage
 __all__ = ["GraphBreak", "compile"]
 
 _log = logging.getLogger("lamina.autograd.compile")
+
+_assignments = 0
+"""How many times a module's parameter, buffer or submodule was assigned: part of
+every cache key, since a replay reads the tensors it captured, not the attributes."""
+
+
+def note_assignment() -> None:
+    """Called by lamina.nn when a module's parameter, buffer or submodule table changes:
+    compiled functions capture again rather than replay with the tensors it held."""
+    global _assignments
+    _assignments += 1
 
 
 def compile(fn: Callable[..., Any] | None = None, *, fullgraph: bool = False,  # noqa: A001
@@ -151,7 +163,7 @@ class CompiledFunction:
             if signature is None:
                 tensors.clear()
                 signature = _signature((args, kwargs), tensors)
-            key = (grad_mode._state.enabled, signature,
+            key = (grad_mode._state.enabled, _assignments, signature,
                    tuple([m.training for module in self._modules for m in module.modules()])
                    if self._modules else ())
             entry = self._cache.get(key)
@@ -257,7 +269,9 @@ class _Watcher:
                 params: dict[str, Any]) -> Any:
         capture = self.capture
         if capture is not None:
-            for t in inputs:
+            # tensors passed as options count too (BatchNorm's running statistics)
+            options = [v for v in params.values() if isinstance(v, TensorBase)]
+            for t in (*inputs, *options):
                 if id(t) in self._seen or id(t) in self._made:
                     continue
                 self._seen.add(id(t))

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from lamina.autograd import Tensor
+from lamina.autograd._compile import note_assignment
 
 from ._errors import StateDictError
 from ._parameter import Parameter, as_array, assign_array
@@ -47,6 +48,7 @@ class _Registry(OrderedDict[str, Any]):
         self._owner = None if owner is None else weakref.ref(owner)
 
     def _changed(self, name: str, old: Any) -> None:
+        note_assignment()  # compiled functions must not replay with the old entry
         owner = None if self._owner is None else self._owner()
         if owner is not None:
             owner._mirror(name, old)

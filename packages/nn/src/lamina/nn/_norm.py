@@ -52,10 +52,10 @@ class _BatchNorm(Module):
         check_shape(repr(self), tuple(x.shape), self._ndims, layout, 1, self.num_features)
         tracked = 0
         if self.training and self.track_running_stats:
-            count = self.num_batches_tracked
-            # int64 arrays have no arithmetic kernels: count on the host.
-            tracked = int(count.item()) + 1
-            count._data = nd.full((), tracked, dtype=nd.int64, device=count.device)
+            count = self.num_batches_tracked._data
+            count[...] = count + 1  # in place, on the device: a compiled step replays it
+            if self.momentum is None:  # a cumulative average reads the count
+                tracked = int(count.item())
         return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
                             training=self.training or not self.track_running_stats,
                             momentum=self.momentum, eps=self.eps,

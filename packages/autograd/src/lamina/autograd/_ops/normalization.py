@@ -194,9 +194,10 @@ class BatchNorm(Function):
 def _update_running(running_mean: Tensor, running_var: Tensor, mean: NDArray, var: NDArray,
                     m: float, n: int) -> None:
     """PyTorch's running statistics: ``(1 - m) * running + m * batch``, with the batch's
-    unbiased variance (``n`` values per channel)."""
-    running_mean._data = running_mean._data * (1 - m) + mean * m
-    running_var._data = running_var._data * (1 - m) + var * (m * n / (n - 1))
+    unbiased variance (``n`` values per channel), written into the buffers' own storage
+    (as PyTorch does, and so that a compiled step's replays update them)."""
+    running_mean._data[...] = running_mean._data * (1 - m) + mean * m
+    running_var._data[...] = running_var._data * (1 - m) + var * (m * n / (n - 1))
 
 
 def _batch_norm_grads(g: Any, weight: Any, centred: Any, rstd: Any,
