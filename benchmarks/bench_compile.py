@@ -9,7 +9,11 @@ Rows (1 thread for both libraries; ratio > 1 means the compiled Lamina call is f
   eager (six passes over memory);
 - the char-GPT training step (4 layers x 128, context 64, batch 32, AdamW,
   gradient clipping), with the loss function compiled (forward and backward
-  replayed) vs PyTorch eager and vs Lamina eager, from the same weights.
+  replayed) vs PyTorch eager and vs Lamina eager, from the same weights;
+- greedy decoding of the baby GPT (4 layers x 128, context 64, prompt 32 + 32
+  new tokens, batch 1): ``generate(..., compile=True)`` (a static key/value
+  cache, every step after the first replayed) vs PyTorch eager with its key/value
+  cache and vs Lamina eager with its own, in tokens per second.
 
 Each row is the median of ``--rounds`` interleaved rounds, with the range of the
 per-round ratios. ``python benchmarks/bench_compile.py [--rounds 5] [--out PATH]``
@@ -148,6 +152,32 @@ def gpt_step(rounds: int, batch: int = 32) -> list[dict[str, object]]:
             for name in ("pytorch eager", "lamina eager")]
 
 
+def gpt_decode(rounds: int) -> list[dict[str, object]]:
+    from bench_gpt import _models, _torch_generate
+    from lamina.models import generate
+
+    _, ours, theirs = _models(64)
+    ours.to("cpu")
+    prompt, new = np.random.default_rng(0).integers(0, 65, (1, 32)), 32
+    decoders: dict[str, Callable[[], object]] = {
+        "lamina compiled": lambda: generate(ours, prompt, new, temperature=0, compile=True),
+        "lamina eager": lambda: generate(ours, prompt, new, temperature=0),
+        "pytorch eager": lambda: _torch_generate(theirs, prompt, new, use_cache=True),
+    }
+    tokens = {name: fn() for name, fn in decoders.items() if name != "pytorch eager"}
+    assert (tokens["lamina compiled"] == tokens["lamina eager"]).all()
+    samples = _rounds(decoders, rounds, 1.0)
+    per_token = {name: [t / new for t in times] for name, times in samples.items()}
+    out = []
+    for name in ("pytorch eager", "lamina eager"):  # tokens/s: higher is better
+        r = _compare("GPT greedy decode, kv-cache", "4x128, ctx 64, 32 + 32 new, batch 1",
+                     per_token, "lamina compiled", name, 1.0, "s/token")
+        r.update(unit="tokens/s", lamina_value=1 / r["lamina_value"],
+                 baseline_value=1 / r["baseline_value"])
+        out.append(r)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -159,7 +189,7 @@ def main() -> None:
     torch.set_num_threads(1)
     nd.get_device("cpu").set_num_threads(1)
     rows: list[dict[str, object]] = []
-    for bench in (small_chain, wide_chain, gpt_step):
+    for bench in (small_chain, wide_chain, gpt_step, gpt_decode):
         rows += bench(args.rounds)
         time.sleep(0.5)
     info = {**machine(), "threads": 1, "rounds": args.rounds}

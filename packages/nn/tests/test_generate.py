@@ -59,6 +59,47 @@ def test_generation_past_the_context_and_streaming():
     assert generate(model, long_prompt, 3, temperature=0).shape == (1, 43)
 
 
+def test_static_cache_logits_match_the_full_forward():
+    """Keys and values written in place at tensor positions, later slots masked: the
+    same logits as the whole sequence at once, also over slots a longer run wrote."""
+    model = _model()
+    idx = np.random.default_rng(0).integers(0, 13, (2, 20))
+    cache = model.new_static_cache(2)
+    with ag.no_grad():
+        model(ag.tensor(idx[:, ::-1].copy()), cache=cache, position=ag.arange(20))  # stale
+        full = model(ag.tensor(idx)).numpy()
+        parts = []
+        for lo, hi in ((0, 7), *((t, t + 1) for t in range(7, 13)), (13, 20)):
+            parts.append(model(ag.tensor(idx[:, lo:hi]), cache=cache,
+                               position=ag.arange(lo, hi)).numpy())
+    np.testing.assert_allclose(np.concatenate(parts, axis=1), full, rtol=1e-4, atol=1e-5)
+
+
+def test_compiled_generation_replays_and_picks_the_eager_tokens():
+    model = _model()
+    prompt = np.random.default_rng(1).integers(0, 13, (2, 4))
+    for kwargs in ({"temperature": 0}, {"temperature": 0.9, "top_k": 4, "seed": 3}):
+        eager = generate(model, prompt, 50, **kwargs)  # past the context: re-encodes
+        np.testing.assert_array_equal(generate(model, prompt, 50, compile=True, **kwargs),
+                                      eager)
+    assert len(set(eager[0, 4:].tolist())) > 2  # a meaningful comparison: tokens vary
+    (compiled, _), = model._compiled_decoders.values()  # one batch size, one decoder
+    assert not compiled.graph_breaks
+    assert compiled.stats["replays"] > 80 and compiled.stats["captures"] <= 3
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda m, c: m(ag.tensor([[1, 2]]), cache=c), r"needs position.*\(2,\)"),
+    (lambda m, c: m(ag.tensor([[1, 2]]), cache=c, position=ag.arange(3)), r"got \(3,\)"),
+    (lambda m, c: m(ag.tensor([[1, 2]]), position=ag.arange(2)), "StaticKVCache only"),
+    (lambda m, c: generate(m, [[1]], 2, use_cache=False, compile=True), "decodes with a cache"),
+])
+def test_static_cache_errors(call, message):
+    model = _model()
+    with ag.no_grad(), pytest.raises(ValueError, match=message):
+        call(model, model.new_static_cache(1))
+
+
 def test_sample_next_temperature_and_top_k():
     logits = np.array([[0.0, 3.0, 1.0, 2.0]])
     rng = np.random.default_rng(0)

@@ -161,6 +161,9 @@ def test_training_steps_lower_the_loss_and_checkpoint_generates(tmp_path, capsys
                           "--max-new-tokens", "12", "--temperature", "0"]) == 0
     text = capsys.readouterr().out
     assert text.startswith("the ") and len(text.rstrip("\n")) >= 4 + 12 - 2
+    assert generate_main(["--checkpoint", str(ckpt), "--prompt", "the ", "--compile",
+                          "--max-new-tokens", "12", "--temperature", "0"]) == 0
+    assert capsys.readouterr().out == text  # replayed steps, the same characters
 
 
 def test_recipe_rejects_epochs(tmp_path, capsys):

@@ -57,7 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="sampling seed (default: fresh)")
     p.add_argument("--device", type=known_device, default=None,
                    help="device name (default: LAMINA_DEVICE or the best available)")
-    p.add_argument("--no-cache", action="store_true", help="re-run the whole context per token")
+    cache = p.add_mutually_exclusive_group()
+    cache.add_argument("--no-cache", action="store_true",
+                       help="re-run the whole context per token")
+    cache.add_argument("--compile", action="store_true",
+                       help="decode with a static key/value cache through "
+                            "lamina.autograd.compile (every step after the first replays)")
     return p
 
 
@@ -74,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.flush()
 
         generate(model, prompt, args.max_new_tokens, args.temperature, args.top_k,
-                 not args.no_cache, args.seed, on_token=stream)
+                 not args.no_cache, args.seed, on_token=stream, compile=args.compile)
     except (FileNotFoundError, KeyError, ValueError) as exc:
         print(f"lamina-generate: error: {exc}", file=sys.stderr)
         return 1

@@ -8,6 +8,9 @@ the projections that write into the residual stream, zero biases.
 
 A :class:`KVCache` passed to ``forward`` keeps each layer's keys and values,
 so that decoding a new token costs one position instead of the whole context.
+A :class:`StaticKVCache` does the same in storage of a fixed size, written in
+place at positions given as a tensor: every decoding step then has the same
+shapes and reads no host value, so :func:`lamina.autograd.compile` replays it.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from lamina import nn
 from lamina.autograd import Tensor
 from lamina.nn import functional as F
 
-__all__ = ["GPT", "Block", "CausalSelfAttention", "GPTConfig", "KVCache"]
+__all__ = ["GPT", "Block", "CausalSelfAttention", "GPTConfig", "KVCache", "StaticKVCache"]
 
 
 @dataclass
@@ -81,6 +84,58 @@ class KVCache:
         self.keys[layer], self.values[layer] = k, v
         return k, v
 
+    def attend(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
+        """Keys and values (N, H, S, D) that T new queries see, and their mask (or None)."""
+        t, offset = k.shape[2], self.length
+        k, v = self.append(layer, k, v)
+        # A single new query may see every cached key: no mask needed.
+        s = k.shape[2]
+        return k, v, None if t == 1 else F.causal_mask(t, s, offset, k.dtype, k.device)
+
+
+class StaticKVCache:
+    """Keys and values (N, H, block_size, D) per layer in storage allocated once.
+
+    ``GPT.forward(idx, cache=cache, position=pos)`` writes the new tokens' keys and
+    values at ``pos`` (int64 (T,), on the model's device) and attends to every slot at
+    or before each query's position; later slots hold stale or zero values that the
+    mask hides. The positions are a tensor, not Python ints, so one compiled step
+    (:func:`lamina.autograd.compile`) replays for every position. The caller keeps
+    the count: positions must lie in ``[0, block_size)``.
+
+    Args:
+        config: the model's :class:`GPTConfig`.
+        batch: N, the sequences decoded together.
+        device, dtype: those of the model's weights.
+    """
+
+    def __init__(self, config: GPTConfig, batch: int, device: Any = None,
+                 dtype: Any = None) -> None:
+        h, s = config.n_head, config.block_size
+        shape = (batch, h, s, config.n_embd // h)
+        self.keys = [ag.zeros(shape, dtype=dtype, device=device) for _ in range(config.n_layer)]
+        self.values = [ag.zeros(shape, dtype=dtype, device=device)
+                       for _ in range(config.n_layer)]
+        self.slots = ag.arange(s, device=device)  # (S,) int64: each slot's position
+        self.position: Tensor | None = None  # the positions of the tokens being run
+
+    def attend(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Write T new keys and values at ``self.position``; return every slot's, and
+        the additive mask (T, S) that lets query i see the slots up to its position."""
+        assert self.position is not None, "GPT.forward binds the positions"
+        keys, values = self.keys[layer], self.values[layer]
+        with ag.no_grad():
+            new_k, new_v = keys, values
+            for i in range(k.shape[2]):  # one exact select per token (T is 1 when decoding)
+                here = (self.slots == self.position[i]).reshape(-1, 1)  # (S, 1)
+                new_k = ag.where(here, k[:, :, i:i + 1], new_k)
+                new_v = ag.where(here, v[:, :, i:i + 1], new_v)
+            keys.copy_(new_k)  # in place: a replay writes the same storage
+            values.copy_(new_v)
+            seen = self.slots.reshape(1, -1) <= self.position.reshape(-1, 1)  # (T, S)
+            mask = ag.where(seen, 0.0, float("-inf")).to(k.dtype)
+        return keys, values, mask
+
 
 class CausalSelfAttention(nn.Module):
     """Masked multi-head self-attention with one fused q/k/v projection.
@@ -96,18 +151,16 @@ class CausalSelfAttention(nn.Module):
         self.c_proj = nn.Linear(c, c, bias=config.bias)
         self.resid_dropout = nn.Dropout(config.dropout)
 
-    def forward(self, x: Tensor, cache: KVCache | None = None, layer: int = 0) -> Tensor:
+    def forward(self, x: Tensor, cache: KVCache | StaticKVCache | None = None,
+                layer: int = 0) -> Tensor:
         n, t, c = x.shape
         h, d = self.n_head, c // self.n_head
         qkv = self.c_attn(x).reshape(n, t, 3, h, d).permute(2, 0, 3, 1, 4)
         q, k, v = qkv[0], qkv[1], qkv[2]  # (N, H, T, D) each
-        offset = 0
         if cache is not None:
-            offset = cache.length
-            k, v = cache.append(layer, k, v)
-        s = k.shape[2]
-        # A single new query may see every cached key: no mask needed.
-        mask = None if t == 1 else F.causal_mask(t, s, offset, x.dtype, x.device)
+            k, v, mask = cache.attend(layer, k, v)
+        else:
+            mask = None if t == 1 else F.causal_mask(t, t, 0, x.dtype, x.device)
         y, _ = F.attention(q, k, v, mask, self.dropout_p, training=self.training)
         # (N, H, T, D) -> (N, T, H * D); for one query (decoding) the permute is the
         # identity on memory order, and the reshape alone gives the same view
@@ -143,7 +196,8 @@ class Block(nn.Module):
         self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias)
         self.mlp = MLP(config)
 
-    def forward(self, x: Tensor, cache: KVCache | None = None, layer: int = 0) -> Tensor:
+    def forward(self, x: Tensor, cache: KVCache | StaticKVCache | None = None,
+                layer: int = 0) -> Tensor:
         x = x + self.attn(self.ln_1(x), cache, layer)
         return x + self.mlp(self.ln_2(x))
 
@@ -199,22 +253,36 @@ class GPT(nn.Module):
                 {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0}]
 
     def forward(self, idx: Tensor, targets: Tensor | None = None,
-                cache: KVCache | None = None) -> Any:
+                cache: KVCache | StaticKVCache | None = None,
+                position: Tensor | None = None) -> Any:
         if idx.ndim != 2:
             raise nn.ShapeError(f"GPT: expected int64 token ids of shape (N, T), got "
                                 f"{tuple(idx.shape)}")
         n, t = idx.shape
-        offset = cache.length if cache is not None else 0
-        if offset + t > self.config.block_size:
-            raise nn.ShapeError(
-                f"GPT: sequence of length {offset + t} (cached {offset} + new {t}) is longer "
-                f"than the context block_size={self.config.block_size}; crop the input to the "
-                f"last {self.config.block_size} tokens")
-        x = self.drop(self.wte(idx) + self.wpe(t, offset))
-        for i, block in enumerate(self.h):
-            x = block(x, cache, i)
-        if cache is not None:
-            cache.length += t
+        if isinstance(cache, StaticKVCache):
+            if position is None or tuple(position.shape) != (t,):
+                raise ValueError(f"GPT: a StaticKVCache needs position, the int64 positions "
+                                 f"({t},) of idx's tokens, got "
+                                 f"{None if position is None else tuple(position.shape)}")
+            cache.position = position
+            x = self.drop(self.wte(idx) + F.embedding(position, self.wpe.weight))
+            for i, block in enumerate(self.h):
+                x = block(x, cache, i)
+            cache.position = None
+        else:
+            if position is not None:
+                raise ValueError("GPT: position is for a StaticKVCache only")
+            offset = cache.length if cache is not None else 0
+            if offset + t > self.config.block_size:
+                raise nn.ShapeError(
+                    f"GPT: sequence of length {offset + t} (cached {offset} + new {t}) is "
+                    f"longer than the context block_size={self.config.block_size}; crop the "
+                    f"input to the last {self.config.block_size} tokens")
+            x = self.drop(self.wte(idx) + self.wpe(t, offset))
+            for i, block in enumerate(self.h):
+                x = block(x, cache, i)
+            if cache is not None:
+                cache.length += t
         logits = self.lm_head(self.ln_f(x))
         if targets is None:
             return logits
@@ -227,3 +295,8 @@ class GPT(nn.Module):
     def new_cache(self) -> KVCache:
         """An empty key/value cache for this model."""
         return KVCache(self.config.n_layer)
+
+    def new_static_cache(self, batch: int) -> StaticKVCache:
+        """A :class:`StaticKVCache` for ``batch`` sequences, on the weights' device."""
+        w = self.wte.weight
+        return StaticKVCache(self.config, batch, w.device, w.dtype)

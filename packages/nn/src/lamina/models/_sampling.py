@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from lamina import autograd as ag
 
-from ._gpt import GPT
+from ._gpt import GPT, StaticKVCache
 
 __all__ = ["generate", "generate_tokens", "sample_next"]
 
@@ -56,9 +56,21 @@ def _check(model: GPT, prompt: np.ndarray, max_new_tokens: int, temperature: flo
         raise ValueError(f"generate: top_k must be >= 1, got {top_k}")
 
 
+def _compiled_decoder(model: GPT, batch: int) -> tuple[Any, StaticKVCache]:
+    """The model compiled with a :class:`StaticKVCache` for ``batch`` sequences, kept on
+    the model so that later calls replay (stale slots are masked, so reuse is safe)."""
+    w = model.wte.weight
+    key = (batch, w.device.name, w.dtype.name)
+    decoders = model.__dict__.setdefault("_compiled_decoders", {})
+    if key not in decoders:
+        decoders[key] = (ag.compile(model), model.new_static_cache(batch))
+    return decoders[key]
+
+
 def generate_tokens(model: GPT, prompt: Any, max_new_tokens: int, temperature: float = 1.0,
                     top_k: int | None = None, use_cache: bool = True,
-                    seed: int | None = None) -> Iterator[np.ndarray]:
+                    seed: int | None = None, compile: bool = False,  # noqa: A002
+                    ) -> Iterator[np.ndarray]:
     """Yield each new token, int64 (N,), as soon as it is sampled.
 
     Args:
@@ -69,6 +81,9 @@ def generate_tokens(model: GPT, prompt: Any, max_new_tokens: int, temperature: f
         top_k: sample among the k most likely tokens only.
         use_cache: decode with a key/value cache (one position per token).
         seed: seed of the sampling generator.
+        compile: decode with a :class:`StaticKVCache` through
+            :func:`lamina.autograd.compile`, so that every step after the first replays
+            (needs ``use_cache``; the same tokens as the eager cached path).
     """
     ids = np.asarray(prompt.numpy() if isinstance(prompt, ag.Tensor) else prompt,
                      dtype=np.int64)
@@ -77,11 +92,24 @@ def generate_tokens(model: GPT, prompt: Any, max_new_tokens: int, temperature: f
     block = model.config.block_size
     device = model.wte.weight.device
     model.eval()
+    if compile and not use_cache:
+        raise ValueError("generate: compile=True decodes with a cache; drop use_cache=False")
     cache, pending = None, ids
+    step, static = _compiled_decoder(model, ids.shape[0]) if compile else (None, None)
+    length = 0  # positions the static cache holds
     with ag.no_grad():
         for _ in range(max_new_tokens):
             if not use_cache:
                 logits = model(ag.tensor(ids[:, -block:], device=device))
+            elif step is not None:
+                if length == 0 or length + pending.shape[1] > block:
+                    pending = ids[:, -(block if length == 0 else max(block // 2, 1)):]
+                    length = 0
+                t = pending.shape[1]
+                position = ag.arange(length, length + t, device=device)
+                logits = step(ag.tensor(pending, device=device), cache=static,
+                              position=position)
+                length += t
             else:
                 if cache is None or cache.length + pending.shape[1] > block:
                     # First call: the whole (cropped) prompt; a full cache: half a context.
@@ -96,7 +124,8 @@ def generate_tokens(model: GPT, prompt: Any, max_new_tokens: int, temperature: f
 
 def generate(model: GPT, prompt: Any, max_new_tokens: int, temperature: float = 1.0,
              top_k: int | None = None, use_cache: bool = True, seed: int | None = None,
-             on_token: Callable[[np.ndarray], None] | None = None) -> np.ndarray:
+             on_token: Callable[[np.ndarray], None] | None = None,
+             compile: bool = False) -> np.ndarray:  # noqa: A002
     """The prompt followed by ``max_new_tokens`` sampled tokens, int64 (N, T + new).
 
     Arguments as :func:`generate_tokens`; ``on_token`` is called with each new (N,) token.
@@ -111,7 +140,7 @@ def generate(model: GPT, prompt: Any, max_new_tokens: int, temperature: float = 
                      dtype=np.int64)
     new = []
     for token in generate_tokens(model, ids, max_new_tokens, temperature, top_k, use_cache,
-                                 seed):
+                                 seed, compile):
         new.append(token[:, None])
         if on_token is not None:
             on_token(token)
