@@ -240,3 +240,18 @@ def test_conversions_and_promotion_helpers():
     w = ag.tensor([1.0, 2.0], device="numpy", requires_grad=True)
     (w.double() * 3).sum().backward()  # the conversion is differentiable
     assert w.grad.dtype == ag.float32 and w.grad.tolist() == [3.0, 3.0]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", ["int64", "bool", "float32"])
+def test_clone_and_contiguous_copy_every_dtype(device, dtype):
+    """A clone owns its storage (writing it leaves the original alone) and, from a
+    broadcast view, is compact, as PyTorch's: for integer and bool tensors too."""
+    x = ag.tensor([1, 0, 1], dtype=dtype, device=device)
+    y = x.clone()
+    y[0] = 0
+    assert x.tolist() == ag.tensor([1, 0, 1], dtype=dtype).tolist()
+    wide = x.reshape(-1, 1).expand(3, 2).contiguous()
+    assert wide._data.is_compact() and wide._data._buf is not x._data._buf
+    np.testing.assert_array_equal(wide.numpy(), torch.tensor([1, 0, 1]).to(
+        getattr(torch, dtype)).reshape(-1, 1).expand(3, 2).numpy())

@@ -150,7 +150,9 @@ def to(x: Tensor, device: Any = None, dtype: Any = None, copy: bool = False) -> 
     if not copy and device == x.device and dtype == x.dtype:
         return x
     if not dtype.is_floating:
-        return make(x._data.to(device).astype(dtype))
+        out = x._data.to(device).astype(dtype)
+        # a copy never shares storage, and is compact (as clone() of a broadcast view)
+        return make(out.copy() if out._buf is x._data._buf else out)
     return Copy.apply(x, device=device, dtype=dtype)
 
 
