@@ -117,24 +117,36 @@ class StaticKVCache:
         self.values = [ag.zeros(shape, dtype=dtype, device=device)
                        for _ in range(config.n_layer)]
         self.slots = ag.arange(s, device=device)  # (S,) int64: each slot's position
-        self.position: Tensor | None = None  # the positions of the tokens being run
+        self._where: list[Tensor] = []  # per new token: its slot, as a (N, H, S, D) mask
+        self._mask: Tensor | None = None
+
+    def bind(self, position: Tensor | None) -> None:
+        """Prepare a forward over tokens at ``position`` (int64 (T,)): which slot each
+        writes, and the additive mask (T, S) that lets query i see slots up to its
+        position. Computed once, shared by every layer; None forgets them."""
+        if position is None:
+            self._where, self._mask = [], None
+            return
+        shape = tuple(self.keys[0].shape)
+        with ag.no_grad():
+            self._where = [(self.slots == position[i]).reshape(-1, 1).expand(shape).contiguous()
+                           for i in range(position.shape[0])]
+            seen = self.slots.reshape(1, -1) <= position.reshape(-1, 1)  # (T, S)
+            self._mask = ag.where(seen, 0.0, float("-inf")).to(self.keys[0].dtype)
 
     def attend(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """Write T new keys and values at ``self.position``; return every slot's, and
-        the additive mask (T, S) that lets query i see the slots up to its position."""
-        assert self.position is not None, "GPT.forward binds the positions"
+        """Write the T new keys and values (N, H, T, D) into their slots; return every
+        slot's keys and values and the mask of :meth:`bind`."""
+        assert self._mask is not None, "GPT.forward binds the positions first"
         keys, values = self.keys[layer], self.values[layer]
         with ag.no_grad():
             new_k, new_v = keys, values
-            for i in range(k.shape[2]):  # one exact select per token (T is 1 when decoding)
-                here = (self.slots == self.position[i]).reshape(-1, 1)  # (S, 1)
+            for i, here in enumerate(self._where):  # one exact select per token
                 new_k = ag.where(here, k[:, :, i:i + 1], new_k)
                 new_v = ag.where(here, v[:, :, i:i + 1], new_v)
             keys.copy_(new_k)  # in place: a replay writes the same storage
             values.copy_(new_v)
-            seen = self.slots.reshape(1, -1) <= self.position.reshape(-1, 1)  # (T, S)
-            mask = ag.where(seen, 0.0, float("-inf")).to(k.dtype)
-        return keys, values, mask
+        return keys, values, self._mask
 
 
 class CausalSelfAttention(nn.Module):
@@ -264,11 +276,11 @@ class GPT(nn.Module):
                 raise ValueError(f"GPT: a StaticKVCache needs position, the int64 positions "
                                  f"({t},) of idx's tokens, got "
                                  f"{None if position is None else tuple(position.shape)}")
-            cache.position = position
+            cache.bind(position)
             x = self.drop(self.wte(idx) + F.embedding(position, self.wpe.weight))
             for i, block in enumerate(self.h):
                 x = block(x, cache, i)
-            cache.position = None
+            cache.bind(None)  # keeps nothing made here (a compiled step's capture checks)
         else:
             if position is not None:
                 raise ValueError("GPT: position is for a StaticKVCache only")
