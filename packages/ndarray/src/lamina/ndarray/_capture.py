@@ -93,11 +93,21 @@ class Program:
                  fresh: list[tuple[int, Callable[..., Any], tuple[Any, ...]]],
                  fixed: list[Any]) -> None:
         self.inputs, self.fresh, self._fixed = inputs, fresh, fixed
-        # per call: the kernel, its constant arguments, and (position, slot) pairs to fill
-        self._steps: list[tuple[Any, list[Any] | None, list[tuple[int, int]]]] = [
-            (kernel, list(args), [(p, a.index) for p, a in enumerate(args) if type(a) is _Slot])
-            if type(kernel) not in (_HostStep, _FusedStep) else (kernel, None, [])
-            for kernel, args in calls]
+        # Per call: the kernel, its arguments, and the (position, slot) pairs a run fills.
+        # A call over fixed buffers only (weights, reused intermediates: every slot it
+        # reads is decided by now, slots being numbered in the order they appeared) is
+        # bound once, its arguments a ready tuple (fill None).
+        self._steps: list[tuple[Any, Any, list[tuple[int, int]] | None]] = []
+        for kernel, args in calls:
+            if type(kernel) in (_HostStep, _FusedStep):
+                self._steps.append((kernel, None, []))
+                continue
+            fill = [(p, a.index) for p, a in enumerate(args) if type(a) is _Slot]
+            if all(fixed[index] is not None for _, index in fill):
+                self._steps.append((kernel, tuple(
+                    fixed[a.index] if type(a) is _Slot else a for a in args), None))
+            else:
+                self._steps.append((kernel, list(args), fill))
 
     def __len__(self) -> int:
         return len(self._steps)
@@ -114,6 +124,9 @@ class Program:
         for kernel, template, fill in self._steps:
             if template is None:  # a host step or a fused program: it fills its slots
                 kernel.run(slots)
+                continue
+            if fill is None:  # bound: fixed buffers only
+                kernel(*template)
                 continue
             args = template.copy()  # a copy per call: replays may run on several threads
             for position, index in fill:
