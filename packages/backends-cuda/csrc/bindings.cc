@@ -142,6 +142,9 @@ PYBIND11_MODULE(_core, m) {
   LAMINA_UNARY_OPS(LAMINA_DEF_UNARY)
   LAMINA_DEF(ewise_where, "cond"_a, "a"_a, "b"_a, "out"_a, "out[i] = a[i] if cond[i] != 0 else b[i]");
   LAMINA_DEF(ewise_cast, "a"_a, "out"_a, "out[i] = a[i] converted to out.dtype");
+  LAMINA_DEF(ewise_program, "bufs"_a, "code"_a, "scalars"_a, "n"_a,
+             "a chain of elementwise instructions (op, dst, a, b) over the first n elements "
+             "of bufs, as one kernel (v2.1)");
 
   // reductions over the last axis, and fused row kernels
   LAMINA_DEF(reduce_sum, "a"_a, "out"_a, "size"_a, "out[j] = sum(a[j*size:(j+1)*size])");

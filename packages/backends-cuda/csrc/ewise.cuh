@@ -1,6 +1,6 @@
 // ewise.cuh: the grid-stride, vectorised loops shared by the elementwise
 // kernels of ewise_binary.cu, ewise_unary.cu and ewise_strided.cu, and the
-// functors of the binary ops that ewise_ops.h lists.
+// functors of the ops that ewise_ops.h lists (program.cu calls them too).
 //
 // Buffers come from the caching allocator 256-byte aligned and compact
 // operands start at element 0, so every operand is read and written in packs
@@ -208,6 +208,56 @@ struct Ge : Comparison {
 
 template <class Op>
 constexpr bool kComparison = std::is_base_of_v<Comparison, Op>;
+
+// The unary ops of ewise_ops.h, which ewise_unary.cu and program.cu both call.
+struct Neg {
+  template <class T> __device__ T operator()(T x) const { return neg_wrap(x); }
+};
+struct Abs {
+  __device__ float operator()(float x) const { return fabsf(x); }
+  __device__ double operator()(double x) const { return fabs(x); }
+  __device__ int64_t operator()(int64_t x) const { return x < 0 ? neg_wrap(x) : x; }
+};
+struct Exp {
+  __device__ float operator()(float x) const { return expf(x); }
+  __device__ double operator()(double x) const { return exp(x); }
+};
+struct Log {
+  __device__ float operator()(float x) const { return logf(x); }
+  __device__ double operator()(double x) const { return log(x); }
+};
+struct Sqrt {
+  __device__ float operator()(float x) const { return sqrtf(x); }
+  __device__ double operator()(double x) const { return sqrt(x); }
+};
+struct Tanh {
+  __device__ float operator()(float x) const { return tanhf(x); }
+  __device__ double operator()(double x) const { return tanh(x); }
+};
+struct Sin {
+  __device__ float operator()(float x) const { return sinf(x); }
+  __device__ double operator()(double x) const { return sin(x); }
+};
+struct Cos {
+  __device__ float operator()(float x) const { return cosf(x); }
+  __device__ double operator()(double x) const { return cos(x); }
+};
+struct Erf {
+  __device__ float operator()(float x) const { return erff(x); }
+  __device__ double operator()(double x) const { return erf(x); }
+};
+struct Sign {  // 0 stays 0 and NaN stays NaN, as in numpy.sign
+  template <class T> __device__ T operator()(T x) const {
+    return x > T(0) ? T(1) : (x < T(0) ? T(-1) : x);
+  }
+};
+
+struct BitwiseNot {  // logical not on bool (~ of a bool's int value is never 0)
+  template <class T> __device__ T operator()(T x) const {
+    if constexpr (std::is_same_v<T, bool>) return !x;
+    else return ~x;
+  }
+};
 
 // The out dtype of a binary op: the operands' (a, b and out one dtype), or bool
 // for a comparison. TypeError otherwise.

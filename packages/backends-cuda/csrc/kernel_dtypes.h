@@ -29,7 +29,7 @@ constexpr DTypes kAllDTypes = 0b1111;
   X(scalar_setitem, kAllDTypes) X(from_numpy, kAllDTypes) X(to_numpy, kAllDTypes)            \
   LAMINA_BINARY_OPS_WITH(LAMINA_BINARY_KERNEL_DTYPES, X)                                     \
   LAMINA_UNARY_OPS_WITH(LAMINA_UNARY_KERNEL_DTYPES, X)                                       \
-  X(ewise_where, kAllDTypes) X(ewise_cast, kAllDTypes)                                       \
+  X(ewise_where, kAllDTypes) X(ewise_cast, kAllDTypes) X(ewise_program, kFloats)             \
   X(reduce_sum, kNumbers) X(reduce_max, kAllDTypes) X(reduce_min, kAllDTypes)                \
   X(reduce_argmax, kNumbers) X(reduce_prod, kNumbers) X(reduce_sum_axis, kNumbers)           \
   X(cumsum_last, kNumbers) X(softmax_last, kFloats) X(logsumexp_last, kFloats)               \

@@ -6,6 +6,8 @@
 
 #include <pybind11/numpy.h>
 
+#include <vector>
+
 #include "common.cuh"
 #include "ewise_ops.h"
 
@@ -42,6 +44,10 @@ LAMINA_UNARY_OPS(LAMINA_DECLARE_UNARY)
 #undef LAMINA_DECLARE_UNARY
 void ewise_where(const Array& cond, const Array& a, const Array& b, Array& out);
 void ewise_cast(const Array& a, Array& out);
+// a chain of elementwise ops as one kernel, v2.1 (program.cu): code holds (op, dst, a, b)
+// per instruction, ops numbered as lamina/program_ops.h lists them
+void ewise_program(const std::vector<Array*>& bufs, const std::vector<int64_t>& code,
+                   const std::vector<double>& scalars, int64_t n);
 
 // reductions and fused row kernels (reduce.cu)
 void reduce_sum(const Array& a, Array& out, int64_t size);

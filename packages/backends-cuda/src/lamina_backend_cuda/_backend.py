@@ -31,7 +31,7 @@ else:
 # Array constructor serves for allocation (no optional `empty`), and Adam's
 # update runs as the composite of elementwise kernels (no `adam_step` yet).
 _NOT_BOUND = METADATA + ("device_count", "set_num_threads", "num_threads", "wrap_numpy",
-                         "empty", "adam_step", "ewise_program")
+                         "empty", "adam_step")
 
 KERNELS: tuple[str, ...] = tuple(name for name in REQUIRED + OPTIONAL if name not in _NOT_BOUND)
 """Every kernel and device function the backend provides (interface v2.0 names)."""
@@ -57,7 +57,7 @@ class CudaBackend:
 
     name = "cuda"
     api_version = 2
-    api_minor_version = 1  # v2.1: sort_last, multinomial_last
+    api_minor_version = 1  # v2.1: sort_last, multinomial_last, ewise_program, ...
     dtypes = ("float32", "float64", "int64", "bool")
     kernel_dtypes: dict[str, tuple[str, ...]] = (
         {} if _core is None else dict(_core.kernel_dtypes()))

@@ -65,13 +65,16 @@ def _unfused(backend, bufs, code, scalars, n, dtype):
             kernel(at(a), at(dst))
 
 
-@pytest.mark.parametrize("n", [1, 7, 1024, 3000, LARGE // 8])
+@pytest.mark.parametrize("n, length", [(1, 12), (7, 12), (1024, 12), (3000, 12),
+                                       (LARGE // 8, 12), (7, 100), (3000, 100)])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_ewise_program_equals_its_kernels(lamina_backend, n, dtype, seed):
+def test_ewise_program_equals_its_kernels(lamina_backend, n, length, dtype, seed):
+    """Programs of 12 instructions, and of 100 (longer than a backend may run in one
+    piece), with temporaries live across the whole program."""
     _need(lamina_backend)
     rng = np.random.default_rng(seed)
-    code, scalars = _program(lamina_backend, rng, 12, 3, 4)
+    code, scalars = _program(lamina_backend, rng, length, 3, 4)
     values = [np.abs(sample(dtype, n, seed + k)) + 0.5 for k in range(3)]  # log, sqrt
     fused = [put(lamina_backend, v) for v in values]
     alone = [put(lamina_backend, v) for v in values]
