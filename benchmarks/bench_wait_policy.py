@@ -1,13 +1,14 @@
-"""How the cpu backend's OpenMP wait policy behaves in bursts after idle and beside a busy core.
+"""The cpu backend's worker spin (LAMINA_SPIN_US): SGEMM bursts after idle, a step by a busy core.
 
-libgomp reads its wait policy once, when it loads, so each policy runs in its own
-process (``--child``). Two measurements per policy, 2 threads:
+The spin is read once, at import, so each setting runs in its own process
+(``--child``). Measurements per setting, 2 threads:
 
 - **bursts after idle**: SGEMM of 256-2048 squares, each burst about 30 ms of work
   started after a pause of 0.3, 1 or 2 s, against numpy's (OpenBLAS) 2-thread SGEMM
   in the same kind of bursts and warm; GFLOP/s, median over the bursts;
-- **a busy core**: one MLP 784-256-10 training step (batch 128) with 2 threads while
-  another process spins on one core, against the same step with 1 thread and no load.
+- **a training step**: one MLP 784-256-10 training step (batch 128) with 2 threads,
+  unloaded and while another process spins on one core, against the same step with
+  1 thread and no load.
 
 ``python benchmarks/bench_wait_policy.py`` writes ``results/wait_policy.md``.
 """
@@ -30,13 +31,12 @@ from _machine import machine  # noqa: E402
 SIZES = (256, 512, 1024, 2048)
 PAUSES = (0.3, 1.0, 2.0)
 BURST_SECONDS = 0.03
-# name -> environment for the child. The package itself sets PASSIVE when the user
-# chose nothing; a spin count makes an idle worker spin that many rounds, then sleep.
+# name -> environment for the child: how long an idle worker spins before it sleeps.
 POLICIES = {
-    "PASSIVE (the package's choice)": {},
-    "GOMP_SPINCOUNT=1e4": {"GOMP_SPINCOUNT": "10000"},
-    "GOMP_SPINCOUNT=1e5": {"GOMP_SPINCOUNT": "100000"},
-    "GOMP_SPINCOUNT=1e6": {"GOMP_SPINCOUNT": "1000000"},
+    "LAMINA_SPIN_US=0": {"LAMINA_SPIN_US": "0"},
+    "LAMINA_SPIN_US=50 (the default)": {"LAMINA_SPIN_US": "50"},
+    "LAMINA_SPIN_US=200": {"LAMINA_SPIN_US": "200"},
+    "LAMINA_SPIN_US=1000": {"LAMINA_SPIN_US": "1000"},
 }
 
 
@@ -97,8 +97,8 @@ def child(repeats: int) -> dict[str, object]:
         theirs = _bursts(np.matmul, a_np, b_np, n, repeats)
         out[str(n)] = {"lamina_burst": ours[0], "lamina_warm": ours[1],
                        "numpy_burst": theirs[0], "numpy_warm": theirs[1]}
+    out["mlp_step"] = _mlp_step_seconds()
     if os.environ.get("LAMINA_NUM_THREADS") == "1":
-        out["mlp_step"] = _mlp_step_seconds()
         return out
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
@@ -110,8 +110,7 @@ def child(repeats: int) -> dict[str, object]:
 
 
 def _run_child(env: dict[str, str], threads: int, repeats: int) -> dict[str, object]:
-    full = {k: v for k, v in os.environ.items()
-            if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    full = {k: v for k, v in os.environ.items() if k != "LAMINA_SPIN_US"}
     full.update(env, LAMINA_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
                 OPENBLAS_NUM_THREADS=str(threads))
     done = subprocess.run([sys.executable, __file__, "--child", "--repeats", str(repeats)],
@@ -129,13 +128,13 @@ def main() -> int:
         print(json.dumps(child(args.repeats)))
         return 0
     one = _run_child({}, 1, 1)
-    lines = ["# OpenMP wait policy: SGEMM bursts after idle, and a step beside a busy core", "",
+    lines = ["# Worker spin: SGEMM bursts after idle, and a training step beside a busy core", "",
              ", ".join(f"{k} {v}" for k, v in machine().items()), "",
              "SGEMM GFLOP/s, 2 threads, median over bursts of about 30 ms started after a "
              f"pause of {', '.join(map(str, PAUSES))} s ({args.repeats} each); numpy is "
              "OpenBLAS in the same bursts and warm. The MLP step (784-256-10, batch 128, "
-             "SGD) is 2 threads beside a process spinning on one core; the reference is "
-             f"1 thread, no load: {one['mlp_step'] * 1e3:.2f} ms.", "",
+             "SGD) is 2 threads, unloaded and beside a process spinning on one core; the "
+             f"reference is 1 thread, no load: {one['mlp_step'] * 1e3:.2f} ms.", "",
              "| policy | n | lamina burst | numpy burst | burst ratio | lamina warm | "
              "numpy warm |", "|---|---:|---:|---:|---:|---:|---:|"]
     steps = []
@@ -147,11 +146,13 @@ def main() -> int:
             lines.append(f"| {name} | {n} | {r['lamina_burst']:.1f} | {r['numpy_burst']:.1f} | "
                          f"{r['lamina_burst'] / r['numpy_burst']:.2f} | "
                          f"{r['lamina_warm']:.1f} | {r['numpy_warm']:.1f} |")
-        busy = float(res["mlp_step_busy"])  # type: ignore[arg-type]
-        steps.append(f"| {name} | {busy * 1e3:.2f} | "
-                     f"{float(one['mlp_step']) / busy:.2f} |")  # type: ignore[arg-type]
-    lines += ["", "| policy | MLP step, 2 threads, one core busy (ms) | "
-              "speed vs 1 thread unloaded |", "|---|---:|---:|", *steps, ""]
+        free, busy = float(res["mlp_step"]), float(res["mlp_step_busy"])  # type: ignore[arg-type]
+        ref = float(one["mlp_step"])  # type: ignore[arg-type]
+        steps.append(f"| {name} | {free * 1e3:.2f} | {ref / free:.2f} | {busy * 1e3:.2f} | "
+                     f"{ref / busy:.2f} |")
+    lines += ["", "| policy | MLP step, 2 threads (ms) | speed vs 1 thread | "
+              "2 threads, one core busy (ms) | speed vs 1 thread unloaded |",
+              "|---|---:|---:|---:|---:|", *steps, ""]
     Path(args.out).write_text("\n".join(lines))
     print("\n".join(lines))
     return 0

@@ -66,7 +66,7 @@ py::dict kernel_dtypes() {
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
-  m.doc() = "Lamina's cpu backend (interface v2.0): C++17 kernels with AVX2/FMA, AVX-512 and OpenMP";
+  m.doc() = "Lamina's cpu backend (interface v2.0): C++17 kernels with AVX2/FMA, AVX-512 and worker threads";
 
   py::register_exception_translator([](std::exception_ptr p) {
     try {

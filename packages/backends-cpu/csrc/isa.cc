@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "isa_table.h"
+#include "threading.h"
 
 namespace lamina_cpu {
 namespace {
@@ -138,7 +139,9 @@ void set_isa(const std::string& name) {
 }
 
 std::string env_warnings() {
-  active_isa();  // parse LAMINA_CPU_ISA now
+  active_isa();  // parse LAMINA_CPU_ISA, LAMINA_NUM_THREADS and LAMINA_SPIN_US now
+  num_threads();
+  spin_microseconds();
   std::lock_guard<std::mutex> lock(warn_mu);
   return warnings();
 }

@@ -5,9 +5,14 @@
 // number) is reported by env_warnings() (a RuntimeWarning at import) and
 // replaced by the default or the cap.
 //
-// GNU OpenMP is not fork-safe: a child forked after the parent ran a parallel
-// region hangs in its first one (DataLoader workers do exactly this). So a
-// forked child runs every kernel on its calling thread.
+// The workers (run_parts) are the backend's own threads, started on first use.
+// A worker that finds no work spins for LAMINA_SPIN_US microseconds (default
+// 50: back-to-back kernels), then sleeps until the next kernel wakes it, so an
+// idle process takes no core from other work; a longer spin took time from the
+// caller's own thread beside a busy core (benchmarks/bench_wait_policy.py). The
+// caller never waits for a worker to wake: it claims every part no worker has
+// (threading.h). A forked child has no workers (they are not forked with it),
+// so it runs every kernel on its calling thread.
 #include "threading.h"
 
 #include <dlfcn.h>
@@ -15,10 +20,20 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define LAMINA_PAUSE() _mm_pause()
+#else
+#define LAMINA_PAUSE() std::this_thread::yield()
+#endif
 
 #include "isa.h"
 
@@ -63,7 +78,142 @@ int& thread_count() {
 std::atomic<bool> forked_child{false};
 const int fork_handler_registered = pthread_atfork(nullptr, nullptr, [] { forked_child = true; });
 
+// ---------------------------------------------------------------- the workers
+
+// One job at a time. state holds the job's generation (high 32 bits) and the
+// next unclaimed part (low 32): a part is claimed by a compare-and-swap that
+// fails once the generation moved on, so a worker that read an older job's
+// fields can never run a part of a newer one.
+class Pool {
+ public:
+  void run(int parts, detail::PartFn fn, void* ctx) {
+    if (in_part_) {  // called from a part: as an OpenMP team of one, the whole range
+      fn(ctx, 0, 1);
+      return;
+    }
+    std::unique_lock<std::mutex> one(job_mu_, std::try_to_lock);
+    if (!one.owns_lock()) {  // another thread's job is running: every part, here
+      for (int t = 0; t < parts; ++t) fn(ctx, t, parts);
+      return;
+    }
+    grow(parts - 1);
+    fn_.store(fn, std::memory_order_relaxed);
+    ctx_.store(ctx, std::memory_order_relaxed);
+    parts_.store(parts, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
+    const uint64_t gen = ((state_.load(std::memory_order_relaxed) >> 32) + 1) & 0xffffffffu;
+    state_.store(gen << 32, std::memory_order_seq_cst);  // publish: part 0 is next
+    if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+      std::lock_guard<std::mutex> lock(mu_);
+      wake_.notify_all();
+    }
+    in_part_ = true;
+    int ran = work(gen);
+    in_part_ = false;
+    // Wait only for the parts that workers claimed and are running.
+    for (int spins = 0; done_.load(std::memory_order_acquire) + ran < parts; ++spins) {
+      if (spins < 4096) LAMINA_PAUSE();
+      else std::this_thread::yield();
+    }
+  }
+
+ private:
+  // Claims and runs parts of job gen until none is left; returns how many it ran.
+  int work(uint64_t gen) {
+    detail::PartFn fn = fn_.load(std::memory_order_relaxed);
+    void* ctx = ctx_.load(std::memory_order_relaxed);
+    const int parts = parts_.load(std::memory_order_relaxed);
+    int ran = 0;
+    uint64_t s = state_.load(std::memory_order_acquire);
+    while ((s >> 32) == gen && static_cast<int>(s & 0xffffffffu) < parts) {
+      if (!state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel)) continue;
+      fn(ctx, static_cast<int>(s & 0xffffffffu), parts);
+      ++ran;
+      s = state_.load(std::memory_order_acquire);
+    }
+    return ran;
+  }
+
+  void grow(int workers) {
+    while (static_cast<int>(threads_) < workers) {
+      std::thread(&Pool::loop, this).detach();  // lives as long as the process
+      ++threads_;
+    }
+  }
+
+  void loop() {
+    in_part_ = true;  // a kernel called from a part runs inline
+    uint64_t seen = state_.load(std::memory_order_acquire) >> 32;
+    for (;;) {
+      wait_for_job(seen);
+      const uint64_t s = state_.load(std::memory_order_acquire);
+      seen = s >> 32;
+      const int ran = work(seen);
+      if (ran) done_.fetch_add(ran, std::memory_order_acq_rel);
+    }
+  }
+
+  void wait_for_job(uint64_t seen) {
+    using clock = std::chrono::steady_clock;
+    const auto until = clock::now() + std::chrono::microseconds(spin_microseconds());
+    for (int i = 0;; ++i) {
+      if ((state_.load(std::memory_order_acquire) >> 32) != seen) return;
+      LAMINA_PAUSE();
+      if ((i & 63) == 63 && clock::now() >= until) break;
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    wake_.wait(lock, [&] { return (state_.load(std::memory_order_seq_cst) >> 32) != seen; });
+    sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+  }
+
+  std::mutex job_mu_;  // one job at a time
+  std::atomic<uint64_t> state_{0};
+  std::atomic<detail::PartFn> fn_{nullptr};
+  std::atomic<void*> ctx_{nullptr};
+  std::atomic<int> parts_{0};
+  std::atomic<int> done_{0};
+  std::atomic<int> sleepers_{0};
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::size_t threads_ = 0;  // only the job's caller, holding job_mu_, grows it
+  static thread_local bool in_part_;
+};
+
+thread_local bool Pool::in_part_ = false;
+
+Pool& pool() {
+  static Pool* p = new Pool;  // never destroyed: its workers outlive static destruction
+  return *p;
+}
+
 }  // namespace
+
+namespace detail {
+void run_parts(int parts, PartFn fn, void* ctx) {
+  if (parts <= 1 || in_forked_child()) {
+    for (int t = 0; t < parts; ++t) fn(ctx, t, parts);
+    return;
+  }
+  pool().run(parts, fn, ctx);
+}
+}  // namespace detail
+
+int spin_microseconds() {
+  static const int us = [] {
+    const char* env = std::getenv("LAMINA_SPIN_US");
+    if (env == nullptr || env[0] == '\0') return 50;
+    char* end = nullptr;
+    const long v = std::strtol(env, &end, 10);
+    if (end == env || *end != '\0' || v < 0 || v > 10000000) {
+      add_env_warning(std::string("LAMINA_SPIN_US='") + env +
+                      "' is not a whole number of microseconds in [0, 10^7]; using 50");
+      return 50;
+    }
+    return static_cast<int>(v);
+  }();
+  return us;
+}
 
 int max_threads() {
   static const int cap = 4 * std::max(1, static_cast<int>(std::thread::hardware_concurrency()));

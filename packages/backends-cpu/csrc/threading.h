@@ -1,7 +1,8 @@
-// threading.h: the thread count (LAMINA_NUM_THREADS, set_num_threads) and
-// parallel_for, which splits [0, n) into contiguous static chunks and runs
-// them on OpenMP threads only when the work is large enough to pay for the
-// fork/join; builds without OpenMP run everything on the calling thread.
+// threading.h: the thread count (LAMINA_NUM_THREADS, set_num_threads),
+// run_threads, which runs the parts of a kernel on the calling thread and the
+// backend's own workers (threading.cc), and parallel_for, which splits [0, n)
+// into contiguous chunks, one per part, when the work is large enough to pay
+// for waking a worker.
 #pragma once
 
 #include <algorithm>
@@ -24,6 +25,8 @@ void set_num_threads(int64_t n);
 // The most threads a kernel may use: 4 per logical CPU (more only thrash).
 int max_threads();
 bool have_openmp();
+// How long an idle worker spins before it sleeps: LAMINA_SPIN_US, default 50.
+int spin_microseconds();
 // The file of the OpenMP runtime the kernels run on ("" without OpenMP). A
 // process that loaded PyTorch first runs Lamina on PyTorch's bundled libgomp
 // (same soname), whose wait policy was fixed when PyTorch loaded it.
@@ -44,31 +47,41 @@ inline int threads_for(int64_t work, int64_t grain) {
   return static_cast<int>(std::min<int64_t>(nt, by_work));
 }
 
-// Runs body(t) for t in [0, nt) on nt OpenMP threads (inline when nt <= 1).
-// An exception escaping an OpenMP region would terminate the process, so the
-// first one is caught and rethrown on the calling thread after the join.
+namespace detail {
+using PartFn = void (*)(void* ctx, int part, int parts);
+// Runs fn(ctx, t, parts) once for each t in [0, parts) on the calling thread and
+// the backend's workers (threading.cc).
+void run_parts(int parts, PartFn fn, void* ctx);
+}  // namespace detail
+
+// Runs body(t, tn) once for each part t in [0, tn), tn = nt (inline when nt <= 1),
+// on the calling thread and up to nt - 1 workers. Parts are claimed, not assigned:
+// the caller starts on them at once and takes any part no worker has claimed yet,
+// so a worker that is slow to wake (after idle, or beside a busy core) costs at most
+// the parts it did claim, never a wait for it to show up. Each part runs on one
+// thread, so results do not depend on which. A call made inside a part (nested)
+// runs body(0, 1). The first exception of any part is rethrown here after the rest.
 template <class F>
 void run_threads(int nt, F&& body) {
   if (nt <= 1) {
     body(0, 1);
     return;
   }
-#if defined(LAMINA_HAVE_OPENMP)
-  std::exception_ptr error;
-  std::mutex mu;
-#pragma omp parallel num_threads(nt)
-  {
+  struct Ctx {
+    F* body;
+    std::exception_ptr error;
+    std::mutex mu;
+  } ctx{&body, nullptr, {}};
+  detail::run_parts(nt, [](void* c, int t, int tn) {
+    Ctx& x = *static_cast<Ctx*>(c);
     try {
-      body(omp_get_thread_num(), omp_get_num_threads());
+      (*x.body)(t, tn);
     } catch (...) {
-      std::lock_guard<std::mutex> lock(mu);
-      if (!error) error = std::current_exception();
+      std::lock_guard<std::mutex> lock(x.mu);
+      if (!x.error) x.error = std::current_exception();
     }
-  }
-  if (error) std::rethrow_exception(error);
-#else
-  body(0, 1);
-#endif
+  }, &ctx);
+  if (ctx.error) std::rethrow_exception(ctx.error);
 }
 
 // Calls f(begin, end) over contiguous chunks of [0, n); chunk boundaries are

@@ -113,7 +113,7 @@ FORK_SCRIPT = r"""
 import os, sys, lamina_backend_cpu as m
 b = m.backend
 x = b.Array(1 << 20, "float32"); b.fill(x, 0.5); o = b.Array(1 << 20, "float32")
-b.ewise_exp(x, o)                      # the parent starts its OpenMP threads
+b.ewise_exp(x, o)                      # the parent starts its workers
 pid = os.fork()
 if pid == 0:
     b.ewise_exp(x, o); b.matmul(x, x, o, 512, 512, 512)
@@ -124,7 +124,7 @@ sys.exit(os.waitstatus_to_exitcode(status))
 
 
 def test_forked_child_runs_kernels() -> None:
-    # GNU OpenMP hangs in a forked child; the backend runs serially there.
+    # The workers are not forked with the process; the child runs serially.
     env = dict(os.environ, LAMINA_NUM_THREADS="2")
     subprocess.run([sys.executable, "-c", FORK_SCRIPT], check=True, env=env, timeout=60)
 
@@ -150,7 +150,7 @@ IDLE_SCRIPT = r"""
 import resource, time, lamina_backend_cpu as m
 b = m.backend
 x = b.Array(1 << 22, "float32"); b.fill(x, 1.0); o = b.Array(1 << 22, "float32")
-b.ewise_exp(x, o)                      # wakes the OpenMP workers
+b.ewise_exp(x, o)                      # wakes the workers
 before = resource.getrusage(resource.RUSAGE_SELF)
 time.sleep(0.5)
 after = resource.getrusage(resource.RUSAGE_SELF)
@@ -159,8 +159,8 @@ print((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
 
 
 def test_idle_workers_do_not_spin() -> None:
-    # Unless the user chose a wait policy, idle OpenMP workers sleep.
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    # An idle worker spins LAMINA_SPIN_US (default 50 us), then sleeps.
+    env = {k: v for k, v in os.environ.items() if k != "LAMINA_SPIN_US"}
     env["LAMINA_NUM_THREADS"] = "2"
     out = subprocess.run([sys.executable, "-c", IDLE_SCRIPT], check=True, env=env,
                          capture_output=True, text=True).stdout
@@ -173,3 +173,46 @@ def test_build_info() -> None:
                          "cpu_isa", "native", "sanitize", "gemm_kernel"}
     assert ("gomp" in info["openmp_library"] or "omp" in info["openmp_library"]) == info["openmp"]
     assert info["gemm_kernel"] == cpu.gemm_kernel_name()
+
+
+CONCURRENT_SCRIPT = r"""
+import sys, threading, numpy as np, lamina_backend_cpu as m
+b = m.backend
+rng = np.random.default_rng(0)
+a = rng.standard_normal((300, 400)).astype(np.float32)
+c = rng.standard_normal((400, 500)).astype(np.float32)
+def buf(x):
+    out = b.Array(x.size, "float32"); b.from_numpy(x.reshape(-1), out); return out
+A, C = buf(a), buf(c)
+want = None
+errors = []
+def work():
+    global want
+    for _ in range(30):  # kernels release the GIL: jobs from two threads meet
+        out = b.Array(300 * 500, "float32")
+        b.matmul(A, C, out, 300, 400, 500)
+        got = b.to_numpy(out, (300, 500), (500, 1), 0)
+        s = b.Array(1, "float32"); b.reduce_sum(out, s, 300 * 500)
+        if want is None:
+            want = got.copy()
+        elif not np.array_equal(got, want):
+            errors.append("matmul differs")
+threads = [threading.Thread(target=work) for _ in range(3)]
+[t.start() for t in threads]; [t.join() for t in threads]
+np.testing.assert_allclose(want, a @ c, rtol=1e-4, atol=1e-3)
+sys.exit(1 if errors else 0)
+"""
+
+
+def test_kernels_from_several_python_threads_at_once() -> None:
+    # One job runs on the workers at a time; a kernel called meanwhile from another
+    # thread runs its parts there, with the same results.
+    env = dict(os.environ, LAMINA_NUM_THREADS="2")
+    subprocess.run([sys.executable, "-c", CONCURRENT_SCRIPT], check=True, env=env, timeout=120)
+
+
+def test_spin_setting_is_checked() -> None:
+    env = dict(os.environ, LAMINA_SPIN_US="soon")
+    out = subprocess.run([sys.executable, "-W", "always", "-c", "import lamina_backend_cpu"],
+                         env=env, capture_output=True, text=True, check=True).stderr
+    assert "LAMINA_SPIN_US='soon' is not a whole number of microseconds" in out

@@ -16,22 +16,12 @@ RuntimeWarning here and the nearest sane value.
 from __future__ import annotations
 
 import importlib
-import os
 import warnings
 from typing import Any
 
-# libgomp reads its wait policy once, when it is loaded with the extension.
-# Unless the user chose one, make idle OpenMP workers sleep instead of
-# spinning (on a shared machine a spinning worker steals a core), and restore
-# the environment so a later library (torch's own OpenMP) is unaffected.
-_SET_POLICY = "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ
-if _SET_POLICY:
-    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
-try:
-    _core: Any = importlib.import_module(f"{__name__}._core")
-finally:
-    if _SET_POLICY:
-        del os.environ["OMP_WAIT_POLICY"]
+# The kernels run on the backend's own workers (threading.cc), not OpenMP's: an
+# idle worker spins LAMINA_SPIN_US microseconds (default 50), then sleeps.
+_core: Any = importlib.import_module(f"{__name__}._core")
 
 backend = _core
 name: str = _core.name
