@@ -153,6 +153,11 @@ void unary(const char* name, const Array& a, Array& out) {
 
 template <class C, class T>
 void where_typed(const C* c, const T* a, const T* b, T* o, int64_t n) {
+  if constexpr (std::is_same_v<C, bool> && std::is_floating_point_v<T>) {
+    const auto loop = isa_kernels().of<T>().where_bool;  // the active ISA's vector loop
+    parallel_for(n, kCopyGrain, [&](int64_t s, int64_t e) { loop(c + s, a + s, b + s, o + s, e - s); });
+    return;
+  }
   parallel_for(n, kCopyGrain, [&](int64_t s, int64_t e) {
     for (int64_t i = s; i < e; ++i) o[i] = c[i] != C(0) ? a[i] : b[i];
   });

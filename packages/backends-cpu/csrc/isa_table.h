@@ -38,6 +38,8 @@ struct TypeKernels {
   BinaryLoops<T, T> binary;
   BinaryLoops<T, bool> to_bool;  // comparisons writing a bool out
   UnaryLoop<T> unary[ops::kUnaryOps] = {};
+  // out[i] = c[i] ? a[i] : b[i], the bool-condition ewise_where (ewise_loops.h)
+  void (*where_bool)(const bool* c, const T* a, const T* b, T* o, int64_t n) = nullptr;
   // rows.h and reduce_columns.h (reduce.cc)
   T (*row_max)(const T*, int64_t) = nullptr;
   T (*row_min)(const T*, int64_t) = nullptr;
