@@ -80,10 +80,11 @@ const int fork_handler_registered = pthread_atfork(nullptr, nullptr, [] { forked
 
 // ---------------------------------------------------------------- the workers
 
-// One job at a time. state holds the job's generation (high 32 bits) and the
-// next unclaimed part (low 32): a part is claimed by a compare-and-swap that
-// fails once the generation moved on, so a worker that read an older job's
-// fields can never run a part of a newer one.
+// One job at a time. state holds the job's generation (high 32 bits), its
+// number of parts (16) and the next unclaimed part (low 16), in one word: a part
+// is claimed by a compare-and-swap of that word, which fails once the generation
+// moved on, and a finished job has no part left to claim, so a worker that read
+// the fields while the next job was being set up can never run anything with them.
 class Pool {
  public:
   void run(int parts, detail::PartFn fn, void* ctx) {
@@ -91,18 +92,18 @@ class Pool {
       fn(ctx, 0, 1);
       return;
     }
-    std::unique_lock<std::mutex> one(job_mu_, std::try_to_lock);
-    if (!one.owns_lock()) {  // another thread's job is running: every part, here
+    std::unique_lock<std::mutex> one(job_mu_, std::defer_lock);
+    if (parts > 0xffff || !one.try_lock()) {  // another thread's job: every part, here
       for (int t = 0; t < parts; ++t) fn(ctx, t, parts);
       return;
     }
     grow(parts - 1);
     fn_.store(fn, std::memory_order_relaxed);
     ctx_.store(ctx, std::memory_order_relaxed);
-    parts_.store(parts, std::memory_order_relaxed);
     done_.store(0, std::memory_order_relaxed);
     const uint64_t gen = ((state_.load(std::memory_order_relaxed) >> 32) + 1) & 0xffffffffu;
-    state_.store(gen << 32, std::memory_order_seq_cst);  // publish: part 0 is next
+    // publish: part 0 is next
+    state_.store(gen << 32 | static_cast<uint64_t>(parts) << 16, std::memory_order_seq_cst);
     if (sleepers_.load(std::memory_order_seq_cst) > 0) {
       std::lock_guard<std::mutex> lock(mu_);
       wake_.notify_all();
@@ -122,12 +123,11 @@ class Pool {
   int work(uint64_t gen) {
     detail::PartFn fn = fn_.load(std::memory_order_relaxed);
     void* ctx = ctx_.load(std::memory_order_relaxed);
-    const int parts = parts_.load(std::memory_order_relaxed);
     int ran = 0;
     uint64_t s = state_.load(std::memory_order_acquire);
-    while ((s >> 32) == gen && static_cast<int>(s & 0xffffffffu) < parts) {
+    while ((s >> 32) == gen && (s & 0xffff) < ((s >> 16) & 0xffff)) {
       if (!state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel)) continue;
-      fn(ctx, static_cast<int>(s & 0xffffffffu), parts);
+      fn(ctx, static_cast<int>(s & 0xffff), static_cast<int>((s >> 16) & 0xffff));
       ++ran;
       s = state_.load(std::memory_order_acquire);
     }
@@ -171,7 +171,6 @@ class Pool {
   std::atomic<uint64_t> state_{0};
   std::atomic<detail::PartFn> fn_{nullptr};
   std::atomic<void*> ctx_{nullptr};
-  std::atomic<int> parts_{0};
   std::atomic<int> done_{0};
   std::atomic<int> sleepers_{0};
   std::mutex mu_;
