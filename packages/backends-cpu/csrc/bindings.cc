@@ -87,8 +87,10 @@ PYBIND11_MODULE(_core, m) {
   // arithmetic; kernel_dtypes names the kernels that take fewer dtypes than
   // `dtypes`) with one ewise_strided_OP kernel per binary op.
   // v2.1 adds the optional sort_last and multinomial_last (sort.cc).
-  m.attr("api_minor_version") = 1;
-  m.attr("dtypes") = dtype_names(kAllDtypes);
+  // v2.2 adds the 16-bit floats: stored, copied and converted here; every other
+  // kernel takes them as float32 copies made by the ndarray layer (_narrow.py).
+  m.attr("api_minor_version") = 2;
+  m.attr("dtypes") = dtype_names(kStoredDtypes);
   m.attr("kernel_dtypes") = kernel_dtypes();
   m.def("is_available", [] { return true; });
   m.def("unavailable_reason", [] { return std::string(); });
@@ -153,8 +155,17 @@ PYBIND11_MODULE(_core, m) {
       .def_buffer([](Array& a) {
         return dispatch(a.dtype(), [&](auto tag) {
           using T = elem_t<decltype(tag)>;
-          return py::buffer_info(a.data<T>(), sizeof(T), py::format_descriptor<T>::format(), 1,
-                                 {a.size()}, {static_cast<py::ssize_t>(sizeof(T))});
+          std::string format;
+          if constexpr (std::is_same_v<T, Half>) {
+            format = "e";  // the buffer protocol's (and numpy's) float16
+          } else if constexpr (std::is_same_v<T, BFloat16>) {
+            throw TypeError("Array: a bfloat16 buffer has no buffer-protocol format "
+                            "(numpy has no bfloat16); convert it to float32 first");
+          } else {
+            format = py::format_descriptor<T>::format();
+          }
+          return py::buffer_info(a.data<T>(), sizeof(T), format, 1, {a.size()},
+                                 {static_cast<py::ssize_t>(sizeof(T))});
         });
       })
       .def_property_readonly("size", &Array::size)

@@ -16,6 +16,8 @@ const char* dtype_name(DType dt) {
     case DType::Float32: return "float32";
     case DType::Float64: return "float64";
     case DType::Int64: return "int64";
+    case DType::Float16: return "float16";
+    case DType::BFloat16: return "bfloat16";
     default: return "bool";
   }
 }
@@ -25,7 +27,9 @@ DType parse_dtype(const std::string& name, const char* op) {
   if (name == "float64") return DType::Float64;
   if (name == "int64") return DType::Int64;
   if (name == "bool") return DType::Bool;
-  throw TypeError(cat(op, ": unsupported dtype '", name, "'; cpu lists ", mask_str(kAllDtypes)));
+  if (name == "float16") return DType::Float16;
+  if (name == "bfloat16") return DType::BFloat16;
+  throw TypeError(cat(op, ": unsupported dtype '", name, "'; cpu lists ", mask_str(kStoredDtypes)));
 }
 
 std::size_t dtype_itemsize(DType dt) {
@@ -127,7 +131,8 @@ void from_numpy(py::array src, Array& out) {
     throw TypeError(cat("from_numpy: cannot copy numpy data of kind '", kind,
                         "' into a bool buffer; convert it with astype(bool) first"));
   if (out.size() == 0) return;
-  dispatch(out.dtype(), [&](auto tag) { copy_in<elem_t<decltype(tag)>>(src, out); });
+  dispatch_in<kAllDtypes>("from_numpy", out.dtype(),
+                          [&](auto tag) { copy_in<elem_t<decltype(tag)>>(src, out); });
 }
 
 std::unique_ptr<Array> wrap_numpy(py::object src) {
@@ -142,7 +147,7 @@ std::unique_ptr<Array> wrap_numpy(py::object src) {
   else if (arr.dtype().equal(py::dtype::of<bool>())) dt = DType::Bool;
   else
     throw TypeError(cat("wrap_numpy: unsupported dtype ", std::string(py::str(arr.dtype())),
-                        "; cpu lists ", mask_str(kAllDtypes), " in native byte order"));
+                        "; wrap_numpy takes ", mask_str(kAllDtypes), " in native byte order"));
   auto item = static_cast<py::ssize_t>(dtype_itemsize(dt));
   if (arr.ndim() != 1 || (arr.size() > 1 && arr.strides(0) != item))
     value_error("wrap_numpy: expected a 1-D contiguous array, got shape ",
@@ -171,15 +176,16 @@ py::array to_numpy(const Array& a, const Shape& shape, const Shape& strides, int
     value_error("to_numpy: shape ", shape_str(shape), " and strides ", shape_str(strides),
                 " differ in length");
   checked_prod(shape, "to_numpy");
-  py::array result = dispatch(a.dtype(), [&](auto tag) -> py::array {
-    return py::array_t<elem_t<decltype(tag)>>(dims);
+  py::array result;
+  dispatch_in<kAllDtypes>("to_numpy", a.dtype(), [&](auto tag) {
+    result = py::array_t<elem_t<decltype(tag)>>(dims);
   });
   gather_view(a, result.mutable_data(), shape, strides, offset, "to_numpy");
   return result;
 }
 
 void fill(Array& out, py::handle value) {
-  dispatch(out.dtype(), [&](auto tag) {
+  dispatch_in<kAllDtypes>("fill", out.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
     T v = scalar_as<T>(value, "fill");
     T* d = out.data<T>();

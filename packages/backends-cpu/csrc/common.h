@@ -14,12 +14,19 @@
 #include <vector>
 
 #include "lamina/kernel_checks.h"
+#include "lamina/narrow_floats.h"
 
 namespace lamina_cpu {
 
 namespace checks = ::lamina::checks;
 
-enum class DType : int { Float32 = 0, Float64 = 1, Int64 = 2, Bool = 3 };
+enum class DType : int { Float32 = 0, Float64 = 1, Int64 = 2, Bool = 3, Float16 = 4, BFloat16 = 5 };
+
+// The 16-bit floats are stored and converted only (interface v2.2): their
+// element types (lamina/narrow_floats.h) have no arithmetic, so only the
+// storage kernels (Array, compact, ewise_setitem, ewise_cast) take them.
+using ::lamina::BFloat16;
+using ::lamina::Half;
 
 // Sets of dtypes, one bit per DType: what a kernel accepts (interface v1.1's
 // kernel_dtypes is built from these, in bindings.cc).
@@ -28,8 +35,11 @@ constexpr DTypeMask dtype_bit(DType dt) { return 1u << static_cast<int>(dt); }
 constexpr DTypeMask kFloats = dtype_bit(DType::Float32) | dtype_bit(DType::Float64);
 constexpr DTypeMask kNumbers = kFloats | dtype_bit(DType::Int64);
 constexpr DTypeMask kIntegral = dtype_bit(DType::Int64) | dtype_bit(DType::Bool);
-constexpr DTypeMask kAllDtypes = kNumbers | dtype_bit(DType::Bool);
-constexpr DType kDTypes[] = {DType::Float32, DType::Float64, DType::Int64, DType::Bool};
+constexpr DTypeMask kAllDtypes = kNumbers | dtype_bit(DType::Bool);  // all but the narrow ones
+constexpr DTypeMask kNarrow = dtype_bit(DType::Float16) | dtype_bit(DType::BFloat16);
+constexpr DTypeMask kStoredDtypes = kAllDtypes | kNarrow;  // what `dtypes` lists
+constexpr DType kDTypes[] = {DType::Float32, DType::Float64, DType::Int64, DType::Bool,
+                             DType::Float16, DType::BFloat16};
 
 const char* dtype_name(DType dt);
 DType parse_dtype(const std::string& name, const char* op);  // throws TypeError
@@ -87,7 +97,9 @@ inline void require_float(const char* op, DType dt) { require_dtype_in(op, dt, k
 std::string mask_str(DTypeMask mask);
 
 // Calls f with a typed null pointer of the element type of dt (float,
-// double, int64_t or bool; a bool buffer is numpy's: one byte, 0 or 1):
+// double, int64_t, bool, Half or BFloat16; a bool buffer is numpy's: one
+// byte, 0 or 1). Kernels that compute use dispatch_in, which leaves out the
+// narrow types:
 // `dispatch(dt, [&](auto tag) { using T = elem_t<decltype(tag)>; ... })`.
 template <class F>
 decltype(auto) dispatch(DType dt, F&& f) {
@@ -95,6 +107,8 @@ decltype(auto) dispatch(DType dt, F&& f) {
     case DType::Float32: return f(static_cast<float*>(nullptr));
     case DType::Float64: return f(static_cast<double*>(nullptr));
     case DType::Int64: return f(static_cast<int64_t*>(nullptr));
+    case DType::Float16: return f(static_cast<Half*>(nullptr));
+    case DType::BFloat16: return f(static_cast<BFloat16*>(nullptr));
     default: return f(static_cast<bool*>(nullptr));
   }
 }
@@ -104,6 +118,8 @@ constexpr DType dtype_of() {
   if constexpr (std::is_same_v<T, float>) return DType::Float32;
   else if constexpr (std::is_same_v<T, double>) return DType::Float64;
   else if constexpr (std::is_same_v<T, int64_t>) return DType::Int64;
+  else if constexpr (std::is_same_v<T, Half>) return DType::Float16;
+  else if constexpr (std::is_same_v<T, BFloat16>) return DType::BFloat16;
   else return DType::Bool;
 }
 

@@ -165,14 +165,23 @@ void where_typed(const C* c, const T* a, const T* b, T* o, int64_t n) {
 
 template <class From, class To>
 To convert(From x) {
-  if constexpr (std::is_same_v<To, bool>) {
+  // a 16-bit float converts through float, as PyTorch's (float64 -> float32 -> bfloat16)
+  if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>) {
+    return convert<float, To>(::lamina::to_float(x));
+  } else if constexpr (std::is_same_v<To, Half>) {
+    return ::lamina::to_half(convert<From, float>(x));
+  } else if constexpr (std::is_same_v<To, BFloat16>) {
+    return ::lamina::to_bfloat16(convert<From, float>(x));
+  } else if constexpr (std::is_same_v<To, bool>) {
     return x != From(0);  // NaN is True, as numpy's astype(bool)
   } else if constexpr (std::is_same_v<To, int64_t> && std::is_floating_point_v<From>) {
     // numpy's astype on x86-64: NaN and out-of-range values become INT64_MIN.
     if (!(x >= From(-9.2233720368547758e18) && x < From(9.2233720368547758e18)))
       return INT64_MIN;
+    return static_cast<To>(x);
+  } else {
+    return static_cast<To>(x);
   }
-  return static_cast<To>(x);
 }
 
 // One dim of both views after coalescing: extent and each operand's stride.
@@ -307,9 +316,9 @@ void ewise_where(const Array& cond, const Array& a, const Array& b, Array& out) 
   require_operand("ewise_where", 0, cond, out);
   require_operand("ewise_where", 1, a, out);
   require_operand("ewise_where", 2, b, out);
-  dispatch(out.dtype(), [&](auto tag) {
+  dispatch_in<kAllDtypes>("ewise_where", out.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
-    dispatch(cond.dtype(), [&](auto ctag) {
+    dispatch_in<kAllDtypes>("ewise_where", cond.dtype(), [&](auto ctag) {
       using C = elem_t<decltype(ctag)>;
       where_typed<C, T>(cond.data<C>(), a.data<T>(), b.data<T>(), out.data<T>(), out.size());
     });

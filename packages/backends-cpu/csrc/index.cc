@@ -51,7 +51,7 @@ void index_gather(const Array& a, const Array& idx, Array& out, int64_t outer, i
   const int64_t n = idx.size();
   const int64_t need = checked_mul(checked_mul(outer, n, op), inner, op);
   if (out.size() != need) value_error(op, ": out has ", out.size(), " elements, expected ", need);
-  dispatch(a.dtype(), [&](auto tag) {
+  dispatch_in<kAllDtypes>(op, a.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
     const T* src = a.data<T>();
     const int64_t* ix = idx.data<int64_t>();
@@ -72,7 +72,7 @@ void index_gather(const Array& a, const Array& idx, Array& out, int64_t outer, i
 void index_scatter_add(const Array& a, const Array& idx, Array& out, int64_t outer,
                        int64_t axis_size, int64_t inner) {
   const int64_t n = check_scatter("index_scatter_add", a, idx, out, outer, axis_size, inner);
-  dispatch(a.dtype(), [&](auto tag) {
+  dispatch_in<kAllDtypes>("index_scatter_add", a.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
     const T* src = a.data<T>();
     const int64_t* ix = idx.data<int64_t>();
@@ -99,7 +99,7 @@ void index_scatter_add(const Array& a, const Array& idx, Array& out, int64_t out
 void index_copy(const Array& a, const Array& idx, Array& out, int64_t outer, int64_t axis_size,
                 int64_t inner) {
   const int64_t n = check_scatter("index_copy", a, idx, out, outer, axis_size, inner);
-  dispatch(a.dtype(), [&](auto tag) {
+  dispatch_in<kAllDtypes>("index_copy", a.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
     const T* src = a.data<T>();
     const int64_t* ix = idx.data<int64_t>();

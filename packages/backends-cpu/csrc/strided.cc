@@ -248,7 +248,7 @@ void scalar_setitem(int64_t size, py::handle value, Array& out, const Shape& sha
   View v = check_view("scalar_setitem", out.size(), shape, strides, offset);
   if (v.size != size)
     value_error("scalar_setitem: size ", size, " != prod(shape ", shape_str(shape), ")");
-  dispatch(out.dtype(), [&](auto tag) {
+  dispatch_in<kAllDtypes>("scalar_setitem", out.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
     strided_fill<T>(out.data<T>(), scalar_as<T>(value, "scalar_setitem"), v);
   });

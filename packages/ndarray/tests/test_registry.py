@@ -398,7 +398,7 @@ def test_devices_are_cached_and_compare_by_name(fresh_registry):
     assert isinstance(dev, Device) and dev.type == "numpy" and dev.index == 0
     assert str(dev) == "numpy" and repr(dev) == "device('numpy')"
     assert hash(dev) == hash("numpy") and dev == get_device("numpy")
-    assert dev.dtypes == ("float32", "float64", "int64", "bool")
+    assert dev.dtypes == ("float32", "float64", "int64", "bool", "float16", "bfloat16")
     assert get_device(None) is default_device()
 
 

@@ -192,7 +192,8 @@ def test_compiled_devices_sort_with_their_kernel(device: str) -> None:
     dev = nd.get_device(device)
     if dev.type in ("numpy", "cpu", "cuda"):  # this repository's backends all have it
         assert dev.kernels.sort_last is not None
-        assert set(dev.kernel_dtypes["sort_last"]) == set(dev.dtypes)
+        # every dtype but the 16-bit floats, which it sorts as float32 (_narrow.py)
+        assert set(dev.kernel_dtypes["sort_last"]) == set(dev.dtypes) - {"float16", "bfloat16"}
 
 
 def test_a_device_without_sort_last_sorts_through_the_host(device: str,

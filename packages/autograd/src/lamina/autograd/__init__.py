@@ -14,8 +14,10 @@ from lamina.ndarray import (
     DeviceError,
     DTypeError,
     ShapeError,
+    bfloat16,
     bool_,
     can_cast,
+    float16,
     float32,
     float64,
     int64,
@@ -156,10 +158,11 @@ from ._ops.rearrange import (  # noqa: A004  (all, any: PyTorch's names)
 from ._tensor import Tensor
 
 bool = bool_  # noqa: A001  (torch.bool's spelling; the builtin is not used below)
+half = float16  # torch.half
 
 __all__ = [
     # tensor, dtypes, errors
-    "Tensor", "Function", "compile", "GraphBreak", "bool", "bool_", "float32", "float64",
+    "Tensor", "Function", "compile", "GraphBreak", "bool", "bool_", "bfloat16", "float16", "half", "float32", "float64",
     "int64", "result_type",
     "promote_types", "can_cast", "ShapeError", "DTypeError", "DeviceError",
     # creation

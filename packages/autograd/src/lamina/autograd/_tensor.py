@@ -236,7 +236,7 @@ class Tensor(TensorBase):
         for a in args:
             if isinstance(a, Tensor):
                 device, dtype = a.device, a.dtype
-            elif isinstance(a, nd.DType) or a in ("float32", "float64", "int64", "bool"):
+            elif isinstance(a, nd.DType) or a in _DTYPE_NAMES:
                 dtype = a
             else:
                 device = a
@@ -247,6 +247,12 @@ class Tensor(TensorBase):
 
     def double(self) -> Tensor:
         return self.to(dtype="float64")
+
+    def half(self) -> Tensor:
+        return self.to(dtype="float16")
+
+    def bfloat16(self) -> Tensor:
+        return self.to(dtype="bfloat16")
 
     def long(self) -> Tensor:
         return self.to(dtype="int64")
@@ -592,7 +598,8 @@ class Tensor(TensorBase):
         return out.cpu()
 
     def element_size(self) -> int:
-        """Bytes per element: 4 for float32, 8 for float64 and int64, 1 for bool."""
+        """Bytes per element: 2 for float16 and bfloat16, 4 for float32, 8 for float64 and
+        int64, 1 for bool."""
         return int(self.dtype.itemsize)
 
     def narrow(self, dim: int, start: Any, length: int) -> Tensor:
@@ -788,6 +795,9 @@ class RemovableHandle:
 
 # Tensor.type()'s names, as PyTorch's "torch.FloatTensor"
 _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor",
-               "bool": "BoolTensor"}
+               "bool": "BoolTensor", "float16": "HalfTensor", "bfloat16": "BFloat16Tensor"}
+# the dtype names Tensor.to takes as a dtype (any other string is a device)
+_DTYPE_NAMES = frozenset({"float16", "bfloat16", "float32", "float64", "int64", "bool", "half", "float",
+                          "double", "long"})
 
 register_tensor_class(Tensor)  # every op's result is a Tensor (see _tensor_base.make)

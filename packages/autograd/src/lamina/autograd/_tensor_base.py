@@ -25,7 +25,7 @@ from lamina.ndarray import DTypeError, NDArray
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-_FLOAT_DTYPES = ("float32", "float64")
+_FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
 
 def ones_like_data(a: NDArray) -> NDArray:

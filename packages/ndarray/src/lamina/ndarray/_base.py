@@ -18,9 +18,10 @@ from . import _dlpack
 from . import _host as H
 from . import _layout as L
 from ._checks import check_device_dtype, normalize_axes, normalize_axis, normalize_permutation
-from ._dtypes import DType, as_dtype, int64
+from ._dtypes import DType, as_dtype, float32, int64
 from ._errors import DeviceError, ShapeError
 from ._host import device_for
+from ._narrow import kernels_for
 from ._registry import Device, get_device
 
 Shape = tuple[int, ...]
@@ -170,7 +171,9 @@ class ArrayBase:
         host = np.asarray(raw, dtype=dt.np, order="C")
         out = cls._empty(host.shape, dt, dev)
         if host.size:
-            dev.kernels.from_numpy(host.reshape(-1), out._buf)
+            kernels = dev.kernels if not dt.is_narrow else \
+                kernels_for(dev, "from_numpy", dt, "array")
+            kernels.from_numpy(host.reshape(-1), out._buf)
         return out
 
     # ------------------------------------------------------------------ metadata
@@ -215,7 +218,13 @@ class ArrayBase:
 
     # ------------------------------------------------------------------ host transfer
     def numpy(self) -> np.ndarray:
-        """A new numpy array with this array's values (always a copy)."""
+        """A new numpy array with this array's values (always a copy); float32 for a
+        bfloat16 array (numpy has no bfloat16; float32 holds every value exactly)."""
+        dtype = self._dtype
+        if dtype.is_narrow:
+            host = kernels_for(self._device, "to_numpy", dtype, "numpy").to_numpy(
+                self._buf, self._shape, self._strides, self._offset)
+            return host.astype(dtype.np, copy=False)  # type: ignore[no-any-return]
         return self._device.kernels.to_numpy(self._buf, self._shape, self._strides,
                                              self._offset)
 
@@ -311,6 +320,10 @@ class ArrayBase:
         if dt is self._dtype:
             return self
         check_device_dtype(self._device, dt, "astype")
+        if (dt.is_narrow or self._dtype.is_narrow) and float32 not in (dt, self._dtype):
+            # a backend converts narrow floats to and from float32 only (interface v2.2);
+            # through it, as PyTorch's conversions go
+            return self.astype(float32).astype(dt)
         src = self.compact()
         out = self._empty(self._shape, dt, self._device)
         if out.size:
@@ -428,6 +441,8 @@ class ArrayBase:
                 src = src.copy()
             kernels.ewise_setitem(src._buf, self._buf, shape, strides, offset)
         elif isinstance(value, (int, float, bool, np.number)):
+            if self._dtype.is_narrow:
+                kernels = kernels_for(self._device, "scalar_setitem", self._dtype, "setitem")
             kernels.scalar_setitem(size, value, self._buf, shape, strides, offset)
         else:
             self[key] = self._from_host(value, self._dtype, self._device)

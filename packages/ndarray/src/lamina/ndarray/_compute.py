@@ -17,7 +17,6 @@ import numpy as np
 from . import _layout as L
 from ._base import ArrayBase
 from ._checks import (
-    check_kernel_dtype,
     check_same_device_dtype,
     normalize_axes,
     normalize_axis,
@@ -25,6 +24,7 @@ from ._checks import (
 from ._dtypes import DEFAULT_FLOAT, DType, bool_, int64, promote_types, scalar_dtype
 from ._errors import DeviceError, DTypeError, ShapeError
 from ._interface import KernelTable
+from ._narrow import kernels_for, kernels_of
 from ._optable import OPS, ops
 from ._select import _scalar, where
 
@@ -121,14 +121,15 @@ def binary(a: A, b: Any, op: str) -> A:
     device = a._device
     out_dtype = _result_dtype(dtype, op, device) if op in _COMPARISONS else dtype
     kernel = _KERNEL[family, op]
+    kernels = device.kernels
     if dtype.name not in device.kernel_dtypes[kernel]:
-        check_kernel_dtype(device, kernel, dtype, op)
+        kernels = kernels_for(device, kernel, dtype, op)
     if a._dtype is not dtype:
         a = a.astype(dtype)
     if family == "scalar":
         a = a if a._compact else a.compact()
         out = a._like() if out_dtype is dtype else a._empty(a._shape, out_dtype, device)
-        device.kernels.scalar[op](a._buf, b, out._buf)
+        kernels.scalar[op](a._buf, b, out._buf)
         return out
     if not isinstance(b, ArrayBase):
         b = _scalar(a, b, dtype)
@@ -137,9 +138,9 @@ def binary(a: A, b: Any, op: str) -> A:
     if a._shape == b._shape and (a._compact or a.is_compact()) and \
             (b._compact or b.is_compact()):
         out = a._like() if out_dtype is dtype else a._empty(a._shape, out_dtype, device)
-        device.kernels.ewise[op](a._buf, b._buf, out._buf)  # zero-size buffers too
+        kernels.ewise[op](a._buf, b._buf, out._buf)  # zero-size buffers too
         return out
-    return _binary_views(a, b, op, out_dtype)
+    return _binary_views(a, b, op, out_dtype, kernels)
 
 
 def binary_operator(op: str) -> Callable[[A, Any], A]:
@@ -158,7 +159,7 @@ def binary_operator(op: str) -> Callable[[A, Any], A]:
 
     def method(a: A, b: Any) -> A:
         if fast and type(b) is type(a) and a._device is b._device and a._dtype is b._dtype \
-                and a._dtype.is_floating:
+                and a._dtype.is_wide_float:
             if a._shape == b._shape and (a._compact or a.is_compact()) \
                     and (b._compact or b.is_compact()):
                 out = a._like()
@@ -166,7 +167,7 @@ def binary_operator(op: str) -> Callable[[A, Any], A]:
                 return out
             # broadcast (a bias, a mask) or strided operands: binary's checks pass here too
             return _binary_views(a, b, op, a._dtype)
-        if fast and (type(b) is float or type(b) is int) and a._dtype.is_floating \
+        if fast and (type(b) is float or type(b) is int) and a._dtype.is_wide_float \
                 and (a._compact or a.is_compact()):
             # a Python float or int with a float array keeps the array's dtype
             out = a._like()
@@ -188,8 +189,10 @@ def reversed_operator(op: str) -> Callable[[A, Any], A]:
     return method
 
 
-def _binary_views(a: A, b: ArrayBase, op: str, out_dtype: DType) -> A:
-    """``binary`` for operands of one dtype that differ in shape or are not compact."""
+def _binary_views(a: A, b: ArrayBase, op: str, out_dtype: DType,
+                  kernels: KernelTable | None = None) -> A:
+    """``binary`` for operands of one dtype that differ in shape or are not compact,
+    with ``kernels`` (the device's own by default)."""
     shape = a._shape
     if shape != b._shape:
         shape = L.broadcast_pair(shape, b._shape, op)
@@ -199,7 +202,7 @@ def _binary_views(a: A, b: ArrayBase, op: str, out_dtype: DType) -> A:
             b = _broadcast_view(b, shape, op)
     out = a._empty(shape, out_dtype, a._device, op=op)
     device = a._device
-    kernels = device.kernels
+    kernels = kernels or device.kernels
     if not out._buf.size:
         return out
     if not ((a._compact or a.is_compact()) and (b._compact or b.is_compact())) \
@@ -233,11 +236,10 @@ def reversed_scalar(a: A, value: Any, op: str) -> A:
         _check_bool(a, value, op)
     if op in _NO_SCALAR_KERNEL:
         return binary(_scalar(a, value, dtype), a.astype(dtype), op)
-    device = a._device
-    check_kernel_dtype(device, "scalar_r" + op, dtype, op)
+    kernels = kernels_for(a._device, "scalar_r" + op, dtype, op)
     a = a.astype(dtype).compact()
     out = a._like()
-    device.kernels.scalar["r" + op](a._buf, value, out._buf)
+    kernels.scalar["r" + op](a._buf, value, out._buf)
     return out
 
 
@@ -257,13 +259,14 @@ def unary(a: A, op: str) -> A:
     elif op in _INTEGRAL:
         raise DTypeError(f"{op}: needs integer or bool arrays, got {dtype.name}")
     device = a._device
+    kernels = device.kernels
     if dtype.name not in device.kernel_dtypes["ewise_" + op]:
         if op in _COMPOSED and op not in device.kernels.ewise:
             return _COMPOSED[op](a)
-        check_kernel_dtype(device, "ewise_" + op, dtype, op)
+        kernels = kernels_for(device, "ewise_" + op, dtype, op)
     a = a.compact()
     out = a._like()
-    device.kernels.ewise[op](a._buf, out._buf)
+    kernels.ewise[op](a._buf, out._buf)
     return out
 
 
@@ -311,7 +314,7 @@ def reduce(a: A, axis: Any, keepdims: bool, op: str) -> A:
             raise DTypeError("argmax: not supported for bool arrays; convert with "
                              ".astype(int64)")
     if a._dtype.name not in a._device.kernel_dtypes["reduce_" + op]:
-        check_kernel_dtype(a._device, "reduce_" + op, a._dtype, op)
+        kernels_for(a._device, "reduce_" + op, a._dtype, op)  # raises unless it can run
     return _reduce_axes(a, normalize_axes(axis, a.ndim, op), keepdims, op)
 
 
@@ -360,7 +363,7 @@ def _reduce(a: A, axes: tuple[int, ...], kept: tuple[int, ...], size: int,
             op: str) -> A:
     out_dtype = int64 if op == "argmax" else a._dtype
     out = a._empty(kept, out_dtype, a._device)
-    kernels = a._device.kernels
+    kernels = kernels_of(a, "reduce_" + op, op)
     if out.size:
         first = axes[0] if axes else a.ndim
         contiguous_block = axes == tuple(range(first, first + len(axes)))
@@ -414,7 +417,7 @@ def matmul(a: A, b: A) -> A:
         raise ShapeError(f"matmul: shapes {a._shape} and {b._shape} are not aligned: {n} "
                          f"(dim {nda - 1} of arg 0) != {n2} (dim {max(ndb - 2, 0)} "
                          f"of arg 1)")
-    kernels = a._device.kernels
+    kernels = kernels_of(a, "matmul", "matmul")
     if len(a2._shape) == 2 and len(b2._shape) == 2:  # the common case: no batch dims
         out = a._empty((m, p), a._dtype, a._device, op="matmul")
         if m and p:
@@ -486,7 +489,8 @@ def take(a: A, indices: Any, axis: int = 0) -> A:
     shape = a._shape[:ax] + index._shape + a._shape[ax + 1:]
     out = a._empty(shape, a._dtype, a._device)
     if out._buf.size:
-        a._device.kernels.index_gather(src._buf, idx._buf, out._buf, outer, axis_size, inner)
+        kernels_of(a, "index_gather", "take").index_gather(src._buf, idx._buf, out._buf, outer,
+                                                           axis_size, inner)
     elif idx.size and axis_size == 0:
         raise IndexError(f"take: index out of range for an axis of size 0 (axis {ax})")
     return out
@@ -505,7 +509,7 @@ def scatter_add(src: A, indices: Any, axis: int, size: int) -> A:
                          f"axis {ax} do not match indices of shape {index._shape}")
     shape = src._shape[:ax] + (size,) + src._shape[ax + index.ndim:]
     out = src._empty(shape, src._dtype, src._device)
-    kernels = src._device.kernels
+    kernels = kernels_of(src, "index_scatter_add", "scatter_add")
     if out.size:
         kernels.fill(out._buf, 0)
         if index.size:
@@ -546,6 +550,7 @@ def softmax(a: A, axis: int = -1) -> A:
         return a._empty(a._shape, a._dtype, a._device)
     kernels = a._device.kernels
     if ax == len(a._shape) - 1 and kernels.softmax_last is not None:
+        kernels = kernels_of(a, "softmax_last", "softmax")
         src = a if a._compact else a.compact()
         out = src._like()
         kernels.softmax_last(src._buf, out._buf, a._shape[-1])
@@ -582,6 +587,7 @@ def layer_norm(a: A, weight: A, bias: A, eps: float = 1e-5
     stats = a._shape[:-1] + (1,)
     kernels = a._device.kernels
     if kernels.layer_norm_last is not None:
+        kernels = kernels_of(a, "layer_norm_last", "layer_norm")
         # the frame of compact() only for an operand not known to be compact
         src = a if a._compact else a.compact()
         w = weight if weight._compact else weight.compact()
@@ -637,10 +643,11 @@ def logsumexp(a: A, axis: Any = -1, keepdims: bool = False) -> A:
         shape = tuple(1 if i in axes else n for i, n in enumerate(a._shape))
         out = a._empty(shape, a._dtype, a._device)
         if out.size:
-            a._device.kernels.fill(out._buf, float("-inf"))
+            kernels_of(a, "fill", "logsumexp").fill(out._buf, float("-inf"))
         return out if keepdims else out.squeeze(axes)
     kernels = a._device.kernels
     if axes == (a.ndim - 1,) and kernels.logsumexp_last is not None and a.size:
+        kernels = kernels_of(a, "logsumexp_last", "logsumexp")
         src = a.compact()
         out = a._empty(a._shape[:-1], a._dtype, a._device)
         kernels.logsumexp_last(src._buf, out._buf, a._shape[-1])
@@ -662,7 +669,7 @@ def pad(a: A, pad_width: Any, value: float = 0.0) -> A:
     shape = tuple(n + lo + hi for n, (lo, hi) in zip(a._shape, widths))
     out = a._empty(shape, a._dtype, a._device)
     if out.size:
-        a._device.kernels.fill(out._buf, value)
+        kernels_of(a, "fill", "pad").fill(out._buf, value)
         out[tuple(slice(lo, lo + n) for n, (lo, _) in zip(a._shape, widths))] = a
     return out
 

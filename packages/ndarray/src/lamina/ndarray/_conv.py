@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from ._checks import conv_output_size, pair
 from ._compute import pad
 from ._errors import ShapeError
+from ._narrow import kernels_of
 
 if TYPE_CHECKING:
     from ._ndarray import NDArray
@@ -38,6 +39,7 @@ def im2col(x: NDArray, kernel: Any, stride: Any = 1, padding: Any = 0,
     if not out.size:
         return out
     if kernels.im2col is not None:
+        kernels = kernels_of(x, "im2col", "im2col")
         kernels.im2col(x.compact()._buf, out._buf, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw)
         return out
     # composite: one strided view of the padded input, then one compact
@@ -58,12 +60,13 @@ def col2im(cols: NDArray, input_shape: Any, kernel: Any, stride: Any = 1, paddin
                          f"{(n, oh, ow, c, kh, kw)} for input {tuple(input_shape)}")
     kernels = cols.device.kernels
     if kernels.col2im is not None:
+        kernels = kernels_of(cols, "col2im", "col2im")
         out = cols._empty((n, c, h, w), cols.dtype, cols.device)
         kernels.col2im(cols.compact()._buf, out._buf, n, c, h, w, kh, kw, sh, sw, ph, pw,
                        dh, dw)
         return out
     padded = cols._empty((n, c, h + 2 * ph, w + 2 * pw), cols.dtype, cols.device)
-    cols.device.kernels.fill(padded._buf, 0)
+    kernels_of(cols, "fill", "col2im").fill(padded._buf, 0)
     for i in range(kh):  # kh*kw strided adds, each over the whole batch
         for j in range(kw):
             key = (slice(None), slice(None), slice(i * dh, i * dh + sh * (oh - 1) + 1, sh),

@@ -14,6 +14,7 @@ from ._dtypes import as_dtype, float32, int64
 from ._errors import DTypeError, ShapeError
 from ._host import device_for
 from ._hoststep import host_step
+from ._narrow import kernels_of
 from ._ndarray import NDArray
 from ._registry import Device, get_device
 
@@ -64,7 +65,7 @@ def full(shape: Any, value: float, dtype: Any = float32, device: Any = None) -> 
 def _full(shape: Any, value: float, dtype: Any, device: Any, op: str) -> NDArray:
     out = _new(shape, dtype, device, op)
     if out.size:
-        out._device.kernels.fill(out._buf, value)
+        kernels_of(out, "fill", op).fill(out._buf, value)
     return out
 
 
@@ -184,6 +185,12 @@ def from_dlpack(x: Any, *, device: Any = None, copy: bool | None = None) -> NDAr
         if copy is False:
             raise BufferError("from_dlpack: the producer's memory is read-only and Lamina "
                               "arrays are writable, so copy=False cannot be met")
+        share = False
+    if dtype.name not in dev.kernel_dtypes["wrap_numpy"] and dtype.name in dev.dtypes:
+        # a dtype the device stores but cannot share (float16: interface v2.2)
+        if copy is False:
+            raise BufferError(f"from_dlpack: device {dev} cannot share {dtype.name} memory, "
+                              f"and copy=False forbids a copy")
         share = False
     if not share or host.size == 0 or dtype.name not in dev.dtypes:  # array() says why
         return array(host, dtype=dtype, device=dev)

@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import TypeVar
 
 from ._base import ArrayBase
-from ._checks import check_kernel_dtype, normalize_axis
+from ._checks import normalize_axis
 from ._dtypes import bool_, int64
+from ._narrow import kernels_for
 
 A = TypeVar("A", bound=ArrayBase)
 
@@ -38,14 +39,13 @@ def cumsum(a: A, axis: int) -> A:
     if a._dtype is bool_:
         a = a.astype(int64)
     device = a._device
-    if a._dtype.name not in device.kernel_dtypes["cumsum_last"]:
-        check_kernel_dtype(device, "cumsum_last", a._dtype, "cumsum")
+    kernels = kernels_for(device, "cumsum_last", a._dtype, "cumsum")
     if a.ndim == 0:
         return a.copy()
     last = a.ndim - 1
     src = (a if ax == last else a.transpose(ax, last)).compact()
     out = src._like()
-    scan = device.kernels.cumsum_last  # not None: checked above through kernel_dtypes
+    scan = kernels.cumsum_last  # not None: kernels_for checked it through kernel_dtypes
     if out.size and scan is not None:
         scan(src._buf, out._buf, src._shape[-1])
     return out if ax == last else out.transpose(ax, last)

@@ -45,6 +45,8 @@ class Exportable(Protocol):
     @property
     def device(self) -> Any: ...
     @property
+    def dtype(self) -> Any: ...
+    @property
     def buffer(self) -> Any: ...
     @property
     def shape(self) -> tuple[int, ...]: ...
@@ -69,7 +71,10 @@ def dlpack_device(a: Exportable) -> tuple[int, int]:
 
 
 def host_view(a: Exportable) -> np.ndarray | None:
-    """A numpy view of ``a`` sharing its memory, or ``None`` if its device has none."""
+    """A numpy view of ``a`` sharing its memory, or ``None`` if its device has none
+    (or numpy cannot type it: bfloat16)."""
+    if a.dtype.name == "bfloat16":
+        return None
     buf = a.buffer
     if not isinstance(buf, NumpyArray):
         try:  # a host backend's Array exports the buffer protocol
@@ -85,6 +90,11 @@ def host_view(a: Exportable) -> np.ndarray | None:
 def export(a: Exportable, stream: Any = None, max_version: tuple[int, int] | None = None,
            dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
     """The capsule behind ``NDArray.__dlpack__`` (the array API's signature)."""
+    if a.dtype.name == "bfloat16":
+        # capsules are made by numpy, which has no bfloat16
+        raise BufferError("__dlpack__: a bfloat16 array cannot be exported through DLPack "
+                          "(Lamina's capsules come from numpy, which has no bfloat16); "
+                          "convert with .astype(float32) first")
     view = host_view(a)
     if view is not None and any(s < 0 for s in a.strides):
         # PyTorch aborts the process on a capsule with negative strides; export a copy.

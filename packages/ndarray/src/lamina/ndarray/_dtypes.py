@@ -1,6 +1,12 @@
 """The dtypes Lamina knows, and PyTorch's type promotion between them.
 
-``bool``, ``int64``, ``float32`` (the default float dtype) and ``float64``.
+``bool``, ``int64``, ``float16``, ``bfloat16``, ``float32`` (the default float
+dtype) and ``float64``. The two 16-bit floats are *narrow*: a backend stores
+them and converts them to and from float32 (rounding to nearest, ties to
+even), and every kernel that does not take them natively runs in float32 on
+widened copies, rounding its result back, as PyTorch's CPU kernels do
+(``_narrow.py``). numpy has ``float16`` but no ``bfloat16``: a bfloat16
+array's host values (``.numpy()``) are float32, which holds each exactly.
 Promotion follows ``torch.result_type``: operands are ranked by category
 (bool < integer < floating) and, within a category, by size; Python scalars
 and 0-d arrays never raise the dtype of an array with dims within its
@@ -24,16 +30,26 @@ class DType:
     Attributes:
         category: 0 for bool, 1 for integers, 2 for floating point (the order
             type promotion climbs).
+        np: the numpy dtype of its host values (float32 for bfloat16, which
+            numpy lacks).
+        itemsize: bytes per element in a buffer.
+        is_narrow: a 16-bit float (float16, bfloat16), computed in float32 by
+            kernels that do not take it natively.
+        is_wide_float: float32 or float64, the float dtypes every backend's
+            arithmetic kernels take (what the operators' fast paths test).
     """
 
-    __slots__ = ("name", "np", "itemsize", "is_floating", "category")
+    __slots__ = ("name", "np", "itemsize", "is_floating", "category", "is_narrow",
+                 "is_wide_float")
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, itemsize: int | None = None, host: str | None = None) -> None:
         self.name = name
-        self.np = np.dtype(name)
-        self.itemsize = self.np.itemsize
+        self.np = np.dtype(host or name)
+        self.itemsize = itemsize or self.np.itemsize
         self.is_floating = self.np.kind == "f"
         self.category = {"b": 0, "i": 1, "f": 2}[self.np.kind]
+        self.is_narrow = self.is_floating and self.itemsize == 2
+        self.is_wide_float = self.is_floating and not self.is_narrow
 
     def __repr__(self) -> str:
         return f"lamina.{self.name}"
@@ -56,17 +72,23 @@ class DType:
 
 bool_ = DType("bool")
 int64 = DType("int64")
+float16 = DType("float16")
+bfloat16 = DType("bfloat16", itemsize=2, host="float32")
 float32 = DType("float32")
 float64 = DType("float64")
 
-DTYPES = (bool_, int64, float32, float64)
-"""Every dtype, in promotion order."""
+DTYPES = (bool_, int64, float16, bfloat16, float32, float64)
+"""Every dtype, in promotion order (float16 and bfloat16 promote to float32)."""
+
+NARROW = (float16, bfloat16)
+"""The 16-bit floats (see the module docstring)."""
 
 DEFAULT_FLOAT = float32
 """What Python floats, int true division and float ops on ints give."""
 
 _BY_NAME = {d.name: d for d in DTYPES}
-_ALIASES = {"float": float32, "double": float64, "long": int64, "bool_": bool_}
+_ALIASES = {"float": float32, "double": float64, "long": int64, "bool_": bool_,
+            "half": float16}
 
 
 def as_dtype(dtype: Any, op: str = "dtype") -> DType:
@@ -91,7 +113,8 @@ def as_dtype(dtype: Any, op: str = "dtype") -> DType:
     if key in _ALIASES:
         return _ALIASES[key]
     raise DTypeError(
-        f"{op}: unsupported dtype {dtype!r}; Lamina supports bool, int64, float32 and float64")
+        f"{op}: unsupported dtype {dtype!r}; Lamina supports bool, int64, float16, bfloat16, "
+        "float32 and float64")
 
 
 def promote_types(a: Any, b: Any) -> DType:
@@ -99,12 +122,14 @@ def promote_types(a: Any, b: Any) -> DType:
     (``torch.promote_types``).
 
     Example:
-        >>> promote_types("bool", "int64"), promote_types("int64", "float32")
+        >>> promote_types("bool", "int64"), promote_types("float16", "bfloat16")
         (lamina.int64, lamina.float32)
     """
     x, y = as_dtype(a, "promote_types"), as_dtype(b, "promote_types")
     if x.category != y.category:
         return x if x.category > y.category else y
+    if x.itemsize == y.itemsize and x is not y:  # float16 and bfloat16: neither holds the other
+        return float32
     return x if x.itemsize >= y.itemsize else y
 
 

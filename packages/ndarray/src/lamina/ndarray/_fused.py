@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from ._compute import erf, matmul
 from ._dtypes import DEFAULT_FLOAT
 from ._errors import ShapeError
+from ._narrow import kernels_of
 
 if TYPE_CHECKING:
     from ._ndarray import NDArray
@@ -54,7 +55,8 @@ def linear(x: NDArray, weight: NDArray, bias: NDArray | None = None) -> NDArray:
     out = matmul(x, weight.T)
     if bias is None:
         return out
-    if prod(xs[:-1]) == 1 and bias._dtype is out._dtype and bias._device is out._device \
+    if prod(xs[:-1]) == 1 and bias._dtype is out._dtype and out._dtype.is_wide_float \
+            and bias._device is out._device \
             and (out._compact or out.is_compact()) and (bias._compact or bias.is_compact()):
         out._device.kernels.ewise["add"](out._buf, bias._buf, out._buf)  # matmul's new buffer
         return out
@@ -92,7 +94,7 @@ def gelu(a: NDArray, approximate: str = "none") -> NDArray:
     if not a._dtype.is_floating:
         a = a.astype(DEFAULT_FLOAT)
     src = a if a._compact else a.compact()
-    kernels = a._device.kernels
+    kernels = kernels_of(a, "ewise_mul", "gelu")
     ewise, scalar = kernels.ewise, kernels.scalar
     if approximate == "tanh":
         out = src._like()
@@ -144,7 +146,7 @@ def adam_step(param: NDArray, grad: NDArray, exp_avg: NDArray, exp_avg_sq: NDArr
     l2 = 0.0 if decoupled else weight_decay
     kernel = param._device.kernels.adam_step
     arrays = (param, grad, exp_avg, exp_avg_sq)
-    if kernel is not None and max_exp_avg_sq is None and param._dtype.is_floating \
+    if kernel is not None and max_exp_avg_sq is None and param._dtype.is_wide_float \
             and all(x._dtype is param._dtype and x._device is param._device
                     and x._shape == param._shape and (x._compact or x.is_compact())
                     for x in arrays):

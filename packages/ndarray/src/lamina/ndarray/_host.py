@@ -25,13 +25,15 @@ def device_for(device: Any, dtype: DType, op: str) -> Device:
 def infer_dtype(raw: np.ndarray, from_numpy: bool) -> DType:
     kind = raw.dtype.kind
     if kind == "f":
-        return as_dtype(raw.dtype) if from_numpy and raw.dtype.itemsize >= 4 else float32
+        # numpy data keeps its float dtype (float16 too, as torch.tensor does); Python
+        # floats are the default float dtype
+        return as_dtype(raw.dtype) if from_numpy and raw.dtype.itemsize >= 2 else float32
     if kind in "iu":
         return int64
     if kind == "b":
         return bool_
     raise DTypeError(f"array: cannot make an array from data of dtype {raw.dtype}; "
-                     f"Lamina supports bool, int64, float32 and float64")
+                     f"Lamina supports bool, int64, float16, bfloat16, float32 and float64")
 
 
 _INT64 = np.iinfo(np.int64)

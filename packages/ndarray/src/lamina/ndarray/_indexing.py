@@ -28,10 +28,11 @@ import numpy as np
 
 from . import _layout as L
 from ._base import ArrayBase, _index_view
-from ._checks import check_kernel_dtype, normalize_axis
+from ._checks import normalize_axis
 from ._compute import index_read, take
 from ._dtypes import int64
 from ._errors import DeviceError, DTypeError, ShapeError
+from ._narrow import kernels_for, kernels_of
 from ._select import where
 
 A = TypeVar("A", bound=ArrayBase)
@@ -282,9 +283,8 @@ def put(a: A, pos: np.ndarray, value: Any, accumulate: bool = False,
     target = a if a.is_compact() else a.copy()
     base = target.reshape(-1)
     if accumulate:
-        check_kernel_dtype(device, "index_scatter_add", a._dtype, op)
-        device.kernels.index_scatter_add(vals._buf, _device_index(flat, a)._buf, base._buf,
-                                         1, size, 1)
+        kernels_for(device, "index_scatter_add", a._dtype, op).index_scatter_add(
+            vals._buf, _device_index(flat, a)._buf, base._buf, 1, size, 1)
     else:
         # Each written position takes its last value (positions made unique on the
         # host, O(written)).
@@ -309,17 +309,16 @@ def put(a: A, pos: np.ndarray, value: Any, accumulate: bool = False,
 def _scatter_into_zeros(vals: A, index: A, size: int, op: str) -> A:
     """A new (size,) array of zeros plus ``vals`` at ``index``; a float zero is -0.0,
     so that ``-0.0 + v`` is ``v`` for every ``v``, -0.0 included."""
-    device = vals._device
-    check_kernel_dtype(device, "index_scatter_add", vals._dtype, op)
-    out = vals._empty((size,), vals._dtype, device)
-    device.kernels.fill(out._buf, -0.0 if vals._dtype.is_floating else 0)
-    device.kernels.index_scatter_add(vals._buf, index._buf, out._buf, 1, size, 1)
+    kernels = kernels_for(vals._device, "index_scatter_add", vals._dtype, op)
+    out = vals._empty((size,), vals._dtype, vals._device)
+    kernels.fill(out._buf, -0.0 if vals._dtype.is_floating else 0)
+    kernels.index_scatter_add(vals._buf, index._buf, out._buf, 1, size, 1)
     return out
 
 
 def _ones_like(a: A) -> A:
     out = a._like()
-    a._device.kernels.fill(out._buf, 1)
+    kernels_of(a, "fill", "setitem").fill(out._buf, 1)
     return out
 
 

@@ -24,7 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 from ._optable import ops
 
 API_VERSION = 2
-API_MINOR_VERSION = 1
+API_MINOR_VERSION = 2
 """Interface v2.0 passes no op names to kernels: v1.1's ``ewise_strided(op, ...)``
 became one kernel per op, ``ewise_strided_OP(...)``, and every backend declares
 its kernels' dtypes in ``kernel_dtypes``. v1.0 and v1.1 plugins still load,
@@ -35,7 +35,23 @@ sorting and sampling kernels ``sort_last`` (a stable sort, or its first k, of
 each row) and ``multinomial_last`` (inverse-CDF draws from host uniforms), and
 the recurrent-cell kernels and the max-pool kernels ``max_pool2d`` and
 ``max_pool2d_backward`` (see docs/backend-interface.md). Without the sorting
-and sampling ones, NDArray runs the numpy backend's on a host copy."""
+and sampling ones, NDArray runs the numpy backend's on a host copy.
+
+v2.2 adds the 16-bit floats ``float16`` and ``bfloat16`` (:data:`NARROW_DTYPES`),
+which a backend may list in ``dtypes``. Listing one, it must store it and
+provide the :data:`NARROW_KERNELS` for it (``ewise_cast`` both ways between
+it and float32, rounding to nearest even). Every other kernel takes a narrow
+dtype only where ``kernel_dtypes`` names it; elsewhere NDArray runs the
+kernel's float32 form on widened copies (``_narrow.py``). A v2.1 backend
+lists neither, and NDArray names them in its ``lacks``."""
+
+NARROW_DTYPES = ("float16", "bfloat16")
+"""The 16-bit floats of interface v2.2."""
+
+NARROW_KERNELS = ("Array", "empty", "compact", "ewise_setitem", "ewise_cast")
+"""The kernels that take every narrow dtype a backend lists without naming it in
+``kernel_dtypes``: storage, strided copies and conversion, the ones the float32
+fallback of the others is built from."""
 
 Shape = tuple[int, ...]
 Kernel = Callable[..., Any]
@@ -202,14 +218,17 @@ def kernel_dtypes(backend: object) -> dict[str, frozenset[str]]:
 
     The backend declares them in ``kernel_dtypes`` (a mapping from kernel
     name to dtype names); a kernel it does not name accepts every dtype the
-    backend lists, and one it lacks accepts none.
+    backend lists, except the narrow ones, which only the
+    :data:`NARROW_KERNELS` take unnamed; a kernel it lacks accepts none.
     """
     everything = frozenset(str(d) for d in getattr(backend, "dtypes", ()))
+    wide = everything - frozenset(NARROW_DTYPES)
     declared = dict(getattr(backend, "kernel_dtypes", {}) or {})
     none: frozenset[str] = frozenset()
     return {n: none if not hasattr(backend, n)
             else frozenset(str(d) for d in declared[n]) & everything if n in declared
-            else everything for n in REQUIRED + OPTIONAL if n not in METADATA}
+            else everything if n in NARROW_KERNELS
+            else wide for n in REQUIRED + OPTIONAL if n not in METADATA}
 
 
 def missing_kernels(backend: object) -> list[str]:

@@ -30,9 +30,14 @@ from ._optable import DTYPE_SETS, OPS, ops
 
 Shape = tuple[int, ...]
 
-_DTYPES = ("float32", "float64", "int64", "bool")
-_NP_DTYPES = {name: np.dtype(name) for name in _DTYPES}
+_DTYPES = ("float32", "float64", "int64", "bool", "float16", "bfloat16")
+# numpy has no bfloat16: its buffers hold the bits in a one-field record, which numpy
+# copies and indexes but refuses to compute with (a kernel reached with one raises,
+# never computes on the bits as integers); ewise_cast converts it (_bfloat16_bits).
+_BF16 = np.dtype([("bfloat16", "<u2")])
+_NP_DTYPES = {name: _BF16 if name == "bfloat16" else np.dtype(name) for name in _DTYPES}
 _NP_BY_INDEX = tuple(_NP_DTYPES[name] for name in _DTYPES)
+_WIDE = _DTYPES[:4]  # what the kernels other than NARROW_KERNELS take (_narrow.py)
 
 
 class NumpyArray:
@@ -54,7 +59,8 @@ class NumpyArray:
 
     @property
     def dtype(self) -> str:
-        return self.data.dtype.name
+        dt = self.data.dtype
+        return "bfloat16" if dt is _BF16 or dt == _BF16 else dt.name
 
     def __repr__(self) -> str:
         return f"numpy.Array(size={self.size}, dtype={self.dtype})"
@@ -77,6 +83,19 @@ def _view(a: NumpyArray, shape: Shape, strides: Shape, offset: int, op: str) -> 
     base = a.data[offset:] if 0 not in shape else a.data[:0]
     return as_strided(base, shape=shape, strides=tuple(s * item for s in strides),
                       writeable=True)
+
+
+def _bfloat16_bits(x: np.ndarray) -> np.ndarray:
+    """The bfloat16 nearest each value (ties to even) as uint16 bits: the rounding
+    every backend's bfloat16 conversion must match. Values other than float32
+    are first rounded to float32, as PyTorch converts; a NaN stays a quiet NaN."""
+    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    with np.errstate(over="ignore"):  # uint32 arithmetic wraps only for NaNs, fixed below
+        rounded = (bits + np.uint32(0x7FFF) + ((bits >> 16) & np.uint32(1))) >> 16
+    nan = (bits & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+    if nan.any():
+        rounded[nan] = (bits[nan] >> 16) | np.uint32(0x0040)
+    return rounded.astype(np.uint16)
 
 
 def _check_size(op: str, out: NumpyArray, *arrays: NumpyArray) -> int:
@@ -260,8 +279,8 @@ class NumpyBackend:
     def wrap_numpy(src: np.ndarray) -> NumpyArray:
         if not isinstance(src, np.ndarray):
             raise TypeError(f"wrap_numpy: expected a numpy.ndarray, got {type(src).__name__}")
-        if src.dtype.name not in _DTYPES or not src.dtype.isnative:
-            raise TypeError(f"wrap_numpy: unsupported dtype {src.dtype}; numpy lists {_DTYPES} "
+        if src.dtype.name not in _WIDE or not src.dtype.isnative:
+            raise TypeError(f"wrap_numpy: unsupported dtype {src.dtype}; it takes {_WIDE} "
                             f"in native byte order")
         if src.ndim != 1 or not src.flags.c_contiguous:
             raise ValueError(f"wrap_numpy: expected a 1-D contiguous array, got shape "
@@ -319,7 +338,18 @@ class NumpyBackend:
     @staticmethod
     def ewise_cast(a: NumpyArray, out: NumpyArray) -> None:
         n = _check_size("ewise_cast", out, a)
-        np.copyto(out.data, a.data[:n], casting="unsafe")
+        src, dst = a.data[:n], out.data
+        if src.dtype == _BF16:
+            src = (src.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+        if dst.dtype == _BF16:
+            dst.view(np.uint16)[...] = _bfloat16_bits(src)
+        elif dst.dtype == np.float16:
+            # through float32, as PyTorch converts (float64 -> float32 -> float16); a
+            # value beyond float16's range becomes inf without numpy's warning
+            with np.errstate(over="ignore"):
+                np.copyto(dst, src.astype(np.float32, copy=False), casting="unsafe")
+        else:
+            np.copyto(dst, src, casting="unsafe")
 
     # ----------------------------------------------------------- reductions
     @staticmethod

@@ -118,6 +118,7 @@ class Device:
         dtypes: the dtypes the backend lists.
         kernel_dtypes: the dtypes each kernel accepts, by kernel name (see
             :func:`lamina.ndarray._interface.kernel_dtypes`).
+        narrow_tables: the float16/bfloat16 kernel tables (``_narrow.py``).
 
     Example:
         >>> dev = get_device("numpy")
@@ -128,7 +129,7 @@ class Device:
     """
 
     __slots__ = ("type", "index", "name", "backend", "kernels", "dtypes", "kernel_dtypes",
-                 "_plugin", "_alloc", "_alloc_arg")
+                 "narrow_tables", "_plugin", "_alloc", "_alloc_arg")
 
     def __init__(self, type: str, index: int, name: str, backend: BackendProtocol,
                  kernels: KernelTable | None = None, plugin: str = "") -> None:
@@ -139,6 +140,9 @@ class Device:
         self.kernels = resolve_kernels(backend) if kernels is None else kernels
         self.dtypes: tuple[str, ...] = tuple(backend.dtypes)
         self.kernel_dtypes = kernel_dtypes(backend)
+        # float16/bfloat16 kernel tables by dtype, with the table each was built from
+        # (_narrow.widened)
+        self.narrow_tables: dict[str, tuple[KernelTable, KernelTable]] = {}
         self._plugin = plugin or type
         # What allocates a buffer, and its dtype argument by dtype name: the
         # optional `empty` with the dtype's index where the backend has it (a

@@ -19,6 +19,7 @@ from typing import Any
 
 from ._checks import check_kernel_dtype
 from ._errors import ShapeError
+from ._narrow import kernels_of
 from ._ndarray import NDArray
 
 
@@ -57,7 +58,7 @@ def _empty(like: NDArray, *shape: int) -> NDArray:
 def _zeros(like: NDArray, *shape: int) -> NDArray:
     out = _empty(like, *shape)
     if out._buf.size:
-        like._device.kernels.fill(out._buf, 0)
+        kernels_of(like, "fill", "rnn").fill(out._buf, 0)
     return out
 
 

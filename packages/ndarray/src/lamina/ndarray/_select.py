@@ -14,6 +14,7 @@ from ._base import ArrayBase
 from ._checks import check_device_dtype, check_same_device_dtype, normalize_axis
 from ._dtypes import DType, bool_, int64, result_type
 from ._errors import DeviceError, ShapeError
+from ._narrow import kernels_of
 
 A = TypeVar("A", bound=ArrayBase)
 
@@ -73,7 +74,7 @@ def _check_nonempty(arrays: Sequence[ArrayBase], op: str) -> None:
 def _scalar(like: A, value: Any, dtype: DType) -> A:
     """A 0-d array holding ``value`` on ``like``'s device."""
     out = like._empty((), dtype, like._device)
-    like._device.kernels.fill(out._buf, value)
+    kernels_of(like, "fill", "where").fill(out._buf, value)
     return out
 
 
@@ -95,5 +96,5 @@ def where(cond: A, a: Any, b: Any) -> A:
                else t.broadcast_to(shape).compact() for t in (mask, ops[0], ops[1]))
     out = cond._empty(shape, dtype, device)
     if out.size:
-        device.kernels.ewise_where(c._buf, x._buf, y._buf, out._buf)
+        kernels_of(x, "ewise_where", "where").ewise_where(c._buf, x._buf, y._buf, out._buf)
     return out

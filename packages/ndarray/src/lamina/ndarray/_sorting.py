@@ -19,6 +19,7 @@ import numpy as np
 from ._checks import normalize_axis
 from ._dtypes import int64
 from ._errors import ShapeError
+from ._narrow import kernels_of
 from ._ndarray import NDArray
 from ._registry import get_device
 
@@ -33,8 +34,10 @@ def _axis(a: NDArray, axis: int, op: str) -> int:
 def _sorted(a: NDArray, ax: int, k: int, descending: bool) -> tuple[NDArray, NDArray]:
     """The first ``k`` of ``a``'s stable sort along ``ax``: values, int64 indices."""
     device = a.device
-    if device.kernels.sort_last is None or \
-            a.dtype.name not in device.kernel_dtypes["sort_last"]:
+    kernels = device.kernels
+    if kernels.sort_last is not None and a.dtype.is_narrow:
+        kernels = kernels_of(a, "sort_last", "sort")  # on float32 copies
+    elif kernels.sort_last is None or a.dtype.name not in device.kernel_dtypes["sort_last"]:
         host = get_device("numpy")  # its reference kernel: same answer, through the host
         values, indices = _sorted(a.to(host), ax, k, descending)
         return values.to(device), indices.to(device)
@@ -46,7 +49,7 @@ def _sorted(a: NDArray, ax: int, k: int, descending: bool) -> tuple[NDArray, NDA
     shape = src.shape[:-1] + (k,)
     values = NDArray._empty(shape, a.dtype, device, "sort")
     indices = NDArray._empty(shape, int64, device, "sort")
-    sort_last = device.kernels.sort_last
+    sort_last = kernels.sort_last
     if values.size and sort_last is not None:
         sort_last(src.buffer, values.buffer, indices.buffer, src.shape[-1], k, descending)
     if ax == last:

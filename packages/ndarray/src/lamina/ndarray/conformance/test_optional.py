@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from lamina.ndarray._interface import BINARY_OPS, OPTIONAL, STRIDED_OPS
+from lamina.ndarray._interface import BINARY_OPS, NARROW_DTYPES, OPTIONAL, STRIDED_OPS
 from lamina.ndarray._optable import OPS, ops
 from lamina.ndarray.conformance._harness import (
     LARGE,
@@ -404,7 +404,7 @@ def test_empty_allocates_like_array(lamina_backend, size):
     for index, dtype in enumerate(lamina_backend.dtypes):
         buf = lamina_backend.empty(size, index)
         assert (buf.size, buf.dtype) == (size, dtype)
-        if size:
+        if size and dtype not in NARROW_DTYPES:  # fill takes them as float32 (test_narrow)
             lamina_backend.fill(buf, 1)
             np.testing.assert_array_equal(get(lamina_backend, buf), np.ones(size, dtype))
 
