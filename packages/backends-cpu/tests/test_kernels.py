@@ -35,8 +35,8 @@ def test_every_name_is_exported() -> None:
 
 
 def test_metadata() -> None:
-    assert cpu.name == "cpu" and cpu.api_version == 2 and cpu.api_minor_version == 1
-    assert cpu.dtypes == ("float32", "float64", "int64", "bool")
+    assert cpu.name == "cpu" and cpu.api_version == 2 and cpu.api_minor_version == 2
+    assert cpu.dtypes == ("float32", "float64", "int64", "bool", "float16", "bfloat16")
     # kernel_dtypes (since v1.1) names the kernels that take fewer dtypes
     assert cpu.kernel_dtypes["ewise_div"] == ("float32", "float64")
     assert cpu.kernel_dtypes["ewise_bitwise_and"] == ("int64", "bool")

@@ -162,8 +162,8 @@ half = float16  # torch.half
 
 __all__ = [
     # tensor, dtypes, errors
-    "Tensor", "Function", "compile", "GraphBreak", "bool", "bool_", "bfloat16", "float16", "half", "float32", "float64",
-    "int64", "result_type",
+    "Tensor", "Function", "compile", "GraphBreak", "bool", "bool_", "bfloat16", "float16",
+    "half", "float32", "float64", "int64", "result_type",
     "promote_types", "can_cast", "ShapeError", "DTypeError", "DeviceError",
     # creation
     "tensor", "zeros", "ones", "empty", "full", "rand", "randn", "arange", "zeros_like",

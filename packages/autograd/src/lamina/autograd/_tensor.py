@@ -797,7 +797,7 @@ class RemovableHandle:
 _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor",
                "bool": "BoolTensor", "float16": "HalfTensor", "bfloat16": "BFloat16Tensor"}
 # the dtype names Tensor.to takes as a dtype (any other string is a device)
-_DTYPE_NAMES = frozenset({"float16", "bfloat16", "float32", "float64", "int64", "bool", "half", "float",
-                          "double", "long"})
+_DTYPE_NAMES = frozenset({"float16", "bfloat16", "float32", "float64", "int64", "bool", "half",
+                          "float", "double", "long"})
 
 register_tensor_class(Tensor)  # every op's result is a Tensor (see _tensor_base.make)

@@ -224,7 +224,7 @@ class ArrayBase:
         if dtype.is_narrow:
             host = kernels_for(self._device, "to_numpy", dtype, "numpy").to_numpy(
                 self._buf, self._shape, self._strides, self._offset)
-            return host.astype(dtype.np, copy=False)  # type: ignore[no-any-return]
+            return host.astype(dtype.np, copy=False)
         return self._device.kernels.to_numpy(self._buf, self._shape, self._strides,
                                              self._offset)
 

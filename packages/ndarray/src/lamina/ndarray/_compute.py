@@ -24,7 +24,7 @@ from ._checks import (
 from ._dtypes import DEFAULT_FLOAT, DType, bool_, int64, promote_types, scalar_dtype
 from ._errors import DeviceError, DTypeError, ShapeError
 from ._interface import KernelTable
-from ._narrow import kernels_for, kernels_of
+from ._narrow import kernels_for, kernels_of, optional_kernel
 from ._optable import OPS, ops
 from ._select import _scalar, where
 
@@ -548,12 +548,11 @@ def softmax(a: A, axis: int = -1) -> A:
     ax = normalize_axis(axis, len(a._shape), "softmax")
     if 0 in a._shape:  # nothing to normalise (an empty axis too), as in PyTorch
         return a._empty(a._shape, a._dtype, a._device)
-    kernels = a._device.kernels
-    if ax == len(a._shape) - 1 and kernels.softmax_last is not None:
-        kernels = kernels_of(a, "softmax_last", "softmax")
+    fused = optional_kernel(a, "softmax_last", "softmax") if ax == len(a._shape) - 1 else None
+    if fused is not None:
         src = a if a._compact else a.compact()
         out = src._like()
-        kernels.softmax_last(src._buf, out._buf, a._shape[-1])
+        fused(src._buf, out._buf, a._shape[-1])
         return out
     e = unary(binary(a, reduce(a, ax, True, "max"), "sub"), "exp")
     return binary(e, reduce(e, ax, True, "sum"), "div")
@@ -585,9 +584,8 @@ def layer_norm(a: A, weight: A, bias: A, eps: float = 1e-5
         _check_floating(a._dtype, "layer_norm")
     size = a._shape[-1]
     stats = a._shape[:-1] + (1,)
-    kernels = a._device.kernels
-    if kernels.layer_norm_last is not None:
-        kernels = kernels_of(a, "layer_norm_last", "layer_norm")
+    fused = optional_kernel(a, "layer_norm_last", "layer_norm")
+    if fused is not None:
         # the frame of compact() only for an operand not known to be compact
         src = a if a._compact else a.compact()
         w = weight if weight._compact else weight.compact()
@@ -596,8 +594,7 @@ def layer_norm(a: A, weight: A, bias: A, eps: float = 1e-5
         mu = a._empty(stats, a._dtype, a._device)
         rstd = a._empty(stats, a._dtype, a._device)
         if out._buf.size:
-            kernels.layer_norm_last(src._buf, w._buf, b._buf, out._buf, mu._buf, rstd._buf,
-                                    size, float(eps))
+            fused(src._buf, w._buf, b._buf, out._buf, mu._buf, rstd._buf, size, float(eps))
         return out, mu, rstd
     x: Any = a  # NDArray's operators and methods (ArrayBase declares none)
     mu = x.sum(axis=-1, keepdims=True) * (1.0 / size)
@@ -645,12 +642,12 @@ def logsumexp(a: A, axis: Any = -1, keepdims: bool = False) -> A:
         if out.size:
             kernels_of(a, "fill", "logsumexp").fill(out._buf, float("-inf"))
         return out if keepdims else out.squeeze(axes)
-    kernels = a._device.kernels
-    if axes == (a.ndim - 1,) and kernels.logsumexp_last is not None and a.size:
-        kernels = kernels_of(a, "logsumexp_last", "logsumexp")
+    fused = optional_kernel(a, "logsumexp_last", "logsumexp") \
+        if axes == (a.ndim - 1,) and a.size else None
+    if fused is not None:
         src = a.compact()
         out = a._empty(a._shape[:-1], a._dtype, a._device)
-        kernels.logsumexp_last(src._buf, out._buf, a._shape[-1])
+        fused(src._buf, out._buf, a._shape[-1])
         return out.expand_dims(-1) if keepdims else out
     peak = reduce(a, axes, True, "max")
     finite = binary(binary(peak, float("inf"), "lt"), binary(peak, float("-inf"), "gt"), "mul")

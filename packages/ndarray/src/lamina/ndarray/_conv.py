@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from ._checks import conv_output_size, pair
 from ._compute import pad
 from ._errors import ShapeError
-from ._narrow import kernels_of
+from ._narrow import kernels_of, optional_kernel
 
 if TYPE_CHECKING:
     from ._ndarray import NDArray
@@ -34,13 +34,12 @@ def im2col(x: NDArray, kernel: Any, stride: Any = 1, padding: Any = 0,
     """Patches of an NCHW array: shape ``(N, OH, OW, C, KH, KW)``, zero outside the input."""
     n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow = _conv_geometry(
         x.shape, kernel, stride, padding, dilation, "im2col")
-    kernels = x.device.kernels
     out = x._empty((n, oh, ow, c, kh, kw), x.dtype, x.device)
     if not out.size:
         return out
-    if kernels.im2col is not None:
-        kernels = kernels_of(x, "im2col", "im2col")
-        kernels.im2col(x.compact()._buf, out._buf, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw)
+    fused = optional_kernel(x, "im2col", "im2col")
+    if fused is not None:
+        fused(x.compact()._buf, out._buf, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw)
         return out
     # composite: one strided view of the padded input, then one compact
     xp = pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
@@ -58,12 +57,10 @@ def col2im(cols: NDArray, input_shape: Any, kernel: Any, stride: Any = 1, paddin
     if cols.shape != (n, oh, ow, c, kh, kw):
         raise ShapeError(f"col2im: columns of shape {cols.shape} do not match "
                          f"{(n, oh, ow, c, kh, kw)} for input {tuple(input_shape)}")
-    kernels = cols.device.kernels
-    if kernels.col2im is not None:
-        kernels = kernels_of(cols, "col2im", "col2im")
+    fused = optional_kernel(cols, "col2im", "col2im")
+    if fused is not None:
         out = cols._empty((n, c, h, w), cols.dtype, cols.device)
-        kernels.col2im(cols.compact()._buf, out._buf, n, c, h, w, kh, kw, sh, sw, ph, pw,
-                       dh, dw)
+        fused(cols.compact()._buf, out._buf, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw)
         return out
     padded = cols._empty((n, c, h + 2 * ph, w + 2 * pw), cols.dtype, cols.device)
     kernels_of(cols, "fill", "col2im").fill(padded._buf, 0)

@@ -40,7 +40,7 @@ def kernels_for(device: Any, kernel: str, dtype: DType, op: str) -> KernelTable:
     """
     accepted = device.kernel_dtypes.get(kernel, ())
     if dtype.name in accepted:
-        return device.kernels  # type: ignore[no-any-return]
+        return device.kernels
     if dtype.is_narrow and dtype.name in device.dtypes and "float32" in accepted:
         return widened(device, dtype)
     check_kernel_dtype(device, kernel, dtype, op)  # raises: the kernel lacks dtype
@@ -51,8 +51,17 @@ def kernels_of(a: Any, kernel: str, op: str) -> KernelTable:
     """The kernel table to run ``kernel`` on array ``a``: its device's own table
     unless ``a`` is narrow (:func:`kernels_for`)."""
     if not a._dtype.is_narrow:
-        return a._device.kernels  # type: ignore[no-any-return]
+        return a._device.kernels
     return kernels_for(a._device, kernel, a._dtype, op)
+
+
+def optional_kernel(a: Any, name: str, op: str) -> Kernel | None:
+    """The optional kernel ``name`` (``"softmax_last"``) to run on array ``a``, or None
+    where its device lacks it; for a narrow ``a``, the widened one."""
+    kernel: Kernel | None = getattr(a._device.kernels, name)
+    if kernel is None or not a._dtype.is_narrow:
+        return kernel
+    return getattr(kernels_for(a._device, name, a._dtype, op), name)
 
 
 def widened(device: Any, dtype: DType) -> KernelTable:
@@ -61,7 +70,7 @@ def widened(device: Any, dtype: DType) -> KernelTable:
     table = device.kernels
     cached = device.narrow_tables.get(dtype.name)
     if cached is not None and cached[0] is table:
-        return cached[1]  # type: ignore[no-any-return]
+        return cached[1]
     values: dict[str, Any] = {}
     for f in fields(KernelTable):
         kernel = getattr(table, f.name)

@@ -74,7 +74,7 @@ def _check_nonempty(arrays: Sequence[ArrayBase], op: str) -> None:
 def _scalar(like: A, value: Any, dtype: DType) -> A:
     """A 0-d array holding ``value`` on ``like``'s device."""
     out = like._empty((), dtype, like._device)
-    kernels_of(like, "fill", "where").fill(out._buf, value)
+    kernels_of(out, "fill", "where").fill(out._buf, value)
     return out
 
 

@@ -375,6 +375,22 @@ class Module:
                         _move(value, device, dtype)
         return self
 
+    def half(self) -> Module:
+        """Cast floating parameters and buffers to float16 in place (``to(dtype=...)``)."""
+        return self.to(dtype="float16")
+
+    def bfloat16(self) -> Module:
+        """Cast floating parameters and buffers to bfloat16 in place."""
+        return self.to(dtype="bfloat16")
+
+    def float(self) -> Module:
+        """Cast floating parameters and buffers to float32 in place."""
+        return self.to(dtype="float32")
+
+    def double(self) -> Module:
+        """Cast floating parameters and buffers to float64 in place."""
+        return self.to(dtype="float64")
+
     def num_parameters(self) -> int:
         """The number of trainable scalars."""
         return sum(p._data.size for p in self.parameters())
