@@ -26,6 +26,7 @@ from lamina.ndarray import (
 )
 
 from . import profiler as profiler  # torch.autograd.profiler's place
+from ._autocast import autocast, get_autocast_dtype, is_autocast_enabled
 from ._compile import GraphBreak, compile  # noqa: A004  (torch.compile's name)
 from ._creation import (
     arange,
@@ -162,7 +163,8 @@ half = float16  # torch.half
 
 __all__ = [
     # tensor, dtypes, errors
-    "Tensor", "Function", "compile", "GraphBreak", "bool", "bool_", "bfloat16", "float16",
+    "Tensor", "Function", "compile", "GraphBreak", "autocast", "get_autocast_dtype",
+    "is_autocast_enabled", "bool", "bool_", "bfloat16", "float16",
     "half", "float32", "float64", "int64", "result_type",
     "promote_types", "can_cast", "ShapeError", "DTypeError", "DeviceError",
     # creation

@@ -46,7 +46,7 @@ import lamina.ndarray as nd
 from lamina.ndarray import NDArray
 from lamina.ndarray._capture import Capture, GraphBreak, Program, array_over
 
-from . import _engine, _function
+from . import _autocast, _engine, _function
 from . import _grad_mode as grad_mode
 from ._function import Function
 from ._tensor_base import TensorBase, make, share_storage
@@ -163,7 +163,7 @@ class CompiledFunction:
             if signature is None:
                 tensors.clear()
                 signature = _signature((args, kwargs), tensors)
-            key = (grad_mode._state.enabled, _assignments, signature,
+            key = (grad_mode._state.enabled, _autocast.state_key(), _assignments, signature,
                    tuple([m.training for module in self._modules for m in module.modules()])
                    if self._modules else ())
             entry = self._cache.get(key)

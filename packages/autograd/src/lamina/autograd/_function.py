@@ -24,6 +24,7 @@ training step.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from . import _grad_mode as grad_mode
@@ -59,6 +60,10 @@ class Observer(Protocol):
 observer: Observer | None = None
 """Set while an op observer is active (``lamina.autograd.profiler``); ``None`` costs
 ``apply`` and the engine one comparison per op."""
+
+autocast_hook: Callable[[str, tuple[Any, ...]], tuple[Any, ...]] | None = None
+"""Set while an ``autocast`` region is open in any thread (``_autocast.py``): casts an
+op's inputs, given its name; ``None`` costs ``apply`` one comparison."""
 
 
 class OpName(str):
@@ -134,6 +139,8 @@ class Function:
 
         Returns a Tensor (typed ``Any``: see ``_tensor_base.make``).
         """
+        if autocast_hook is not None:
+            inputs = autocast_hook(cls.name, inputs)
         if observer is not None and observer.claim():  # the profiler watches this call
             return observer.forward(cls, inputs, params)
         node = cls()
