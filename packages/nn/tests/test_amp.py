@@ -9,8 +9,8 @@ import lamina.nn.functional as F
 import numpy as np
 import pytest
 import torch
-from lamina import nn, optim
 from conftest import available_devices
+from lamina import nn, optim
 from lamina.amp import GradScaler, autocast
 
 _DEVICES = [d for d in available_devices() if "bfloat16" in ag.tensor(0.0, device=d).device.dtypes]

@@ -177,6 +177,21 @@ def test_bool_tensors_round_trip_as_bool_and_still_mask(tmp_path, device):
     assert tuple(t[torch.tensor([True, False, True, False])].shape) == (2, 3)
 
 
+@pytest.mark.parametrize("dtype, stored", [("float16", np.float16), ("bfloat16", np.float32)])
+def test_narrow_float_tensors_come_back_in_their_dtype(tmp_path, device, dtype, stored):
+    if dtype not in ag.tensor(0.0, device=device).device.dtypes:
+        pytest.skip(f"{device} has no {dtype}")
+    x = ag.tensor(np.random.default_rng(0).standard_normal(7), dtype=dtype, device=device)
+    net = nn.Linear(3, 2).to(device=device, dtype=dtype)
+    path = tmp_path / "narrow.safetensors"
+    nn.save({"x": x, "net": net.state_dict()}, path)
+    back = nn.load(path, device=device)
+    assert back["x"].dtype == dtype and back["net"]["weight"].dtype == dtype
+    np.testing.assert_array_equal(back["x"].float().numpy(), x.float().numpy())
+    assert load_file(str(path))["x"].dtype == stored  # bfloat16: its exact float32 values
+    nn.Linear(3, 2).to(device=device, dtype=dtype).load_state_dict(back["net"])
+
+
 def _rewrite_metadata(path, **changes):
     """The file with metadata entries changed and its arrays and checksum kept."""
     with safe_open(str(path), framework="numpy") as f:

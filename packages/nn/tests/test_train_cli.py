@@ -228,13 +228,22 @@ def _shakespeare(folder: Path) -> list[str]:
             "--no-progress"]
 
 
-@pytest.mark.parametrize("make", [_ptb, _shakespeare], ids=["ptb", "shakespeare"])
-def test_stopped_mid_run_and_resumed_equals_straight(make, tmp_path, monkeypatch):
+def _mnist(folder: Path) -> list[str]:
+    return ["mnist", "--hidden", "16", "--batch-size", "500", "--epochs", "2", "--no-progress"]
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16", "fp16"])
+@pytest.mark.parametrize("make", [_ptb, _shakespeare, _mnist], ids=["ptb", "shakespeare", "mnist"])
+def test_stopped_mid_run_and_resumed_equals_straight(make, precision, tmp_path, monkeypatch):
     """Every recipe resumes bit for bit from a stop in the middle of an epoch (ptb: its
-    hidden state comes back too) or between evaluations (shakespeare)."""
+    hidden state comes back too) or between evaluations (shakespeare), at every
+    --precision (fp16: the GradScaler's state comes back too)."""
     from lamina.models._checkpoint import Checkpoints
 
-    args = make(tmp_path)
+    narrow = {"bf16": "bfloat16", "fp16": "float16"}.get(precision)
+    if narrow is not None and narrow not in nd.default_device().dtypes:
+        pytest.skip(f"the default device has no {narrow}")
+    args = [*make(tmp_path), "--precision", precision]
     straight, resumed = tmp_path / "straight.safetensors", tmp_path / "resumed.safetensors"
     assert main([*args, "--checkpoint-dir", str(tmp_path / "a"), "--save", str(straight)]) == 0
     real = Checkpoints.check_stop
@@ -254,6 +263,7 @@ def test_stopped_mid_run_and_resumed_equals_straight(make, tmp_path, monkeypatch
                  "--no-progress", "--save", str(resumed)]) == 0
     a, b = nn.load(straight, as_numpy=True), nn.load(resumed, as_numpy=True)
     assert_same_weights(a["model"], b["model"])
+    assert a["scaler"] == b["scaler"] and bool(a["scaler"]) == (precision == "fp16")
     if nd.default_device().type == "cuda":
         return  # its losses, and so its histories, agree to rounding only
     assert _without_times(a["position"]["history"]) == _without_times(b["position"]["history"])

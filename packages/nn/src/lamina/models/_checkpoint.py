@@ -3,7 +3,8 @@
 A training checkpoint is one :func:`lamina.nn.save` file (a dict) holding
 everything a run needs to continue exactly where it stopped:
 
-- ``model``, ``optimizer``, ``scheduler``: their state dicts;
+- ``model``, ``optimizer``, ``scheduler``, ``scaler``: their state dicts (the
+  scaler's is empty but for ``--precision fp16``);
 - ``rng``: the state of Lamina's generator (weight init, dropout);
 - ``position``: the loop's own state: where it is (epoch and batch, or
   iteration), its running totals, the history so far, and the state of its
@@ -145,7 +146,7 @@ class Checkpoints:
 
     # ------------------------------------------------------------ what is saved
     def attach(self, model: nn.Module, optimizer: Any, scheduler: Any = None,
-               model_config: dict[str, Any] | None = None, **extra: Any
+               model_config: dict[str, Any] | None = None, scaler: Any = None, **extra: Any
                ) -> dict[str, Any] | None:
         """Register what checkpoints save; when resuming, restore it.
 
@@ -154,6 +155,7 @@ class Checkpoints:
 
         Args:
             model, optimizer, scheduler: saved and restored by state dict.
+            scaler: the run's GradScaler (``--precision fp16``), likewise.
             model_config: keyword arguments of the recipe's ``model_from_config``.
             extra: more JSON-able entries to store (e.g. a vocabulary).
 
@@ -162,7 +164,7 @@ class Checkpoints:
             passed it to :meth:`save`), else None.
         """
         self._parts = {"model": model, "optimizer": optimizer, "scheduler": scheduler,
-                       "model_config": model_config or {}, "extra": extra}
+                       "scaler": scaler, "model_config": model_config or {}, "extra": extra}
         if self.resume is None:
             return None
         saved = self.resume
@@ -170,6 +172,8 @@ class Checkpoints:
         optimizer.load_state_dict(saved["optimizer"])
         if scheduler is not None:
             scheduler.load_state_dict(saved["scheduler"])
+        if scaler is not None and saved.get("scaler"):
+            scaler.load_state_dict(saved["scaler"])
         set_rng_state(nd.generator(), saved["rng"])
         self.position = saved["position"]
         return self.position
@@ -186,6 +190,7 @@ class Checkpoints:
                 "optimizer": parts["optimizer"].state_dict(),
                 "scheduler": None if parts["scheduler"] is None
                 else parts["scheduler"].state_dict(),
+                "scaler": None if parts["scaler"] is None else parts["scaler"].state_dict(),
                 "rng": rng_state(nd.generator()), "position": position}
 
     def save(self, path: str | Path, position: dict[str, Any]) -> Path:

@@ -28,6 +28,7 @@ from lamina.nn import CheckpointError
 from ._argtypes import HelpFormatter, check_value, device, integer, real
 from ._checkpoint import Checkpoints, TrainingInterrupted, describe_resume, read_checkpoint
 from ._data_parallel import launch
+from ._precision import PRECISIONS, Precision
 from ._reporting import format_record, print_line, summary_line, write_log, write_plot
 from .recipes import RECIPES, Recipe
 
@@ -81,6 +82,9 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nproc", type=integer(1), default=1, metavar="N",
                         help="train data-parallel with N MPI processes (needs "
                              "lamina-nn[distributed])")
+    parser.add_argument("--precision", choices=PRECISIONS, default="fp32",
+                        help="fp32; bf16: forward passes under autocast(bfloat16); fp16: "
+                             "under autocast(float16), with loss scaling (GradScaler)")
     parser.add_argument("--compile", action="store_true",
                         help="capture the model's forward and backward once per batch "
                              "shape and replay them (lamina.autograd.compile); the same "
@@ -132,6 +136,10 @@ def _check_arguments(args: argparse.Namespace) -> str | None:
             import matplotlib  # noqa: F401
         except ImportError:
             return "--plot needs matplotlib: pip install 'lamina-nn[plot]'"
+    try:
+        Precision(args.precision, args.device)
+    except ValueError as exc:
+        return str(exc)
     # the folder is created with the first checkpoint; here, that it can be
     folder = Path(args.checkpoint_dir)
     existing = next(p for p in (folder, *folder.parents) if p.exists() or p == Path("."))

@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 from lamina import autograd, nn, optim
 
+from ._precision import Precision
+
 __all__ = ["LanguageModel", "detach_hidden", "evaluate_lm", "token_nll", "train_lm_epoch"]
 
 _CELLS = ("lstm", "rnn-tanh", "rnn-relu")
@@ -137,8 +139,8 @@ def token_nll(logits: autograd.Tensor, targets: autograd.Tensor) -> autograd.Ten
 def train_lm_epoch(model: LanguageModel, batches: Iterable[Any], optimizer: optim.Optimizer,
                    batch_size: int, clip: float | None = None, sum_steps: bool = True,
                    progress: Any = None, totals: dict[str, Any] | None = None,
-                   after_batch: Callable[[dict[str, Any]], None] | None = None
-                   ) -> dict[str, float]:
+                   after_batch: Callable[[dict[str, Any]], None] | None = None,
+                   precision: Precision | None = None) -> dict[str, float]:
     """One epoch of truncated BPTT: the hidden state flows on but is detached per batch.
 
     Args:
@@ -156,10 +158,12 @@ def train_lm_epoch(model: LanguageModel, batches: Iterable[Any], optimizer: opti
             ``batch`` batches are skipped and training goes on from its hidden
             state and sums (how a resumed run continues mid-epoch).
         after_batch: called with the running state after every step.
+        precision: the steps' ``--precision`` (default float32).
 
     Returns:
         ``{"loss": mean loss per token, "ppl": exp(loss)}``.
     """
+    precision = precision or Precision("fp32", None)
     model.train()
     run: dict[str, Any] = dict(totals) if totals else {"batch": 0, "loss": 0.0, "tokens": 0,
                                                        "hidden": None}
@@ -170,11 +174,13 @@ def train_lm_epoch(model: LanguageModel, batches: Iterable[Any], optimizer: opti
             continue
         hidden = detach_hidden(hidden)
         optimizer.zero_grad()
-        loss, hidden = _token_loss(model, x, y, hidden)
-        (loss * x.shape[0] if sum_steps else loss).backward()
+        with precision.autocast():
+            loss, hidden = _token_loss(model, x, y, hidden)
+        precision.backward(loss * x.shape[0] if sum_steps else loss)
         if clip is not None:
+            precision.unscale(optimizer)
             nn.utils.clip_grad_norm_(model.parameters(), clip)
-        optimizer.step()
+        precision.step(optimizer)
         n = x.shape[0] * x.shape[1]
         run.update(batch=run["batch"] + 1, loss=run["loss"] + loss.item() * n,
                    tokens=run["tokens"] + n, hidden=detach_hidden(hidden))
@@ -187,13 +193,14 @@ def train_lm_epoch(model: LanguageModel, batches: Iterable[Any], optimizer: opti
     return {"loss": mean, "ppl": math.exp(mean)}
 
 
-def evaluate_lm(model: LanguageModel, batches: Iterable[Any], batch_size: int
-                ) -> dict[str, float]:
-    """Mean loss per token and perplexity over a whole stream, without a graph."""
+def evaluate_lm(model: LanguageModel, batches: Iterable[Any], batch_size: int,
+                precision: Precision | None = None) -> dict[str, float]:
+    """Mean loss per token and perplexity over a whole stream, without a graph (under
+    ``precision``'s autocast, as the training steps)."""
     model.eval()
     hidden = model.init_hidden(batch_size)
     total, tokens = 0.0, 0
-    with autograd.no_grad():
+    with autograd.no_grad(), (precision or Precision("fp32", None)).autocast():
         for x, y in batches:
             loss, hidden = _token_loss(model, x, y, hidden)
             n = x.shape[0] * x.shape[1]

@@ -10,6 +10,7 @@ import numpy as np
 from lamina import autograd, nn, optim
 
 from ._checkpoint import Checkpoints, rng_state, set_rng_state
+from ._precision import Precision
 from ._reporting import progress_bar
 
 __all__ = ["evaluate", "fit", "maybe_compile", "train_epoch"]
@@ -33,8 +34,8 @@ def train_epoch(model: nn.Module, loader: Iterable[Any], optimizer: optim.Optimi
                 loss_fn: Callable[[Any, Any], autograd.Tensor],
                 scheduler: Any = None, progress: Any = None,
                 totals: dict[str, Any] | None = None,
-                after_batch: Callable[[dict[str, Any]], None] | None = None
-                ) -> dict[str, float]:
+                after_batch: Callable[[dict[str, Any]], None] | None = None,
+                precision: Precision | None = None) -> dict[str, float]:
     """One pass over ``loader`` in training mode.
 
     Args:
@@ -49,10 +50,12 @@ def train_epoch(model: nn.Module, loader: Iterable[Any], optimizer: optim.Optimi
             ``batch`` batches are drawn from ``loader`` and skipped, and the
             sums go on from there (how a resumed run continues mid-epoch).
         after_batch: called with the running totals after every step.
+        precision: the steps' ``--precision`` (default float32).
 
     Returns:
         ``{"loss": mean loss per sample, "acc": accuracy}``.
     """
+    precision = precision or Precision("fp32", None)
     model.train()
     run: dict[str, Any] = dict(totals) if totals else {"batch": 0, "loss": 0.0, "correct": 0,
                                                        "seen": 0}
@@ -61,10 +64,11 @@ def train_epoch(model: nn.Module, loader: Iterable[Any], optimizer: optim.Optimi
         if i < skip:
             continue
         optimizer.zero_grad()
-        logits = model(x)
-        loss = loss_fn(logits, y)
-        loss.backward()
-        optimizer.step()
+        with precision.autocast():
+            logits = model(x)
+            loss = loss_fn(logits, y)
+        precision.backward(loss)
+        precision.step(optimizer)
         if scheduler is not None:
             scheduler.step()
         n = y.shape[0]
@@ -82,11 +86,13 @@ def train_epoch(model: nn.Module, loader: Iterable[Any], optimizer: optim.Optimi
 
 
 def evaluate(model: nn.Module, loader: Iterable[Any],
-             loss_fn: Callable[[Any, Any], autograd.Tensor]) -> dict[str, float]:
-    """Mean loss and accuracy over ``loader`` in eval mode, without a graph."""
+             loss_fn: Callable[[Any, Any], autograd.Tensor],
+             precision: Precision | None = None) -> dict[str, float]:
+    """Mean loss and accuracy over ``loader`` in eval mode, without a graph (under
+    ``precision``'s autocast, as the training steps)."""
     model.eval()
     total_loss, correct, seen = 0.0, 0, 0
-    with autograd.no_grad():
+    with autograd.no_grad(), (precision or Precision("fp32", None)).autocast():
         for x, y in loader:
             logits = model(x)
             n = y.shape[0]
@@ -101,7 +107,8 @@ def fit(model: nn.Module, train_loader: Any, test_loader: Any, optimizer: optim.
         scheduler: Any = None, per_batch_scheduler: bool = False, show_progress: bool = True,
         on_epoch: Callable[[dict[str, float]], None] | None = None,
         checkpoints: Checkpoints | None = None,
-        position: dict[str, Any] | None = None) -> list[dict[str, float]]:
+        position: dict[str, Any] | None = None,
+        precision: Precision | None = None) -> list[dict[str, float]]:
     """Train for ``epochs`` epochs, evaluating on ``test_loader`` after each.
 
     Args:
@@ -112,6 +119,7 @@ def fit(model: nn.Module, train_loader: Any, test_loader: Any, optimizer: optim.
             returns it): training continues from there, bit for bit. The
             loader's generator is restored to its state at the start of the
             saved epoch, so the epoch's batches are the same.
+        precision: the steps' ``--precision`` (default float32).
 
     Returns:
         One record per epoch: epoch, train_loss, train_acc, test_loss,
@@ -138,11 +146,11 @@ def fit(model: nn.Module, train_loader: Any, test_loader: Any, optimizer: optim.
                            show_progress, initial=totals["batch"] if totals else 0)
         train = train_epoch(model, train_loader, optimizer, loss_fn,
                             scheduler if per_batch_scheduler else None, bar, totals,
-                            stop_check)
+                            stop_check, precision)
         elapsed = time.perf_counter() - start
         bar.close()
         totals, elapsed_before = None, 0.0
-        test = evaluate(model, test_loader, loss_fn)
+        test = evaluate(model, test_loader, loss_fn, precision)
         lr = float(np.mean([g["lr"] for g in optimizer.param_groups]))
         if scheduler is not None and not per_batch_scheduler:
             scheduler.step()

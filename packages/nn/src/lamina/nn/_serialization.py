@@ -12,8 +12,10 @@ first format (``lamina-checkpoint-1``), whose checksum covers the arrays
 only, still load, with a warning. Any plain safetensors file loads as a flat
 dict.
 
-Lamina computes in float32, float64, int64 and bool, so a loaded entry of
-another dtype is converted only where no value changes: float16 to float32;
+A float16 or bfloat16 tensor comes back in its dtype: float16 is stored as an
+F16 entry, bfloat16 (which numpy, and so the writer used here, lacks) as an
+F32 entry holding its exact values, with its dtype in the structure record.
+An entry of another file is converted only where no value changes: float16 to float32;
 the 8- to 32-bit integers, and uint64 entries below 2**63, to int64. Anything
 else (a uint64 value of 2**63 or more, complex numbers) raises
 :class:`CheckpointError` naming the entry; ``as_numpy=True`` returns every
@@ -159,7 +161,13 @@ def _encode(obj: Any, where: tuple[str, ...], tensors: dict[str, np.ndarray]) ->
         while name in tensors:
             name += "_"
         tensors[name] = array
-        return {"__array__": name, "kind": kind}
+        node = {"__array__": name, "kind": kind}
+        if kind != "numpy" and obj.dtype.is_narrow:
+            # float16 is stored as such; bfloat16, which numpy (and so the safetensors
+            # writer used here) lacks, as its exact float32 values: the record keeps
+            # the dtype either way
+            node["dtype"] = obj.dtype.name
+        return node
     if isinstance(obj, Mapping):
         if all(isinstance(k, str) for k in obj):
             return {"__dict__": [[k, _encode(v, where + (k,), tensors)] for k, v in obj.items()]}
@@ -329,7 +337,8 @@ def _decode(node: Any, tensors: dict[str, np.ndarray], device: Any, as_numpy: bo
             path: str) -> Any:
     if "__array__" in node:
         kind = "numpy" if as_numpy else node["kind"]
-        return _restore(tensors[node["__array__"]], kind, device, node["__array__"], path)
+        return _restore(tensors[node["__array__"]], kind, device, node["__array__"], path,
+                        node.get("dtype"))
     if "__dict__" in node:
         return {k: _decode(v, tensors, device, as_numpy, path) for k, v in node["__dict__"]}
     if "__intdict__" in node:
@@ -342,10 +351,12 @@ def _decode(node: Any, tensors: dict[str, np.ndarray], device: Any, as_numpy: bo
     return node["__value__"]
 
 
-def _restore(array: np.ndarray, kind: str, device: Any, name: str, path: str) -> Any:
+def _restore(array: np.ndarray, kind: str, device: Any, name: str, path: str,
+             dtype: str | None = None) -> Any:
     if kind == "numpy":
         return array
-    data = nd.array(_lossless(array, name, path), device=device)
+    data = nd.array(array, dtype=dtype, device=device) if dtype is not None else \
+        nd.array(_lossless(array, name, path), device=device)
     return data if kind == "ndarray" else Tensor(data)
 
 

@@ -30,6 +30,7 @@ from lamina.data import CIFAR10, CIFAR10_MEAN, CIFAR10_STD, DataLoader, Dataset
 from lamina.data import transforms as T
 
 from .._argtypes import integer, real
+from .._precision import Precision
 from .._reporting import device_name, print_line
 from .._resnet import CIFARResNet9, ResNet9
 from .._trainer import fit, maybe_compile
@@ -225,9 +226,10 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     sched = optim.lr_scheduler.OneCycleLR(opt, max_lr=opt.defaults["lr"],
                                           total_steps=epochs * len(train), pct_start=0.25,
                                           cycle_momentum=False)
+    precision = Precision(args.precision, args.device)
     checkpoints = getattr(args, "checkpoints", None)
     position = None if checkpoints is None else checkpoints.attach(
-        model, opt, sched, {"model": args.model})
+        model, opt, sched, {"model": args.model}, scaler=precision.scaler)
     print(f"cifar10: {args.model} ({model.num_parameters():,} parameters), "
           f"{len(train_set):,} training / {len(test_set):,} test images, {epochs} epochs, "
           f"{args.optimizer}, batch {batch_size}, device {device_name(args.device)}")
@@ -235,13 +237,13 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                   loss_fn=nn.CrossEntropyLoss(label_smoothing=args.label_smoothing),
                   scheduler=sched, per_batch_scheduler=True,
                   show_progress=not args.no_progress, on_epoch=args.on_epoch,
-                  checkpoints=checkpoints, position=position)
+                  checkpoints=checkpoints, position=position, precision=precision)
     if args.tta_shift is not None:
         model.eval()
 
         def logits(x: np.ndarray) -> np.ndarray:
-            with autograd.no_grad():
-                return model(autograd.tensor(x, device=args.device)).numpy()
+            with autograd.no_grad(), precision.autocast():
+                return model(autograd.tensor(x, device=args.device)).float().numpy()
         acc = tta_accuracy(logits, test_set.images, test_set.targets, args.tta_shift)
         history[-1]["test_acc_tta"] = acc
         print_line(f"cifar10: test accuracy {history[-1]['test_acc']:.4f}, with flip and "

@@ -16,6 +16,7 @@ from lamina.data import MNIST, DataLoader, TensorDataset
 
 from .._argtypes import integer, real
 from .._mlp import MLP, MLPResNet
+from .._precision import Precision
 from .._reporting import device_name
 from .._trainer import fit, maybe_compile
 from ._registry import Recipe, register_recipe
@@ -91,15 +92,16 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     steps = epochs * len(train)
     sched = optim.lr_scheduler.OneCycleLR(opt, max_lr=opt.defaults["lr"], total_steps=steps,
                                           pct_start=0.2, cycle_momentum=False)
+    precision = Precision(args.precision, args.device)
     checkpoints = getattr(args, "checkpoints", None)
     position = None if checkpoints is None else checkpoints.attach(
-        model, opt, sched, {"model": args.model, "hidden": hidden})
+        model, opt, sched, {"model": args.model, "hidden": hidden}, scaler=precision.scaler)
     print(f"mnist: {args.model} ({model.num_parameters():,} parameters), "
           f"{len(x_train):,} training / {len(x_test):,} test images, {epochs} epochs, "
           f"{args.optimizer}, batch {batch_size}, device {device_name(args.device)}")
     return fit(maybe_compile(model, args.compile), train, test, opt, epochs, scheduler=sched,
                per_batch_scheduler=True, show_progress=not args.no_progress, on_epoch=args.on_epoch,
-               checkpoints=checkpoints, position=position)
+               checkpoints=checkpoints, position=position, precision=precision)
 
 
 register_recipe(Recipe("mnist", "MLP or MLP-ResNet on MNIST digits", add_arguments, run,

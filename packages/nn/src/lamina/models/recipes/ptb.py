@@ -27,6 +27,7 @@ from lamina.data import PTB, BPTTBatches, batchify
 from .._argtypes import integer, real
 from .._checkpoint import Checkpoints
 from .._language_model import LanguageModel, evaluate_lm, train_lm_epoch
+from .._precision import Precision
 from .._reporting import device_name, progress_bar
 from ._registry import Recipe, register_recipe
 
@@ -123,9 +124,11 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     test = BPTTBatches(batchify(corpus.test, EVAL_BATCH), args.bptt, args.device)
     opt = optim.SGD(model.parameters(), lr=lr)
     sched = optim.lr_scheduler.LambdaLR(opt, zaremba_lr_factor(args.lr_decay, args.decay_after))
+    precision = Precision(args.precision, args.device)
     checkpoints = getattr(args, "checkpoints", None)
     position = None if checkpoints is None else checkpoints.attach(
-        model, opt, sched, model_config(len(corpus.vocab), args), vocab=corpus.vocab.itos)
+        model, opt, sched, model_config(len(corpus.vocab), args), scaler=precision.scaler,
+        vocab=corpus.vocab.itos)
     print(f"ptb: {args.model} {args.layers}x{args.hidden} ({model.num_parameters():,} "
           f"parameters), vocabulary {len(corpus.vocab):,}, {len(corpus.train):,} training "
           f"tokens, {epochs} epochs, batch {batch_size}, BPTT {args.bptt}, SGD lr {lr}, "
@@ -142,17 +145,18 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         start = time.perf_counter() - elapsed_before
         tr = train_lm_epoch(model, train, opt, batch_size, args.clip or None, progress=bar,
                             totals=totals, after_batch=None if checkpoints is None else
-                            _stop_check(checkpoints, epoch, history, start))
+                            _stop_check(checkpoints, epoch, history, start),
+                            precision=precision)
         elapsed = time.perf_counter() - start
         bar.close()
         totals, elapsed_before = None, 0.0
-        va = evaluate_lm(model, valid, EVAL_BATCH)
+        va = evaluate_lm(model, valid, EVAL_BATCH, precision)
         sched.step()
         record = {"epoch": epoch, "train_loss": tr["loss"], "train_ppl": tr["ppl"],
                   "valid_loss": va["loss"], "valid_ppl": va["ppl"], "epoch_time": elapsed,
                   "lr": current_lr}
         if epoch == epochs:
-            te = evaluate_lm(model, test, EVAL_BATCH)
+            te = evaluate_lm(model, test, EVAL_BATCH, precision)
             record.update(test_loss=te["loss"], test_ppl=te["ppl"])
         history.append(record)
         if getattr(args, "on_epoch", None) is not None:

@@ -27,6 +27,7 @@ from lamina.data import Shakespeare
 from .._argtypes import integer, real
 from .._checkpoint import rng_state, set_rng_state
 from .._gpt import GPT, GPTConfig
+from .._precision import Precision
 from .._reporting import device_name, print_line, progress_bar
 from .._sampling import generate
 from .._trainer import maybe_compile
@@ -52,13 +53,15 @@ def warmup_cosine(warmup: int, total: int, min_ratio: float) -> Callable[[int], 
 
 def estimate_loss(model: GPT, data: Shakespeare, batches: int, batch_size: int,
                   rng: np.random.Generator, device: Any = None,
-                  loss_of: Callable[..., Any] | None = None) -> float:
+                  loss_of: Callable[..., Any] | None = None,
+                  precision: Precision | None = None) -> float:
     """Mean loss over ``batches`` random batches, in eval mode without a graph;
-    ``loss_of(x, y)`` computes the loss (default: ``model``'s)."""
+    ``loss_of(x, y)`` computes the loss (default: ``model``'s), under ``precision``'s
+    autocast (default float32)."""
     loss_of = loss_of or _loss_of(model)
     model.eval()
     total = 0.0
-    with autograd.no_grad():
+    with autograd.no_grad(), (precision or Precision("fp32", device)).autocast():
         for _ in range(batches):
             x, y = data.get_batch(batch_size, rng)
             total += loss_of(autograd.tensor(x, device=device),
@@ -129,9 +132,11 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     opt = optim.AdamW(model.parameter_groups(args.weight_decay), lr=lr, betas=(0.9, 0.99))
     sched = optim.lr_scheduler.LambdaLR(
         opt, warmup_cosine(args.warmup_iters, args.iters, args.min_lr_ratio))
+    precision = Precision(args.precision, args.device)
     checkpoints = getattr(args, "checkpoints", None)
     position = None if checkpoints is None else checkpoints.attach(
-        model, opt, sched, config.to_dict(), vocab="".join(train.tokenizer.vocab.itos))
+        model, opt, sched, config.to_dict(), scaler=precision.scaler,
+        vocab="".join(train.tokenizer.vocab.itos))
     print(f"shakespeare: GPT {args.n_layer} layers, {args.n_head} heads, width {args.n_embd}, "
           f"context {args.block_size} ({model.num_parameters():,} parameters), "
           f"{len(train.data):,} training / {len(val.data):,} validation characters, "
@@ -151,12 +156,14 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     for step in range(first, args.iters + 1):
         x, y = train.get_batch(batch_size, rng)
         opt.zero_grad()
-        loss = loss_of(autograd.tensor(x, device=args.device),
-                       autograd.tensor(y, device=args.device))
-        loss.backward()
+        with precision.autocast():
+            loss = loss_of(autograd.tensor(x, device=args.device),
+                           autograd.tensor(y, device=args.device))
+        precision.backward(loss)
         if args.grad_clip > 0:
+            precision.unscale(opt)
             nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
-        opt.step()
+        precision.step(opt)
         sched.step()
         losses.append(loss.item())
         bar.update(1)
@@ -165,7 +172,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             elapsed = time.perf_counter() - start
             record = {"iter": step, "train_loss": float(np.mean(losses)),
                       "val_loss": estimate_loss(model, val, args.eval_iters, batch_size,
-                                                eval_rng, args.device, loss_of),
+                                                eval_rng, args.device, loss_of, precision),
                       "lr": opt.param_groups[0]["lr"], "elapsed": elapsed}
             losses = []
             history.append(record)
