@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -31,14 +32,15 @@ PRECISIONS = ("fp32", "bf16", "fp16")
 
 
 def run_recipe(recipe: str, extra: list[str], precision: str, out: Path) -> dict[str, Any]:
-    log = out.with_name(f"{out.name}-{precision}-log.json")
+    log = Path(tempfile.gettempdir()) / f"{out.name}-{precision}-log.json"
     start = time.perf_counter()
     code = lamina_train([recipe, *extra, "--precision", precision, "--no-progress",
                          "--checkpoint-every", "0", "--log", str(log)])
     wall = time.perf_counter() - start
     if code != 0:
         raise SystemExit(f"lamina-train {recipe} --precision {precision} exited {code}")
-    history = json.loads(log.read_text())["history"]
+    logged = json.loads(log.read_text())
+    history = logged["history"] if isinstance(logged, dict) else logged
     last = history[-1]
     row: dict[str, Any] = {"precision": precision, "wall_s": round(wall, 1)}
     for key in ("test_acc", "test_loss", "val_loss", "train_loss"):

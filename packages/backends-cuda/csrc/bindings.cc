@@ -109,10 +109,13 @@ PYBIND11_MODULE(_core, m) {
         // The kernels that take fewer dtypes than the backend lists (kernel_dtypes.h).
         py::dict table;
         auto add = [&](const char* name, lamina_cuda::DTypes set) {
-          if (set == lamina_cuda::kAllDTypes) return;
+          // every dtype, or every one but the 16-bit floats (what a kernel not named
+          // takes: interface v2.2)
+          if (set == lamina_cuda::kAllDTypes || set == lamina_cuda::kStored) return;
           py::list names;
           for (auto dt : {lamina_cuda::DType::Float32, lamina_cuda::DType::Float64,
-                          lamina_cuda::DType::Int64, lamina_cuda::DType::Bool})
+                          lamina_cuda::DType::Int64, lamina_cuda::DType::Bool,
+                          lamina_cuda::DType::Float16, lamina_cuda::DType::BFloat16})
             if (set & lamina_cuda::dtype_bit(dt)) names.append(lamina_cuda::dtype_name(dt));
           table[name] = py::tuple(names);
         };

@@ -20,13 +20,19 @@
 
 #include "kernel_dtypes.h"
 #include "lamina/kernel_checks.h"
+#include "lamina/narrow_floats.h"
 #include "runtime.cuh"
 
 namespace lamina_cuda {
 
 namespace checks = ::lamina::checks;
 
-enum class DType : int { Float32 = 0, Float64 = 1, Int64 = 2, Bool = 3 };
+enum class DType : int { Float32 = 0, Float64 = 1, Int64 = 2, Bool = 3, Float16 = 4, BFloat16 = 5 };
+
+// The 16-bit floats are stored, copied and converted only (interface v2.2):
+// their element types (lamina/narrow_floats.h) have no arithmetic.
+using ::lamina::BFloat16;
+using ::lamina::Half;
 
 const char* dtype_name(DType dt);
 DType parse_dtype(const std::string& name, const char* op);  // throws TypeError
@@ -179,6 +185,10 @@ void dispatch(const char* op, DType dt, Fn&& fn) {
     case DType::Float64: if constexpr ((Set & dtype_bit(DType::Float64)) != 0) fn(double{}); return;
     case DType::Int64: if constexpr ((Set & dtype_bit(DType::Int64)) != 0) fn(int64_t{}); return;
     case DType::Bool: if constexpr ((Set & dtype_bit(DType::Bool)) != 0) fn(bool{}); return;
+    case DType::Float16: if constexpr ((Set & dtype_bit(DType::Float16)) != 0) fn(Half{}); return;
+    case DType::BFloat16:
+      if constexpr ((Set & dtype_bit(DType::BFloat16)) != 0) fn(BFloat16{});
+      return;
   }
 }
 

@@ -153,28 +153,33 @@ const char* dtype_name(DType dt) {
     case DType::Float64: return "float64";
     case DType::Int64: return "int64";
     case DType::Bool: return "bool";
+    case DType::Float16: return "float16";
+    case DType::BFloat16: return "bfloat16";
   }
   return "?";
 }
 
 DType parse_dtype(const std::string& name, const char* op) {
-  for (DType dt : {DType::Float32, DType::Float64, DType::Int64, DType::Bool})
+  for (DType dt : {DType::Float32, DType::Float64, DType::Int64, DType::Bool, DType::Float16,
+                   DType::BFloat16})
     if (name == dtype_name(dt)) return dt;
-  throw TypeError(cat(op, ": unsupported dtype '", name, "'; cuda lists ",
-                      dtype_list(kAllDTypes)));
+  throw TypeError(cat(op, ": unsupported dtype '", name, "'; cuda lists ", dtype_list(kStored)));
 }
 
 std::size_t dtype_itemsize(DType dt) {
   switch (dt) {
     case DType::Float32: return 4;
     case DType::Bool: return 1;
+    case DType::Float16:
+    case DType::BFloat16: return 2;
     default: return 8;
   }
 }
 
 std::string dtype_list(DTypes set) {
   std::string names;
-  for (DType dt : {DType::Float32, DType::Float64, DType::Int64, DType::Bool})
+  for (DType dt : {DType::Float32, DType::Float64, DType::Int64, DType::Bool, DType::Float16,
+                   DType::BFloat16})
     if (set & dtype_bit(dt)) names += (names.empty() ? "" : ", ") + std::string(dtype_name(dt));
   return names;
 }

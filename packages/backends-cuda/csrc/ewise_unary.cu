@@ -21,7 +21,14 @@ namespace {
 template <class TOut>
 struct CastTo {
   template <class TIn> __device__ TOut operator()(TIn x) const {
-    if constexpr (std::is_same_v<TOut, int64_t> && std::is_floating_point_v<TIn>) {
+    // a 16-bit float converts through float, as PyTorch's (float64 -> float32 -> bfloat16)
+    if constexpr (::lamina::is_narrow_v<TIn>) {
+      return CastTo<TOut>{}(::lamina::to_float(x));
+    } else if constexpr (std::is_same_v<TOut, Half>) {
+      return ::lamina::to_half(CastTo<float>{}(x));
+    } else if constexpr (std::is_same_v<TOut, BFloat16>) {
+      return ::lamina::to_bfloat16(CastTo<float>{}(x));
+    } else if constexpr (std::is_same_v<TOut, int64_t> && std::is_floating_point_v<TIn>) {
       // 2^63 is exact in float and double; CUDA's cvt saturates and maps NaN to
       // 0, numpy (x86-64) gives INT64_MIN for both.
       const TIn limit = static_cast<TIn>(9223372036854775808.0);

@@ -21,15 +21,16 @@ using DTypes = unsigned;  // a set of DType values, bit k for DType k
 constexpr DTypes kFloats = 0b0011;    // float32, float64
 constexpr DTypes kNumbers = 0b0111;   // float32, float64, int64
 constexpr DTypes kIntegral = 0b1100;  // int64, bool
-constexpr DTypes kAllDTypes = 0b1111;
+constexpr DTypes kAllDTypes = 0b1111;   // all but the 16-bit floats
+constexpr DTypes kStored = 0b111111;    // with float16, bfloat16: storage, copies, casts
 
 // X(kernel name, dtype set) for every kernel that takes a dtype.
 #define LAMINA_KERNEL_DTYPES(X)                                                              \
-  X(fill, kAllDTypes) X(compact, kAllDTypes) X(ewise_setitem, kAllDTypes)                    \
+  X(fill, kAllDTypes) X(compact, kStored) X(ewise_setitem, kStored)                          \
   X(scalar_setitem, kAllDTypes) X(from_numpy, kAllDTypes) X(to_numpy, kAllDTypes)            \
   LAMINA_BINARY_OPS_WITH(LAMINA_BINARY_KERNEL_DTYPES, X)                                     \
   LAMINA_UNARY_OPS_WITH(LAMINA_UNARY_KERNEL_DTYPES, X)                                       \
-  X(ewise_where, kAllDTypes) X(ewise_cast, kAllDTypes) X(ewise_program, kFloats)             \
+  X(ewise_where, kAllDTypes) X(ewise_cast, kStored) X(ewise_program, kFloats)                \
   X(reduce_sum, kNumbers) X(reduce_max, kAllDTypes) X(reduce_min, kAllDTypes)                \
   X(reduce_argmax, kNumbers) X(reduce_prod, kNumbers) X(reduce_sum_axis, kNumbers)           \
   X(cumsum_last, kNumbers) X(softmax_last, kFloats) X(logsumexp_last, kFloats)               \

@@ -41,7 +41,7 @@ def test_provides_every_kernel() -> None:
     assert set(lamina_backend_cuda.KERNELS) == set(interface.REQUIRED + interface.OPTIONAL) - {
         "is_available", "unavailable_reason", "device_count", *not_provided}
     assert (cuda.api_version, cuda.api_minor_version) == (
-        interface.API_VERSION, interface.API_MINOR_VERSION) == (2, 1)
+        interface.API_VERSION, interface.API_MINOR_VERSION) == (2, 2)
     assert set(interface.V11_KERNELS) <= set(lamina_backend_cuda.KERNELS)
 
 
@@ -77,7 +77,8 @@ def test_kernel_dtypes_follow_the_numpy_reference() -> None:
     # The same dtypes per kernel as the numpy backend (the specification), for every
     # kernel both have; ewise_erf, which numpy lacks, takes floats.
     numpy_backend = pytest.importorskip("lamina.ndarray._numpy_backend").backend
-    assert cuda.dtypes == numpy_backend.dtypes == ("float32", "float64", "int64", "bool")
+    assert cuda.dtypes == numpy_backend.dtypes == ("float32", "float64", "int64", "bool",
+                                                   "float16", "bfloat16")
     ours, theirs = interface.kernel_dtypes(cuda), interface.kernel_dtypes(numpy_backend)
     both = [n for n in lamina_backend_cuda.KERNELS
             if n in ours and n not in interface.DEVICE_FUNCTIONS and theirs.get(n)]

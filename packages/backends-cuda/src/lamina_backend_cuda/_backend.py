@@ -57,8 +57,8 @@ class CudaBackend:
 
     name = "cuda"
     api_version = 2
-    api_minor_version = 1  # v2.1: sort_last, multinomial_last, ewise_program, ...
-    dtypes = ("float32", "float64", "int64", "bool")
+    api_minor_version = 2  # v2.1: sort_last, ewise_program, ...; v2.2: float16, bfloat16
+    dtypes = ("float32", "float64", "int64", "bool", "float16", "bfloat16")
     kernel_dtypes: dict[str, tuple[str, ...]] = (
         {} if _core is None else dict(_core.kernel_dtypes()))
     """The kernels that take fewer dtypes than ``dtypes`` (interface v2.0), read

@@ -27,16 +27,31 @@ struct BFloat16 {
   uint16_t bits;
 };
 
+template <class T>
+constexpr bool is_narrow_v = false;
+template <>
+constexpr bool is_narrow_v<Half> = true;
+template <>
+constexpr bool is_narrow_v<BFloat16> = true;
+
 LAMINA_NARROW_FN uint32_t float_bits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
   uint32_t u;
   std::memcpy(&u, &f, sizeof u);
   return u;
+#endif
 }
 
 LAMINA_NARROW_FN float bits_float(uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
   float f;
   std::memcpy(&f, &u, sizeof f);
   return f;
+#endif
 }
 
 LAMINA_NARROW_FN float to_float(BFloat16 x) { return bits_float(uint32_t(x.bits) << 16); }
