@@ -363,7 +363,8 @@ def _reduce(a: A, axes: tuple[int, ...], kept: tuple[int, ...], size: int,
             op: str) -> A:
     out_dtype = int64 if op == "argmax" else a._dtype
     out = a._empty(kept, out_dtype, a._device)
-    kernels = kernels_of(a, "reduce_" + op, op)
+    kernels = a._device.kernels if not a._dtype.is_narrow else \
+        kernels_for(a._device, "reduce_" + op, a._dtype, op)
     if out.size:
         first = axes[0] if axes else a.ndim
         contiguous_block = axes == tuple(range(first, first + len(axes)))
@@ -417,7 +418,8 @@ def matmul(a: A, b: A) -> A:
         raise ShapeError(f"matmul: shapes {a._shape} and {b._shape} are not aligned: {n} "
                          f"(dim {nda - 1} of arg 0) != {n2} (dim {max(ndb - 2, 0)} "
                          f"of arg 1)")
-    kernels = kernels_of(a, "matmul", "matmul")
+    kernels = a._device.kernels if not a._dtype.is_narrow else \
+        kernels_for(a._device, "matmul", a._dtype, "matmul")
     if len(a2._shape) == 2 and len(b2._shape) == 2:  # the common case: no batch dims
         out = a._empty((m, p), a._dtype, a._device, op="matmul")
         if m and p:

@@ -3,10 +3,11 @@
 A backend that lists a narrow dtype stores it and converts it to and from
 float32 (interface v2.2, ``NARROW_KERNELS``). Any other kernel that accepts
 float32 but does not name the narrow dtype in ``kernel_dtypes`` still runs on
-it through :func:`kernels_for`: each narrow buffer passed to the kernel is
-widened into a new float32 buffer, the float32 kernel runs, and every widened
-buffer is rounded back into its own (an input comes back bit for bit, as
-every narrow value is exact in float32). That is PyTorch's rule for these
+it through :func:`kernels_for`: each narrow buffer the kernel reads is
+converted into a new float32 buffer, the float32 kernel runs, and each one it
+writes is rounded back into its own (``_ROLES`` says which arguments a kernel
+only reads or only writes; any other is taken as both, and an input rounded
+back comes back bit for bit, as every narrow value is exact in float32). That is PyTorch's rule for these
 dtypes on its CPU: compute in float32 and round each op's result to nearest,
 ties to even. A backend makes a kernel native by naming the dtype; nothing
 else changes.
@@ -25,6 +26,7 @@ from typing import Any
 from ._checks import check_kernel_dtype
 from ._dtypes import DType
 from ._interface import DEVICE_FUNCTIONS, NARROW_KERNELS, Kernel, KernelTable
+from ._optable import OPS
 
 _PASS_THROUGH = frozenset(NARROW_KERNELS) | frozenset(DEVICE_FUNCTIONS)
 
@@ -77,40 +79,89 @@ def widened(device: Any, dtype: DType) -> KernelTable:
         if kernel is None or f.name in _PASS_THROUGH:
             values[f.name] = kernel
         elif f.metadata.get("ops") is not None:
-            values[f.name] = MappingProxyType({op: _on_float32(k, device, table, dtype.name)
-                                               for op, k in kernel.items()})
+            values[f.name] = MappingProxyType({
+                op: _on_float32(k, device, table, dtype.name, _roles(f.name, op))
+                for op, k in kernel.items()})
         else:
-            values[f.name] = _on_float32(kernel, device, table, dtype.name)
+            values[f.name] = _on_float32(kernel, device, table, dtype.name,
+                                         _roles(f.name, None))
     out = KernelTable(**values)
     device.narrow_tables[dtype.name] = (table, out)
     return out
 
 
-def _on_float32(kernel: Kernel, device: Any, table: KernelTable, narrow: str) -> Kernel:
-    """``kernel`` with its ``narrow`` buffers (also inside list arguments) widened."""
+# The argument positions of a kernel that it only reads and only writes (the
+# interface's signatures: inputs, outputs, layout); a narrow buffer anywhere else
+# (or in a list argument) is taken as read and written. An input is then not
+# rounded back, nor an output converted in, which saves two of a binary op's six
+# conversions each.
+_R0, _R01, _R012 = frozenset({0}), frozenset({0, 1}), frozenset({0, 1, 2})
+_W0, _W1, _W2 = frozenset({0}), frozenset({1}), frozenset({2})
+_NONE: frozenset[int] = frozenset()
+_ROLES: dict[str, tuple[frozenset[int], frozenset[int]]] = {
+    "scalar": (_R0, _W2), "ewise_strided": (_R01, _W2), "ewise_where": (_R012, frozenset({3})),
+    "reduce": (_R0, _W1), "reduce_sum_axis": (_R0, _W1), "cumsum_last": (_R0, _W1),
+    **dict.fromkeys(("matmul", "matmul_batched", "matmul_strided", "matmul_batched_strided"),
+                    (_R01, _W2)),
+    "softmax_last": (_R0, _W1), "logsumexp_last": (_R0, _W1),
+    "layer_norm_last": (_R012, frozenset({3, 4, 5})), "im2col": (_R0, _W1), "col2im": (_R0, _W1),
+    "index_gather": (_R0, _W2), "to_numpy": (_R0, _NONE), "from_numpy": (_NONE, _W1),
+    "fill": (_NONE, _W0)}
+
+
+def _roles(field: str, op: str | None) -> tuple[frozenset[int], frozenset[int]]:
+    if field == "ewise" and op is not None:
+        return (_R01, _W2) if OPS[op].arity == 2 else (_R0, _W1)
+    return _ROLES.get(field, (_NONE, _NONE))
+
+
+def _on_float32(kernel: Kernel, device: Any, table: KernelTable, narrow: str,
+                roles: tuple[frozenset[int], frozenset[int]]) -> Kernel:
+    """``kernel`` with its ``narrow`` buffers (also inside list arguments) widened:
+    converted in where it reads them, rounded back where it writes them."""
     buffer_type = type(device.backend.Array(0, "float32"))  # not table's: capture records that
     cast = table.ewise_cast
     f32 = device._alloc_arg["float32"]
+    only_read, only_written = roles
 
     def run(*args: Any) -> Any:
-        copies: dict[int, tuple[Any, Any]] = {}  # id(narrow buffer) -> (it, its float32 copy)
+        # id(narrow buffer) -> [it, its float32 copy, read?, written?]
+        found: dict[int, list[Any]] = {}
+
+        def note(x: Any, reads: bool, writes: bool) -> None:
+            entry = found.get(id(x))
+            if entry is None:
+                found[id(x)] = [x, None, reads, writes]
+            else:
+                entry[2] |= reads
+                entry[3] |= writes
+
+        for i, x in enumerate(args):
+            if type(x) is buffer_type and x.dtype == narrow:
+                note(x, i not in only_written, i not in only_read)
+            elif type(x) is list or type(x) is tuple:
+                for y in x:
+                    if type(y) is buffer_type and y.dtype == narrow:
+                        note(y, True, True)
+        if not found:
+            return kernel(*args)
+        for entry in found.values():
+            buf = entry[0]
+            entry[1] = device._alloc(buf.size, f32)  # through device._alloc: capture sees it
+            if entry[2] and buf.size:
+                cast(buf, entry[1])
 
         def wide(x: Any) -> Any:
-            if type(x) is buffer_type and x.dtype == narrow:
-                pair = copies.get(id(x))
-                if pair is None:
-                    copy = device._alloc(x.size, f32)  # through device._alloc: capture sees it
-                    if x.size:
-                        cast(x, copy)
-                    pair = copies[id(x)] = (x, copy)
-                return pair[1]
+            entry = found.get(id(x))
+            if entry is not None and entry[0] is x:
+                return entry[1]
             if type(x) is list or type(x) is tuple:
                 return type(x)(wide(y) for y in x)
             return x
 
         result = kernel(*[wide(x) for x in args])
-        for buf, copy in copies.values():
-            if buf.size:
+        for buf, copy, _, writes in found.values():
+            if writes and buf.size:
                 cast(copy, buf)
         return result
 
