@@ -101,3 +101,12 @@ def test_conversions_round_as_pytorch(device: str) -> None:
     assert ag.promote_types("float16", "bfloat16") == ag.float32
     assert (x.half() + x.bfloat16()).dtype == ag.float32
     assert (x.half() * 2.5).dtype == ag.float16 and (x.long()[:3] + x.half()[:3]).dtype == "float16"
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_finfo_matches_torch(dtype: str) -> None:
+    ours, theirs = ag.finfo(dtype), torch.finfo(getattr(torch, dtype))
+    for field in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution"):
+        assert getattr(ours, field) == getattr(theirs, field), field
+    with pytest.raises(nd.DTypeError, match="finfo: int64 is not a floating point dtype"):
+        ag.finfo("int64")

@@ -17,6 +17,7 @@ from lamina.ndarray import (
     bfloat16,
     bool_,
     can_cast,
+    finfo,
     float16,
     float32,
     float64,
@@ -164,7 +165,7 @@ half = float16  # torch.half
 __all__ = [
     # tensor, dtypes, errors
     "Tensor", "Function", "compile", "GraphBreak", "autocast", "get_autocast_dtype",
-    "is_autocast_enabled", "bool", "bool_", "bfloat16", "float16",
+    "is_autocast_enabled", "bool", "bool_", "bfloat16", "finfo", "float16",
     "half", "float32", "float64", "int64", "result_type",
     "promote_types", "can_cast", "ShapeError", "DTypeError", "DeviceError",
     # creation

@@ -16,6 +16,7 @@ float32).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from numbers import Number
 from typing import Any
 
@@ -115,6 +116,49 @@ def as_dtype(dtype: Any, op: str = "dtype") -> DType:
     raise DTypeError(
         f"{op}: unsupported dtype {dtype!r}; Lamina supports bool, int64, float16, bfloat16, "
         "float32 and float64")
+
+
+@dataclass(frozen=True)
+class FInfo:
+    """The limits of a float dtype, as ``torch.finfo``: ``bits``, ``eps`` (the gap
+    above 1), ``max``, ``min`` (``-max``), ``tiny`` (the smallest normal, also
+    ``smallest_normal``) and ``resolution`` (10 ** -digits)."""
+
+    dtype: str
+    bits: int
+    eps: float
+    max: float
+    min: float
+    tiny: float
+    resolution: float
+
+    @property
+    def smallest_normal(self) -> float:
+        return self.tiny
+
+
+_BFLOAT16_MAX = float.fromhex("0x1.fep127")
+
+
+def finfo(dtype: Any = None) -> FInfo:
+    """The limits of a float dtype (float32 when none is given), as ``torch.finfo``.
+
+    Example:
+        >>> finfo("bfloat16").eps, finfo("float16").max
+        (0.0078125, 65504.0)
+
+    Raises:
+        DTypeError: ``dtype`` is not a float dtype.
+    """
+    dt = as_dtype(float32 if dtype is None else dtype, "finfo")
+    if not dt.is_floating:
+        raise DTypeError(f"finfo: {dt.name} is not a floating point dtype; use numpy.iinfo "
+                         f"for integers")
+    if dt is bfloat16:  # numpy has no bfloat16: 8 exponent bits as float32, 8 significant
+        return FInfo("bfloat16", 16, 2.0**-7, _BFLOAT16_MAX, -_BFLOAT16_MAX, 2.0**-126, 0.01)
+    info = np.finfo(dt.np)
+    return FInfo(dt.name, int(info.bits), float(info.eps), float(info.max), float(info.min),
+                 float(info.smallest_normal), 10.0 ** -int(info.precision))
 
 
 def promote_types(a: Any, b: Any) -> DType:

@@ -7,10 +7,10 @@ it through :func:`kernels_for`: each narrow buffer the kernel reads is
 converted into a new float32 buffer, the float32 kernel runs, and each one it
 writes is rounded back into its own (``_ROLES`` says which arguments a kernel
 only reads or only writes; any other is taken as both, and an input rounded
-back comes back bit for bit, as every narrow value is exact in float32). That is PyTorch's rule for these
-dtypes on its CPU: compute in float32 and round each op's result to nearest,
-ties to even. A backend makes a kernel native by naming the dtype; nothing
-else changes.
+back comes back bit for bit, as every narrow value is exact in float32). That
+is PyTorch's rule for these dtypes on its CPU: compute in float32 and round
+each op's result to nearest, ties to even. A backend makes a kernel native by
+naming the dtype; nothing else changes.
 
 The widened table is built from the device's current kernel table, so a
 capture (``_capture.py``), which swaps that table for a recording one, also

@@ -5,7 +5,7 @@ The module, :class:`lamina.nn.RMSNorm`, lives in ``_norm`` beside the other norm
 
 from __future__ import annotations
 
-import numpy as np
+from lamina import ndarray as nd
 from lamina.autograd import Tensor
 
 from ._errors import ShapeError
@@ -41,7 +41,7 @@ def rms_norm(x: Tensor, normalized_shape: int | tuple[int, ...] | list[int],
         raise ShapeError(f"rms_norm: weight must have shape {shape} (normalized_shape), got "
                          f"{tuple(weight.shape)}")
     if eps is None:
-        eps = float(np.finfo(x.dtype.np).eps)
+        eps = nd.finfo(x.dtype).eps
     dims = tuple(range(len(xs) - k, len(xs)))
     out = x / ((x * x).mean(dims, keepdim=True) + eps).sqrt()
     return out * weight if weight is not None else out
