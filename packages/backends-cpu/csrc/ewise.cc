@@ -16,6 +16,7 @@
 
 #include "isa_table.h"
 #include "kernels.h"
+#include "narrow.h"
 #include "threading.h"
 
 namespace lamina_cpu {
@@ -336,6 +337,13 @@ void ewise_cast(const Array& a, Array& out) {
       if constexpr (std::is_same_v<From, To>) {
         if (static_cast<const void*>(pa) != static_cast<void*>(po) && out.size())
           std::memcpy(po, pa, sizeof(To) * out.size());
+      } else if constexpr ((::lamina::is_narrow_v<From> && std::is_same_v<To, float>) ||
+                           (std::is_same_v<From, float> && ::lamina::is_narrow_v<To>)) {
+        // the conversions every float16/bfloat16 op makes: vectorised loops
+        parallel_for(out.size(), kCopyGrain, [&](int64_t s, int64_t e) {
+          if constexpr (std::is_same_v<To, float>) to_float32(pa + s, po + s, e - s);
+          else from_float32(pa + s, po + s, e - s);
+        });
       } else {
         parallel_for(out.size(), kCopyGrain, [&](int64_t s, int64_t e) {
           for (int64_t i = s; i < e; ++i) po[i] = convert<From, To>(pa[i]);

@@ -54,41 +54,42 @@ LAMINA_NARROW_FN float bits_float(uint32_t u) {
 #endif
 }
 
+// Each conversion computes every case and selects one, without branches, so a
+// loop of them vectorises.
 LAMINA_NARROW_FN float to_float(BFloat16 x) { return bits_float(uint32_t(x.bits) << 16); }
 
 LAMINA_NARROW_FN BFloat16 to_bfloat16(float f) {
   uint32_t u = float_bits(f);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return BFloat16{uint16_t((u >> 16) | 0x0040u)};
-  // below the NaNs, u + 0x7FFF + 1 cannot carry out of 32 bits
-  return BFloat16{uint16_t((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16)};
+  uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;  // wraps only for NaNs
+  uint32_t quiet_nan = (u >> 16) | 0x0040u;
+  return BFloat16{uint16_t((u & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded)};
 }
 
 LAMINA_NARROW_FN float to_float(Half x) {
   uint32_t sign = uint32_t(x.bits & 0x8000u) << 16;
   uint32_t exponent = (x.bits >> 10) & 0x1Fu;
   uint32_t mantissa = x.bits & 0x3FFu;
-  if (exponent == 0) {  // zero or subnormal: mantissa * 2^-24, exact in float
-    float magnitude = float(mantissa) * 5.9604644775390625e-8f;
-    return bits_float(float_bits(magnitude) | sign);
-  }
-  if (exponent == 31) return bits_float(sign | 0x7F800000u | (mantissa << 13));
-  return bits_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+  // zero or subnormal: mantissa * 2^-24, exact in float
+  uint32_t small = float_bits(float(int32_t(mantissa)) * 5.9604644775390625e-8f);
+  uint32_t normal = ((exponent + 112u) << 23) | (mantissa << 13);
+  uint32_t special = 0x7F800000u | (mantissa << 13);  // inf, NaN
+  return bits_float(sign | (exponent == 0 ? small : exponent == 31 ? special : normal));
 }
 
 LAMINA_NARROW_FN Half to_half(float f) {
   uint32_t u = float_bits(f);
   uint32_t sign = (u >> 16) & 0x8000u;
   uint32_t a = u & 0x7FFFFFFFu;
-  uint32_t out;
-  if (a >= 0x47800000u) {  // 65536 and above, inf, NaN
-    out = a > 0x7F800000u ? 0x7E00u | ((a >> 13) & 0x3FFu) : 0x7C00u;
-  } else if (a < 0x38800000u) {  // below 2^-14: a float16 subnormal (or zero)
-    // Adding 0.5 shifts the value's bits to float16 subnormal units at the
-    // bottom of the mantissa; the float addition rounds to nearest even.
-    out = float_bits(bits_float(a) + 0.5f) - 0x3F000000u;
-  } else {  // normal: re-bias the exponent, round the 13 dropped bits to even
-    out = (a - 0x38000000u + 0x0FFFu + ((a >> 13) & 1u)) >> 13;  // a carry may reach inf
-  }
+  // 65520 and above round to inf; a NaN stays a quiet NaN
+  uint32_t large = a > 0x7F800000u ? 0x7E00u | ((a >> 13) & 0x3FFu) : 0x7C00u;
+  // below 2^-14, a float16 subnormal: adding 0.5 moves the value's bits to
+  // float16 subnormal units at the bottom of the mantissa, and the float
+  // addition rounds to nearest even
+  uint32_t small = float_bits(bits_float(a) + 0.5f) - 0x3F000000u;
+  // normal: re-bias the exponent, round the 13 dropped bits to even (a carry
+  // may reach inf)
+  uint32_t normal = (a - 0x38000000u + 0x0FFFu + ((a >> 13) & 1u)) >> 13;
+  uint32_t out = a >= 0x47800000u ? large : a < 0x38800000u ? small : normal;
   return Half{uint16_t(out | sign)};
 }
 
