@@ -12,6 +12,7 @@ MODULES = [
     "lamina.nn._module", "lamina.nn._containers", "lamina.nn._layers", "lamina.nn._loss",
     "lamina.nn._parameter", "lamina.nn._serialization", "lamina.nn.functional", "lamina.nn.init",
     "lamina.nn.utils", "lamina.optim._sgd", "lamina.optim.lr_scheduler", "lamina.models._mlp",
+    "lamina.amp",
 ]
 
 
