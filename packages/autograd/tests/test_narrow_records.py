@@ -110,3 +110,30 @@ def test_finfo_matches_torch(dtype: str) -> None:
         assert getattr(ours, field) == getattr(theirs, field), field
     with pytest.raises(nd.DTypeError, match="finfo: int64 is not a floating point dtype"):
         ag.finfo("int64")
+
+
+@pytest.mark.parametrize("device", [d for d in DEVICES if "bfloat16" in nd.get_device(d).dtypes])
+@pytest.mark.parametrize("dtype", _NARROW)
+def test_compiled_narrow_steps_replay_as_eager(device: str, dtype: str) -> None:
+    """A capture records the float32 fallback's conversions too: replays give eager's
+    bits, gradients included (its float32 copies live only during each call)."""
+    rng = np.random.default_rng(0)
+
+    def step(a: ag.Tensor, w: ag.Tensor) -> ag.Tensor:
+        return ((a @ w).relu() * 2.0 + 1.0).softmax(-1).sum()
+
+    compiled = ag.compile(step)
+    w = ag.tensor(rng.standard_normal((8, 3)), dtype=dtype, device=device, requires_grad=True)
+    for _ in range(3):
+        a = ag.tensor(rng.standard_normal((4, 8)), dtype=dtype, device=device)
+        got = compiled(a, w)
+        got.backward()
+        grad, w.grad = w.grad, None
+        want = step(a, w)
+        want.backward()
+        assert got.dtype == dtype and grad.dtype == dtype
+        np.testing.assert_array_equal(got.detach().float().numpy(),
+                                      want.detach().float().numpy())
+        np.testing.assert_array_equal(grad.float().numpy(), w.grad.float().numpy())
+        w.grad = None
+    assert compiled.stats["replays"] == 2, compiled.stats

@@ -115,6 +115,21 @@ def _roles(field: str, op: str | None) -> tuple[frozenset[int], frozenset[int]]:
     return _ROLES.get(field, (_NONE, _NONE))
 
 
+def _note(found: dict[int, list[Any]], buf: Any, reads: bool, writes: bool) -> None:
+    entry = found.get(id(buf))
+    if entry is None:
+        found[id(buf)] = [buf, None, reads, writes]
+    else:
+        entry[2] |= reads
+        entry[3] |= writes
+
+
+def _swap(found: dict[int, list[Any]], x: Any) -> Any:
+    """``x``'s float32 copy if it is one of the ``found`` narrow buffers, else ``x``."""
+    entry = found.get(id(x))
+    return entry[1] if entry is not None and entry[0] is x else x
+
+
 def _on_float32(kernel: Kernel, device: Any, table: KernelTable, narrow: str,
                 roles: tuple[frozenset[int], frozenset[int]]) -> Kernel:
     """``kernel`` with its ``narrow`` buffers (also inside list arguments) widened:
@@ -125,24 +140,16 @@ def _on_float32(kernel: Kernel, device: Any, table: KernelTable, narrow: str,
     only_read, only_written = roles
 
     def run(*args: Any) -> Any:
-        # id(narrow buffer) -> [it, its float32 copy, read?, written?]
+        # id(narrow buffer) -> [it, its float32 copy, read?, written?]; no closure over
+        # it, so that it (and the copies) go when the call returns, not at a GC cycle
         found: dict[int, list[Any]] = {}
-
-        def note(x: Any, reads: bool, writes: bool) -> None:
-            entry = found.get(id(x))
-            if entry is None:
-                found[id(x)] = [x, None, reads, writes]
-            else:
-                entry[2] |= reads
-                entry[3] |= writes
-
         for i, x in enumerate(args):
             if type(x) is buffer_type and x.dtype == narrow:
-                note(x, i not in only_written, i not in only_read)
+                _note(found, x, i not in only_written, i not in only_read)
             elif type(x) is list or type(x) is tuple:
                 for y in x:
                     if type(y) is buffer_type and y.dtype == narrow:
-                        note(y, True, True)
+                        _note(found, y, True, True)
         if not found:
             return kernel(*args)
         for entry in found.values():
@@ -150,16 +157,9 @@ def _on_float32(kernel: Kernel, device: Any, table: KernelTable, narrow: str,
             entry[1] = device._alloc(buf.size, f32)  # through device._alloc: capture sees it
             if entry[2] and buf.size:
                 cast(buf, entry[1])
-
-        def wide(x: Any) -> Any:
-            entry = found.get(id(x))
-            if entry is not None and entry[0] is x:
-                return entry[1]
-            if type(x) is list or type(x) is tuple:
-                return type(x)(wide(y) for y in x)
-            return x
-
-        result = kernel(*[wide(x) for x in args])
+        result = kernel(*[type(x)([_swap(found, y) for y in x])
+                          if type(x) is list or type(x) is tuple else _swap(found, x)
+                          for x in args])
         for buf, copy, _, writes in found.values():
             if writes and buf.size:
                 cast(copy, buf)
