@@ -140,8 +140,11 @@ def main() -> None:
     out.with_suffix(".json").write_text(json.dumps(
         {"machine": info, "recipe": args.recipe, "options": extra, "runs": rows,
          "gpt_steps": steps}, indent=1) + "\n")
-    text = [f"# lamina-train {args.recipe} at each --precision", "",
-            f"Machine: {info}", "", f"Options: `{' '.join(extra) or '(recipe defaults)'}`", ""]
+    title = ("char-GPT training step at each precision" if args.steps_only
+             else f"lamina-train {args.recipe} at each --precision")
+    text = [f"# {title}", "", f"Machine: {info}", ""]
+    if not args.steps_only:
+        text += [f"Options: `{' '.join(extra) or '(recipe defaults)'}`", ""]
     if rows:
         text += [table(rows), ""]
     if steps:
