@@ -180,7 +180,7 @@ def test_list_backends_statuses_and_reasons(fakes):
     assert out["fakegpu"]["reason"] == "no CUDA-capable device is detected"
     assert out["fakegpu"]["traceback"] == ""
     assert out["numpy"]["distribution"] == "lamina-ndarray"
-    assert out["numpy"]["dtypes"] == ["float32", "float64", "int64", "bool"]
+    assert out["numpy"]["dtypes"] == ["float32", "float64", "int64", "bool", "float16", "bfloat16"]
     assert out["multi"]["reason"] == ""
 
 
@@ -279,7 +279,8 @@ def test_main_prints_the_table(fakes):
     rows = {line.split()[0]: line for line in lines[1:] if line.strip()}
     api = f"{API_VERSION}.{API_MINOR_VERSION}"
     assert rows["numpy"].split() == ["numpy", "lamina-ndarray", "0.1.0", api,
-                                     "float32,float64,int64,bool", "-", "available"]
+                                     "float32,float64,int64,bool,float16,bfloat16", "-",
+                                     "available"]
     assert rows["fakegpu"].endswith("unavailable: no CUDA-capable device is detected")
     assert "failed: import failed: ImportError: libfake.so.1" in rows["broken"]
     assert rows["broken"].split()[1:4] == ["fake-broken", "0.1", "?"]
