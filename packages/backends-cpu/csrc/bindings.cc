@@ -32,9 +32,9 @@ py::dict kernel_dtypes() {
   auto add = [&](const std::string& name, DTypeMask mask) {
     if (mask != kAllDtypes) d[py::str(name)] = dtype_names(mask);
   };
-#define LAMINA_EWISE_DTYPES(OP, NAME) add("ewise_" #NAME, ops::OP::kDtypes);
-#define LAMINA_SCALAR_DTYPES(OP, NAME) add("scalar_" #NAME, ops::OP::kDtypes);
-#define LAMINA_STRIDED_DTYPES(OP, NAME) add("ewise_strided_" #NAME, ops::OP::kDtypes);
+#define LAMINA_EWISE_DTYPES(OP, NAME) add("ewise_" #NAME, ops::kKernelDtypes<ops::OP>);
+#define LAMINA_SCALAR_DTYPES(OP, NAME) add("scalar_" #NAME, ops::kKernelDtypes<ops::OP>);
+#define LAMINA_STRIDED_DTYPES(OP, NAME) add("ewise_strided_" #NAME, ops::kKernelDtypes<ops::OP>);
   LAMINA_EWISE_BINARY_LIST(LAMINA_EWISE_DTYPES)
   LAMINA_EWISE_BINARY_LIST(LAMINA_STRIDED_DTYPES)
   LAMINA_EWISE_UNARY_LIST(LAMINA_EWISE_DTYPES)
@@ -52,8 +52,10 @@ py::dict kernel_dtypes() {
   add("sort_last", kSortDtypes);
   add("multinomial_last", kMultinomialDtypes);
   add("ewise_program", kProgramDtypes);
-  for (const char* name : {"matmul", "matmul_batched", "matmul_strided", "matmul_batched_strided",
-                           "softmax_last", "logsumexp_last", "layer_norm_last", "im2col",
+  add("fill", kStoredDtypes);
+  for (const char* name : {"matmul", "matmul_batched", "matmul_strided", "matmul_batched_strided"})
+    add(name, kMatmulDtypes);
+  for (const char* name : {"softmax_last", "logsumexp_last", "layer_norm_last", "im2col",
                            "col2im", "adam_step"})
     add(name, kFusedDtypes);
   for (const char* name : {"lstm_cell", "lstm_cell_backward", "gru_cell", "gru_cell_backward"})

@@ -185,9 +185,12 @@ py::array to_numpy(const Array& a, const Shape& shape, const Shape& strides, int
 }
 
 void fill(Array& out, py::handle value) {
-  dispatch_in<kAllDtypes>("fill", out.dtype(), [&](auto tag) {
+  dispatch(out.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
-    T v = scalar_as<T>(value, "fill");
+    T v;
+    if constexpr (std::is_same_v<T, Half>) v = ::lamina::to_half(scalar_as<float>(value, "fill"));
+    else if constexpr (std::is_same_v<T, BFloat16>) v = ::lamina::to_bfloat16(scalar_as<float>(value, "fill"));
+    else v = scalar_as<T>(value, "fill");
     T* d = out.data<T>();
     parallel_for(out.size(), kCopyGrain, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) d[i] = v;

@@ -64,6 +64,52 @@ void require_operand(const char* op, int i, const Array& x, const Array& out) {
     value_error(op, ": operand ", i, " has ", x.size(), " elements, out has ", out.size());
 }
 
+// A 16-bit float op runs the op's float32 loop on blocks of widened values: each
+// block is converted, computed and rounded while it sits in L1, so the op makes
+// one pass over memory, and its result is the float32 op's rounded once to
+// nearest even (PyTorch's rule on its CPU), bit for bit.
+constexpr int64_t kNarrowBlock = 512;
+
+// x[0], x[s], ... x[(n - 1) * s] as float32 into f.
+template <class N>
+void widen(const N* x, int64_t s, float* f, int64_t n) {
+  if (s == 1) return to_float32(x, f, n);
+  for (int64_t i = 0; i < n; ++i) f[i] = ::lamina::to_float(x[i * s]);
+}
+
+// o[0:n] in blocks: operands(i, len, fa, fb) widens the block's operands,
+// loop(fa, fb, out, len) computes it into float32 (rounded into o) or, for a
+// comparison's bool o, straight into o.
+template <class O, class Operands, class Loop>
+void narrow_blocks(O* o, int64_t n, Operands&& operands, Loop&& loop) {
+  alignas(64) float fa[kNarrowBlock], fb[kNarrowBlock], fo[kNarrowBlock];
+  for (int64_t i = 0; i < n; i += kNarrowBlock) {
+    const int64_t len = std::min(kNarrowBlock, n - i);
+    operands(i, len, fa, fb);
+    if constexpr (std::is_same_v<O, bool>) {
+      loop(fa, fb, o + i, len);
+    } else {
+      loop(fa, fb, fo, len);
+      from_float32(fo, o + i, len);
+    }
+  }
+}
+
+// The float32 loop's out type for a narrow op writing O: bool stays bool.
+template <class O>
+using WideOut = std::conditional_t<std::is_same_v<O, bool>, bool, float>;
+
+// o[i] = fn(a[i * sa], b[i * sb]) for i < n, a and b 16-bit floats, fn an
+// op's float32 loop.
+template <class N, class O>
+void narrow_binary_run(BinaryLoop<float, WideOut<O>> fn, const N* a, int64_t sa, const N* b,
+                       int64_t sb, O* o, int64_t n) {
+  narrow_blocks(o, n, [&](int64_t i, int64_t len, float* fa, float* fb) {
+    widen(a + i * sa, sa, fa, len);
+    widen(b + i * sb, sb, fb, len);
+  }, [&](const float* fa, const float* fb, WideOut<O>* out, int64_t len) { fn(fa, fb, out, len); });
+}
+
 // Calls f with a typed null pointer of out's element type: the operands'
 // T, or bool for a comparison writing a bool out (interface v1.1).
 template <class Op, class T, class F>
@@ -101,21 +147,54 @@ void check_domain(const char* op, const T* b, int64_t n) {
   if constexpr (std::is_same_v<T, int64_t>) check_int_domain<Op>(op, b, n);
 }
 
+// The 16-bit float bodies of binary, scalar and unary below.
+template <class Op, class N, class O>
+void narrow_binary(const N* a, const N* b, O* o, int64_t n) {
+  const BinaryLoop<float, WideOut<O>> fn = binary_fn<Op, float, WideOut<O>>();
+  parallel_for(n, grain<Op>(), [&](int64_t s, int64_t e) {
+    narrow_binary_run(fn, a + s, 1, b + s, 1, o + s, e - s);
+  });
+}
+
+template <class Op, class N, class O>
+void narrow_scalar(const N* a, float v, O* o, int64_t n) {
+  const ScalarLoop<float, WideOut<O>> fn = scalar_fn<Op, float, WideOut<O>>();
+  parallel_for(n, grain<Op>(), [&](int64_t s, int64_t e) {
+    narrow_blocks(o + s, e - s, [&](int64_t i, int64_t len, float* fa, float*) {
+      to_float32(a + s + i, fa, len);
+    }, [&](const float* fa, const float*, WideOut<O>* out, int64_t len) { fn(fa, v, out, len); });
+  });
+}
+
+template <class Op, class N>
+void narrow_unary(const N* a, N* o, int64_t n) {
+  const UnaryLoop<float> fn = unary_fn<Op, float>();
+  parallel_for(n, grain<Op>(), [&](int64_t s, int64_t e) {
+    narrow_blocks(o + s, e - s, [&](int64_t i, int64_t len, float* fa, float*) {
+      to_float32(a + s + i, fa, len);
+    }, [&](const float* fa, const float*, float* out, int64_t len) { fn(fa, out, len); });
+  });
+}
+
 template <class Op>
 void binary(const char* name, const Array& a, const Array& b, Array& out) {
   require_same_dtype(name, {&a, &b});
   require_operand(name, 0, a, out);
   require_operand(name, 1, b, out);
-  dispatch_in<Op::kDtypes>(name, a.dtype(), [&](auto tag) {
+  dispatch_in<ops::kKernelDtypes<Op>>(name, a.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
     with_out<Op, T>(name, out, [&](auto otag) {
       using O = elem_t<decltype(otag)>;
       const T* pa = a.data<T>();
       const T* pb = b.data<T>();
       O* po = out.data<O>();
-      check_domain<Op>(name, pb, out.size());
-      const BinaryLoop<T, O> fn = binary_fn<Op, T, O>();
-      parallel_for(out.size(), grain<Op>(), [&](int64_t s, int64_t e) { fn(pa + s, pb + s, po + s, e - s); });
+      if constexpr (::lamina::is_narrow_v<T>) {
+        narrow_binary<Op>(pa, pb, po, out.size());
+      } else {
+        check_domain<Op>(name, pb, out.size());
+        const BinaryLoop<T, O> fn = binary_fn<Op, T, O>();
+        parallel_for(out.size(), grain<Op>(), [&](int64_t s, int64_t e) { fn(pa + s, pb + s, po + s, e - s); });
+      }
     });
   });
 }
@@ -123,18 +202,23 @@ void binary(const char* name, const Array& a, const Array& b, Array& out) {
 template <class Op>
 void scalar(const char* name, const Array& a, py::handle value, Array& out) {
   require_operand(name, 0, a, out);
-  dispatch_in<Op::kDtypes>(name, a.dtype(), [&](auto tag) {
+  dispatch_in<ops::kKernelDtypes<Op>>(name, a.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
     with_out<Op, T>(name, out, [&](auto otag) {
       using O = elem_t<decltype(otag)>;
-      const T v = scalar_as<T>(value, name);
       const T* pa = a.data<T>();
       O* po = out.data<O>();
-      // value ** a checks the exponents a; a OP value checks value
-      if constexpr (std::is_same_v<Op, ops::Rpower>) check_domain<Op>(name, pa, out.size());
-      else check_domain<Op>(name, &v, 1);
-      const ScalarLoop<T, O> fn = scalar_fn<Op, T, O>();
-      parallel_for(out.size(), grain<Op>(), [&](int64_t s, int64_t e) { fn(pa + s, v, po + s, e - s); });
+      if constexpr (::lamina::is_narrow_v<T>) {
+        // the value stays float32, as on a float32 copy of a
+        narrow_scalar<Op>(pa, scalar_as<float>(value, name), po, out.size());
+      } else {
+        const T v = scalar_as<T>(value, name);
+        // value ** a checks the exponents a; a OP value checks value
+        if constexpr (std::is_same_v<Op, ops::Rpower>) check_domain<Op>(name, pa, out.size());
+        else check_domain<Op>(name, &v, 1);
+        const ScalarLoop<T, O> fn = scalar_fn<Op, T, O>();
+        parallel_for(out.size(), grain<Op>(), [&](int64_t s, int64_t e) { fn(pa + s, v, po + s, e - s); });
+      }
     });
   });
 }
@@ -143,12 +227,16 @@ template <class Op>
 void unary(const char* name, const Array& a, Array& out) {
   require_same_dtype(name, {&out, &a});
   require_operand(name, 0, a, out);
-  dispatch_in<Op::kDtypes>(name, out.dtype(), [&](auto tag) {
+  dispatch_in<ops::kKernelDtypes<Op>>(name, out.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
     const T* pa = a.data<T>();
     T* po = out.data<T>();
-    const UnaryLoop<T> fn = unary_fn<Op, T>();
-    parallel_for(out.size(), grain<Op>(), [&](int64_t s, int64_t e) { fn(pa + s, po + s, e - s); });
+    if constexpr (::lamina::is_narrow_v<T>) {
+      narrow_unary<Op>(pa, po, out.size());
+    } else {
+      const UnaryLoop<T> fn = unary_fn<Op, T>();
+      parallel_for(out.size(), grain<Op>(), [&](int64_t s, int64_t e) { fn(pa + s, po + s, e - s); });
+    }
   });
 }
 
@@ -207,9 +295,7 @@ std::vector<Dim> coalesce(const Shape& shape, const Shape& sa, const Shape& sb) 
   return dims;
 }
 
-// Rows are the outer dims, each a run of the innermost dim. The run takes the
-// vectorised contiguous loop, the scalar loop (b broadcast along it) or a
-// strided loop.
+// Rows are the outer dims, each a run of the innermost dim.
 template <class Op, class T, class O>
 void strided_rows(const T* pa, const T* pb, O* po, const std::vector<Dim>& dims,
                   int64_t a_offset, int64_t b_offset) {
@@ -217,8 +303,24 @@ void strided_rows(const T* pa, const T* pb, O* po, const std::vector<Dim>& dims,
   const int lead = static_cast<int>(dims.size()) - 1;
   int64_t rows = 1;
   for (int k = 0; k < lead; ++k) rows *= dims[k].n;
-  const BinaryLoop<T, O> contiguous = binary_fn<Op, T, O>();
-  const ScalarLoop<T, O> broadcast_b = scalar_fn<Op, T, O>();
+  // One row: the vectorised contiguous loop, the scalar loop (b broadcast along
+  // it) or a strided loop; 16-bit floats widen the row in blocks.
+  using L = std::conditional_t<::lamina::is_narrow_v<T>, float, T>;
+  using LO = std::conditional_t<::lamina::is_narrow_v<T>, WideOut<O>, O>;
+  const BinaryLoop<L, LO> contiguous = binary_fn<Op, L, LO>();
+  [[maybe_unused]] const ScalarLoop<L, LO> broadcast_b = scalar_fn<Op, L, LO>();
+  auto row = [&](const T* a, const T* b, O* o) {
+    if constexpr (::lamina::is_narrow_v<T>) {
+      narrow_binary_run(contiguous, a, inner.sa, b, inner.sb, o, inner.n);
+    } else if (inner.sa == 1 && inner.sb == 1) {
+      contiguous(a, b, o, inner.n);
+    } else if (inner.sa == 1 && inner.sb == 0) {
+      broadcast_b(a, *b, o, inner.n);
+    } else {
+      for (int64_t i = 0; i < inner.n; ++i)
+        o[i] = ops::to_out<O>(Op::f(a[i * inner.sa], b[i * inner.sb]));
+    }
+  };
   const int64_t grain_rows = std::max<int64_t>(1, grain<Op>() / inner.n);
   parallel_for(rows, grain_rows, [&](int64_t rb, int64_t re) {
     std::vector<int64_t> idx(lead, 0);
@@ -230,15 +332,7 @@ void strided_rows(const T* pa, const T* pb, O* po, const std::vector<Dim>& dims,
       ib += idx[k] * dims[k].sb;
     }
     for (int64_t r = rb; r < re; ++r) {
-      O* o = po + r * inner.n;
-      if (inner.sa == 1 && inner.sb == 1) {
-        contiguous(pa + ia, pb + ib, o, inner.n);
-      } else if (inner.sa == 1 && inner.sb == 0) {
-        broadcast_b(pa + ia, pb[ib], o, inner.n);
-      } else {
-        for (int64_t i = 0; i < inner.n; ++i)
-          o[i] = ops::to_out<O>(Op::f(pa[ia + i * inner.sa], pb[ib + i * inner.sb]));
-      }
+      row(pa + ia, pb + ib, po + r * inner.n);
       for (int k = lead - 1; k >= 0; --k) {  // odometer step to the next row
         ia += dims[k].sa;
         ib += dims[k].sb;
@@ -259,7 +353,7 @@ void binary_strided(const char* name, const Array& a, const Array& b, Array& out
   const int64_t size = check_view_bounds(name, a.size(), shape, a_strides, a_offset);
   check_view_bounds(name, b.size(), shape, b_strides, b_offset);
   if (out.size() < size) value_error(name, ": out has ", out.size(), " elements, shape ", shape_str(shape), " needs ", size);
-  dispatch_in<Op::kDtypes>(name, a.dtype(), [&](auto tag) {
+  dispatch_in<ops::kKernelDtypes<Op>>(name, a.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
     with_out<Op, T>(name, out, [&](auto otag) {
       using O = elem_t<decltype(otag)>;

@@ -170,6 +170,12 @@ LAMINA_OP(BitwiseNot, kIntegral, 0, bitwise_not(a))
 #undef LAMINA_OP
 #undef LAMINA_CMP
 
+// The dtypes an op's kernels take: its kDtypes and, where those hold float32,
+// the 16-bit floats, which run its float32 loops on widened blocks (ewise.cc).
+template <class Op>
+constexpr DTypeMask kKernelDtypes =
+    Op::kDtypes | ((Op::kDtypes & dtype_bit(DType::Float32)) != 0 ? kNarrow : 0u);
+
 // An op's result as an element of out: a comparison's bool becomes 1 or 0
 // through a select (a cast of the bool kept GCC from vectorising the
 // float32 loop: 10x slower).

@@ -176,7 +176,9 @@ constexpr DTypeMask kCumsumDtypes = kNumbers;
 constexpr DTypeMask kSortDtypes = kAllDtypes;
 constexpr DTypeMask kMultinomialDtypes = kFloats;  // of probs
 constexpr DTypeMask kProgramDtypes = kFloats;
-constexpr DTypeMask kFusedDtypes = kFloats;  // softmax, logsumexp, layer norm, matmul, im2col, col2im
+constexpr DTypeMask kFusedDtypes = kFloats;  // softmax, logsumexp, layer norm, im2col, col2im
+// The matmuls take the 16-bit floats too: packing widens them, C sums in float32.
+constexpr DTypeMask kMatmulDtypes = kFloats | kNarrow;
 constexpr DTypeMask kRnnDtypes = kFloats;  // lstm_cell, gru_cell, their backwards
 constexpr DTypeMask kBatchNormDtypes = kFloats;  // batch_norm_stats, _apply, _backward
 constexpr DTypeMask kPoolDtypes = kFloats;  // max_pool2d and its backward (indices int64)

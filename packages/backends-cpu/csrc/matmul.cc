@@ -19,6 +19,11 @@
 // the same order for any thread count. Tiny products skip packing, and so do
 // products of a few rows (16 or 32) whose B has contiguous columns or rows
 // (gemv_simd.h); batches of small matrices run one matrix per thread.
+//
+// float16 and bfloat16 products widen A and B to float32 as they are packed
+// (no other pass over them), sum C in float32 and round it once at the end:
+// PyTorch's rule on its CPU, and the same sums as the float32 product of the
+// widened operands, bit for bit.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -28,6 +33,7 @@
 
 #include "isa_table.h"
 #include "kernels.h"
+#include "narrow.h"
 #include "threading.h"
 
 namespace lamina_cpu {
@@ -122,9 +128,16 @@ struct Mat {
   Mat at(int64_t r, int64_t c) const { return {p + r * rs + c * cs, rs, cs}; }
 };
 
+// An operand element S as the compute type T: a 16-bit float widens exactly.
+template <class T, class S>
+inline T widen(S x) {
+  if constexpr (::lamina::is_narrow_v<S>) return ::lamina::to_float(x);
+  else return x;
+}
+
 // Packs B[0:kc, 0:nc] into NR-wide panels, zero-padded.
-template <class T, int NR>
-void pack_b_panel(Mat<T> B, int64_t kc, int64_t nc, int64_t panel, T* dst) {
+template <class T, int NR, class S>
+void pack_b_panel(Mat<S> B, int64_t kc, int64_t nc, int64_t panel, T* dst) {
   const int64_t j0 = panel * NR, w = std::min<int64_t>(NR, nc - j0);
   T* d = dst + panel * kc * NR;
   if (B.cs != 1 && B.rs == 1) {
@@ -134,46 +147,47 @@ void pack_b_panel(Mat<T> B, int64_t kc, int64_t nc, int64_t panel, T* dst) {
         for (int64_t k = 0; k < kc; ++k) d[k * NR + j] = T(0);
         continue;
       }
-      const T* col = B.p + (j0 + j) * B.cs;
-      for (int64_t k = 0; k < kc; ++k) d[k * NR + j] = col[k];
+      const S* col = B.p + (j0 + j) * B.cs;
+      for (int64_t k = 0; k < kc; ++k) d[k * NR + j] = widen<T>(col[k]);
     }
     return;
   }
   for (int64_t k = 0; k < kc; ++k, d += NR) {
-    const T* s = B.p + k * B.rs + j0 * B.cs;
+    const S* s = B.p + k * B.rs + j0 * B.cs;
     if (B.cs == 1 && w == NR) {
-      for (int j = 0; j < NR; ++j) d[j] = s[j];
+      for (int j = 0; j < NR; ++j) d[j] = widen<T>(s[j]);
     } else {
-      for (int64_t j = 0; j < w; ++j) d[j] = s[j * B.cs];
+      for (int64_t j = 0; j < w; ++j) d[j] = widen<T>(s[j * B.cs]);
       for (int64_t j = w; j < NR; ++j) d[j] = T(0);
     }
   }
 }
 
 // Packs A[0:mc, 0:kc] into MR-tall panels, zero-padded.
-template <class T, int MR>
-void pack_a(Mat<T> A, int64_t mc, int64_t kc, T* dst) {
+template <class T, int MR, class S>
+void pack_a(Mat<S> A, int64_t mc, int64_t kc, T* dst) {
   for (int64_t i0 = 0; i0 < mc; i0 += MR) {
     const int64_t h = std::min<int64_t>(MR, mc - i0);
     T* d = dst + i0 * kc;
     if (h == MR && A.cs == 1) {
-      const T* r[MR];
+      const S* r[MR];
       for (int i = 0; i < MR; ++i) r[i] = A.p + (i0 + i) * A.rs;
       for (int64_t k = 0; k < kc; ++k, d += MR)
-        for (int i = 0; i < MR; ++i) d[i] = r[i][k];
+        for (int i = 0; i < MR; ++i) d[i] = widen<T>(r[i][k]);
     } else if (h == MR && A.rs == 1) {
       // Transposed A: the MR values of one k are contiguous.
       for (int64_t k = 0; k < kc; ++k, d += MR)
-        for (int i = 0; i < MR; ++i) d[i] = A.p[k * A.cs + i0 + i];
+        for (int i = 0; i < MR; ++i) d[i] = widen<T>(A.p[k * A.cs + i0 + i]);
     } else {
       for (int64_t k = 0; k < kc; ++k, d += MR)
-        for (int i = 0; i < MR; ++i) d[i] = i < h ? A.p[(i0 + i) * A.rs + k * A.cs] : T(0);
+        for (int i = 0; i < MR; ++i) d[i] = i < h ? widen<T>(A.p[(i0 + i) * A.rs + k * A.cs]) : T(0);
     }
   }
 }
 
-// Per-thread packing buffers (slot 0: packed B, slot 1: packed A), grown on
-// demand and kept, so a batch of small products allocates nothing.
+// Per-thread packing buffers (slot 0: packed B, slot 1: packed A, slot 2: a
+// 16-bit product's float32 C), grown on demand and kept, so a batch of small
+// products allocates nothing.
 template <class T>
 T* scratch(int slot, std::size_t n) {
   struct Buf {
@@ -181,7 +195,7 @@ T* scratch(int slot, std::size_t n) {
     std::size_t bytes = 0;
     ~Buf() { std::free(p); }
   };
-  thread_local Buf bufs[2];
+  thread_local Buf bufs[3];
   Buf& b = bufs[slot];
   const std::size_t need = n * sizeof(T);
   if (need > b.bytes) {
@@ -245,9 +259,10 @@ void macro_kernel_direct(DirectUKernel<T> uk, Mat<T> A, const T* Bp, int64_t mc,
 }
 
 // C[0:M, 0:N] = A[0:M, 0:K] @ B[0:K, 0:N] on the calling thread; ldc is C's
-// row stride, so a thread can own any block of the full product.
-template <class T, Tile I>
-void gemm_serial(const IsaGemm<T>& ks, Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N,
+// row stride, so a thread can own any block of the full product. S is the
+// operands' element type: T, or a 16-bit float that packing widens to T.
+template <class T, Tile I, class S>
+void gemm_serial(const IsaGemm<T>& ks, Mat<S> A, Mat<S> B, T* C, int64_t M, int64_t K, int64_t N,
                  int64_t ldc) {
   using G = Cfg<T, I>;
   constexpr int NR = G::NR, MR = G::MR;
@@ -260,8 +275,9 @@ void gemm_serial(const IsaGemm<T>& ks, Mat<T> A, Mat<T> B, T* C, int64_t M, int6
   const int64_t mc_max = ((M + mblocks - 1) / mblocks + MR - 1) / MR * MR;
   T* const bpack = scratch<T>(0, static_cast<std::size_t>(kc_max * nc_max));
   // C at most two panels wide: each packed A value would feed at most 2 NR
-  // FMAs, so packing would cost about what it saves; read A in place.
-  const DirectUKernel<T> direct = nc_max <= 2 * NR ? ks.direct : nullptr;
+  // FMAs, so packing would cost about what it saves; read A in place (unless
+  // it needs widening).
+  const DirectUKernel<T> direct = std::is_same_v<S, T> && nc_max <= 2 * NR ? ks.direct : nullptr;
   T* const apack = direct ? nullptr : scratch<T>(1, static_cast<std::size_t>(mc_max * kc_max));
   for (int64_t jc = 0; jc < N; jc += nc_max) {
     const int64_t nc = std::min(nc_max, N - jc);
@@ -271,10 +287,12 @@ void gemm_serial(const IsaGemm<T>& ks, Mat<T> A, Mat<T> B, T* C, int64_t M, int6
         pack_b_panel<T, NR>(B.at(pc, jc), kc, nc, p, bpack);
       for (int64_t ic = 0; ic < M; ic += mc_max) {
         const int64_t mc = std::min(mc_max, M - ic);
-        if (direct) {
-          macro_kernel_direct<T, MR, NR>(direct, A.at(ic, pc), bpack, mc, nc, kc, C + ic * ldc + jc,
-                                     ldc, pc > 0);
-          continue;
+        if constexpr (std::is_same_v<S, T>) {
+          if (direct) {
+            macro_kernel_direct<T, MR, NR>(direct, A.at(ic, pc), bpack, mc, nc, kc,
+                                           C + ic * ldc + jc, ldc, pc > 0);
+            continue;
+          }
         }
         pack_a<T, MR>(A.at(ic, pc), mc, kc, apack);
         macro_kernel<T, MR, NR>(uk, apack, bpack, mc, nc, kc, C + ic * ldc + jc, ldc, pc > 0);
@@ -287,8 +305,8 @@ void gemm_serial(const IsaGemm<T>& ks, Mat<T> A, Mat<T> B, T* C, int64_t M, int6
 // multiples): no shared packing, so no barriers, only the final join. Each
 // thread packs the A rows and B columns it needs; the grid minimises the
 // largest block plus that packing.
-template <class T, Tile I>
-void gemm_packed(const IsaGemm<T>& ks, Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N,
+template <class T, Tile I, class S>
+void gemm_packed(const IsaGemm<T>& ks, Mat<S> A, Mat<S> B, T* C, int64_t M, int64_t K, int64_t N,
                  int nt) {
   constexpr int NR = Cfg<T, I>::NR, MR = Cfg<T, I>::MR;
   const int64_t mt = (M + MR - 1) / MR, nt_panels = (N + NR - 1) / NR;
@@ -373,23 +391,30 @@ bool gemv(const IsaGemm<T>& ks, Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, 
   return true;
 }
 
-template <class T, Tile I>
-void gemm_on(const IsaGemm<T>& ks, Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N,
+template <class T, Tile I, class S>
+void gemm_on(const IsaGemm<T>& ks, Mat<S> A, Mat<S> B, T* C, int64_t M, int64_t K, int64_t N,
              int nt) {
-  if (M <= kGemvAxpyRows && gemv<T>(ks, A, B, C, M, K, N, nt)) return;
-  if (M * K * N <= kSmallFlops || M < 2) {
-    if (A.cs == 1 && A.rs == K && B.cs == 1 && B.rs == N)
-      ks.small(A.p, B.p, C, M, K, N);
-    else
-      gemm_serial<T, I>(ks, A, B, C, M, K, N, N);
-    return;
+  if constexpr (!std::is_same_v<S, T>) {
+    // 16-bit operands: the paths that read them in place would need them
+    // widened first; packing widens them on the way.
+    gemm_packed<T, I>(ks, A, B, C, M, K, N, threads_for_gemm(M, K, N, nt));
+  } else {
+    if (M <= kGemvAxpyRows && gemv<T>(ks, A, B, C, M, K, N, nt)) return;
+    if (M * K * N <= kSmallFlops || M < 2) {
+      if (A.cs == 1 && A.rs == K && B.cs == 1 && B.rs == N)
+        ks.small(A.p, B.p, C, M, K, N);
+      else
+        gemm_serial<T, I>(ks, A, B, C, M, K, N, N);
+      return;
+    }
+    gemm_packed<T, I>(ks, A, B, C, M, K, N, threads_for_gemm(M, K, N, nt));
   }
-  gemm_packed<T, I>(ks, A, B, C, M, K, N, threads_for_gemm(M, K, N, nt));
 }
 
-// C = A @ B on the active ISA's kernels and tile.
-template <class T>
-void gemm(Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N, int nt) {
+// C = A @ B on the active ISA's kernels and tile (A and B of T or, for a
+// float32 T, a 16-bit float S).
+template <class T, class S = T>
+void gemm(Mat<S> A, Mat<S> B, T* C, int64_t M, int64_t K, int64_t N, int nt) {
   if (M == 0 || N == 0) return;
   if (K == 0) {
     std::fill(C, C + M * N, T(0));
@@ -415,10 +440,25 @@ void gemm(Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N, int nt) {
   on(std::integral_constant<Tile, Tile::Portable>{});
 }
 
+// C = A @ B for any of kMatmulDtypes: a 16-bit product sums into float32
+// scratch, rounded once at the end.
+template <class T>
+void product(Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N, int nt) {
+  if constexpr (::lamina::is_narrow_v<T>) {
+    if (M == 0 || N == 0) return;
+    float* c = scratch<float>(2, static_cast<std::size_t>(M * N));
+    gemm<float, T>(A, B, c, M, K, N, nt);
+    if (nt == 1) return from_float32(c, C, M * N);
+    parallel_for(M * N, kCopyGrain, [&](int64_t s, int64_t e) { from_float32(c + s, C + s, e - s); });
+  } else {
+    gemm<T>(A, B, C, M, K, N, nt);
+  }
+}
+
 void check_matmul(const char* op, const Array& a, const Array& b, const Array& out, int64_t batch,
                   int64_t m, int64_t n, int64_t p) {
   require_same_dtype(op, {&out, &a, &b});
-  require_float(op, out.dtype());
+  require_dtype_in(op, out.dtype(), kMatmulDtypes);
   for (int64_t x : {batch, m, n, p})
     if (x < 0) value_error(op, ": sizes must be >= 0, got batch=", batch, ", m=", m, ", n=", n, ", p=", p);
   const int64_t na = checked_mul(checked_mul(batch, m, op), n, op);
@@ -434,16 +474,16 @@ void check_matmul(const char* op, const Array& a, const Array& b, const Array& o
 
 void matmul(const Array& a, const Array& b, Array& out, int64_t m, int64_t n, int64_t p) {
   check_matmul("matmul", a, b, out, 1, m, n, p);
-  dispatch_float("matmul", out.dtype(), [&](auto tag) {
+  dispatch_in<kMatmulDtypes>("matmul", out.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
-    gemm<T>({a.data<T>(), n, 1}, {b.data<T>(), p, 1}, out.data<T>(), m, n, p, num_threads());
+    product<T>({a.data<T>(), n, 1}, {b.data<T>(), p, 1}, out.data<T>(), m, n, p, num_threads());
   });
 }
 
 void matmul_batched(const Array& a, const Array& b, Array& out, int64_t batch, int64_t m,
                     int64_t n, int64_t p) {
   check_matmul("matmul_batched", a, b, out, batch, m, n, p);
-  dispatch_float("matmul_batched", out.dtype(), [&](auto tag) {
+  dispatch_in<kMatmulDtypes>("matmul_batched", out.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
     const T* pa = a.data<T>();
     const T* pb = b.data<T>();
@@ -454,11 +494,11 @@ void matmul_batched(const Array& a, const Array& b, Array& out, int64_t batch, i
       parallel_for(batch, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, work)),
                    [&](int64_t s, int64_t e) {
         for (int64_t i = s; i < e; ++i)
-          gemm<T>({pa + i * m * n, n, 1}, {pb + i * n * p, p, 1}, po + i * m * p, m, n, p, 1);
+          product<T>({pa + i * m * n, n, 1}, {pb + i * n * p, p, 1}, po + i * m * p, m, n, p, 1);
       }, 1);
     } else {
       for (int64_t i = 0; i < batch; ++i)
-        gemm<T>({pa + i * m * n, n, 1}, {pb + i * n * p, p, 1}, po + i * m * p, m, n, p,
+        product<T>({pa + i * m * n, n, 1}, {pb + i * n * p, p, 1}, po + i * m * p, m, n, p,
                 num_threads());
     }
   });
@@ -469,7 +509,7 @@ void matmul_batched_strided(const Array& a, const Array& b, Array& out, const Sh
                             const Shape& a_strides, int64_t b_offset, const Shape& b_strides) {
   const char* op = "matmul_batched_strided";
   require_same_dtype(op, {&out, &a, &b});
-  require_float(op, out.dtype());
+  require_dtype_in(op, out.dtype(), kMatmulDtypes);
   const std::size_t nb = batch.size();
   const int64_t count = checks::check_batched_strided(op, batch, m, n, p, a_offset, a_strides,
                                                       b_offset, b_strides, out.size());
@@ -482,15 +522,15 @@ void matmul_batched_strided(const Array& a, const Array& b, Array& out, const Sh
   std::vector<int64_t> ao(static_cast<std::size_t>(count)), bo(ao.size());
   checks::batch_offsets(batch, count, a_offset, a_strides, ao.data());
   checks::batch_offsets(batch, count, b_offset, b_strides, bo.data());
-  dispatch_float(op, out.dtype(), [&](auto tag) {
+  dispatch_in<kMatmulDtypes>(op, out.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
     const T* pa = a.data<T>();
     const T* pb = b.data<T>();
     T* po = out.data<T>();
     auto one = [&](int64_t i, int nt) {
       T* c = po + i * m * p;
-      if (n == 0) return std::fill(c, c + m * p, T(0));
-      gemm<T>({pa + ao[i], a_strides[nb], a_strides[nb + 1]},
+      if (n == 0) return std::fill(c, c + m * p, T{});
+      product<T>({pa + ao[i], a_strides[nb], a_strides[nb + 1]},
               {pb + bo[i], b_strides[nb], b_strides[nb + 1]}, c, m, n, p, nt);
     };
     const int64_t work = m * n * p;
@@ -511,7 +551,7 @@ void matmul_strided(const Array& a, const Array& b, Array& out, int64_t m, int64
                     int64_t b_cs) {
   const char* op = "matmul_strided";
   require_same_dtype(op, {&out, &a, &b});
-  require_float(op, out.dtype());
+  require_dtype_in(op, out.dtype(), kMatmulDtypes);
   for (int64_t x : {m, n, p, a_offset, a_rs, a_cs, b_offset, b_rs, b_cs})
     if (x < 0)
       value_error(op, ": sizes, offsets and strides must be >= 0, got m=", m, ", n=", n, ", p=", p,
@@ -532,9 +572,9 @@ void matmul_strided(const Array& a, const Array& b, Array& out, int64_t m, int64
   if (n && p && reach(b_offset, n, p, b_rs, b_cs) >= b.size())
     value_error(op, ": b view (offset ", b_offset, ", strides ", b_rs, ", ", b_cs, ") of ", n, "x",
                 p, " does not fit a buffer of ", b.size());
-  dispatch_float(op, out.dtype(), [&](auto tag) {
+  dispatch_in<kMatmulDtypes>(op, out.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
-    gemm<T>({a.data<T>() + a_offset, a_rs, a_cs}, {b.data<T>() + b_offset, b_rs, b_cs},
+    product<T>({a.data<T>() + a_offset, a_rs, a_cs}, {b.data<T>() + b_offset, b_rs, b_cs},
             out.data<T>(), m, n, p, num_threads());
   });
 }

@@ -74,3 +74,11 @@ def lamina_float(request: pytest.FixtureRequest, lamina_backend: Any) -> str:
     if request.param not in lamina_backend.dtypes:
         pytest.skip(f"backend lists no {request.param}")
     return str(request.param)
+
+
+@pytest.fixture(params=["float16", "bfloat16"])
+def lamina_narrow(request: pytest.FixtureRequest, lamina_backend: Any) -> str:
+    """Each 16-bit float (interface v2.2) the backend lists."""
+    if request.param not in lamina_backend.dtypes:
+        pytest.skip(f"backend lists no {request.param}")
+    return str(request.param)

@@ -14,16 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from lamina.ndarray._interface import NARROW_DTYPES
 from lamina.ndarray.conformance._harness import READ_LAYOUTS, WRITE_LAYOUTS, get, layout_of, put
-
-
-@pytest.fixture(params=NARROW_DTYPES)
-def narrow(request: pytest.FixtureRequest, lamina_backend: Any) -> str:
-    """Each 16-bit float; skipped where the backend does not list it."""
-    if request.param not in lamina_backend.dtypes:
-        pytest.skip(f"backend lists no {request.param}")
-    return str(request.param)
 
 
 def _to_narrow(backend: Any, values: np.ndarray, dtype: str) -> Any:
@@ -65,48 +56,49 @@ def _hard_values() -> np.ndarray:
 
 
 @pytest.mark.parametrize("size", [0, 1, 7, 1000])
-def test_array_and_empty_hold_the_dtype(lamina_backend, narrow, size):
-    buf = lamina_backend.Array(size, narrow)
-    assert (buf.size, buf.dtype) == (size, narrow)
+def test_array_and_empty_hold_the_dtype(lamina_backend, lamina_narrow, size):
+    buf = lamina_backend.Array(size, lamina_narrow)
+    assert (buf.size, buf.dtype) == (size, lamina_narrow)
     if hasattr(lamina_backend, "empty"):
-        index = list(lamina_backend.dtypes).index(narrow)
-        assert (lamina_backend.empty(size, index).dtype) == narrow
+        index = list(lamina_backend.dtypes).index(lamina_narrow)
+        assert (lamina_backend.empty(size, index).dtype) == lamina_narrow
 
 
-def test_cast_from_float32_rounds_to_nearest_even(lamina_backend, lamina_reference, narrow):
+def test_cast_from_float32_rounds_to_nearest_even(lamina_backend, lamina_reference, lamina_narrow):
     values = _hard_values()
-    got = _read(lamina_backend, _to_narrow(lamina_backend, values, narrow))
-    want = _read(lamina_reference, _to_narrow(lamina_reference, values, narrow))
+    got = _read(lamina_backend, _to_narrow(lamina_backend, values, lamina_narrow))
+    want = _read(lamina_reference, _to_narrow(lamina_reference, values, lamina_narrow))
     np.testing.assert_array_equal(_bits(got), _bits(want))
 
 
-def test_cast_to_float32_is_exact_and_round_trips(lamina_backend, narrow):
+def test_cast_to_float32_is_exact_and_round_trips(lamina_backend, lamina_narrow):
     values = _hard_values()
-    once = _read(lamina_backend, _to_narrow(lamina_backend, values, narrow))
-    twice = _read(lamina_backend, _to_narrow(lamina_backend, once, narrow))
+    once = _read(lamina_backend, _to_narrow(lamina_backend, values, lamina_narrow))
+    twice = _read(lamina_backend, _to_narrow(lamina_backend, once, lamina_narrow))
     np.testing.assert_array_equal(_bits(once), _bits(twice))
 
 
 @pytest.mark.parametrize("layout", list(READ_LAYOUTS))
-def test_compact(lamina_backend, narrow, layout):
+def test_compact(lamina_backend, lamina_narrow, layout):
     size, make = READ_LAYOUTS[layout]
     base = (np.arange(size) % 256 - 128).astype(np.float32)  # exact in both dtypes
     view = make(base)
     shape, strides, offset = layout_of(base, view)
-    out = lamina_backend.Array(view.size, narrow)
-    lamina_backend.compact(_to_narrow(lamina_backend, base, narrow), out, shape, strides, offset)
+    out = lamina_backend.Array(view.size, lamina_narrow)
+    lamina_backend.compact(_to_narrow(lamina_backend, base, lamina_narrow), out, shape, strides,
+                           offset)
     np.testing.assert_array_equal(_read(lamina_backend, out), view.reshape(-1))
 
 
 @pytest.mark.parametrize("layout", list(WRITE_LAYOUTS))
-def test_ewise_setitem(lamina_backend, narrow, layout):
+def test_ewise_setitem(lamina_backend, lamina_narrow, layout):
     size, make = WRITE_LAYOUTS[layout]
     base = np.zeros(size, np.float32)
     view = make(base)
     shape, strides, offset = layout_of(base, view)
     values = (np.arange(view.size) % 255 + 1).astype(np.float32)
-    target = _to_narrow(lamina_backend, base, narrow)
-    lamina_backend.ewise_setitem(_to_narrow(lamina_backend, values, narrow), target, shape,
+    target = _to_narrow(lamina_backend, base, lamina_narrow)
+    lamina_backend.ewise_setitem(_to_narrow(lamina_backend, values, lamina_narrow), target, shape,
                                  strides, offset)
     view[...] = values.reshape(view.shape)
     np.testing.assert_array_equal(_read(lamina_backend, target), base)
