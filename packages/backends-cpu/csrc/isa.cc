@@ -21,7 +21,10 @@ Isa detect() {
   __builtin_cpu_init();
   Isa best = Isa::Generic;
 #if defined(LAMINA_HAVE_AVX2_TU)
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) best = Isa::Avx2;
+  // (every AVX2 CPU has F16C, which the float16 conversions use; checked anyway)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+      __builtin_cpu_supports("f16c"))
+    best = Isa::Avx2;
 #endif
 #if defined(LAMINA_HAVE_AVX512_TU)
   if (best == Isa::Avx2 && __builtin_cpu_supports("avx512f") &&
@@ -77,11 +80,13 @@ std::atomic<int>& current() {
 // to isa, so an entry an ISA does not compile keeps the one below it.
 IsaKernels build_table(Isa isa) {
   IsaKernels k;
+  base::fill_narrow(k);
   base::fill_ewise(k);
   base::fill_reduce(k);
   base::fill_gemm(k);
 #if defined(LAMINA_HAVE_AVX2_TU)
   if (isa >= Isa::Avx2) {
+    avx2::fill_narrow(k);
     avx2::fill_ewise(k);
     avx2::fill_reduce(k);
     avx2::fill_gemm(k);

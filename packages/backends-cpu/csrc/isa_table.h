@@ -51,7 +51,17 @@ struct TypeKernels {
   IsaGemm<T> gemm[kTiles] = {};
 };
 
+// The float16/bfloat16 conversion loops behind ewise_cast and every native
+// 16-bit kernel (narrow.cc; narrow_avx2.cc: F16C and 8-lane AVX2).
+struct NarrowLoops {
+  void (*half_to_float)(const Half*, float*, int64_t) = nullptr;
+  void (*bfloat16_to_float)(const BFloat16*, float*, int64_t) = nullptr;
+  void (*float_to_half)(const float*, Half*, int64_t) = nullptr;
+  void (*float_to_bfloat16)(const float*, BFloat16*, int64_t) = nullptr;
+};
+
 struct IsaKernels {
+  NarrowLoops narrow;
   TypeKernels<float> f32;
   TypeKernels<double> f64;
   TypeKernels<int64_t> i64;
@@ -83,5 +93,7 @@ namespace base { LAMINA_DECLARE_FILLS }    // ewise.cc, reduce.cc, matmul.cc
 namespace avx2 { LAMINA_DECLARE_FILLS }    // ewise_avx2.cc, reduce_avx2.cc, gemm_avx2.cc
 namespace avx512 { LAMINA_DECLARE_FILLS }  // and their _avx512 twins
 #undef LAMINA_DECLARE_FILLS
+namespace base { void fill_narrow(IsaKernels& k); }  // narrow.cc
+namespace avx2 { void fill_narrow(IsaKernels& k); }  // narrow_avx2.cc (AVX-512 keeps it)
 
 }  // namespace lamina_cpu

@@ -94,11 +94,14 @@ void ukernel_portable(int64_t kc, const T* __restrict__ Ap, const T* __restrict_
 // every path and the AVX2 and AVX-512 results are equal bit for bit. The
 // AVX-512 MC is a multiple of both its MRs (6 and 14): those CPUs have 1-2
 // MiB of L2 per core, AVX2 ones from 256 KiB.
+// Largest k and m blocks the packing sees (Cfg's KC; MC rounded up to MR).
+constexpr int64_t kMaxKc = 256, kMaxMc = 512;
+
 template <class T, Tile I>
 struct Cfg {
   static constexpr int MR = TileOf<T, I>::MR, NR = TileOf<T, I>::NR;
   static constexpr bool kF32 = sizeof(T) == 4, kWide = I == Tile::Avx512Tall || I == Tile::Avx512Wide;
-  static constexpr int64_t KC = 256;
+  static constexpr int64_t KC = kMaxKc;
   static constexpr int64_t MC = kWide ? (kF32 ? 252 : 126) : (kF32 ? 144 : 96);
   static constexpr int64_t NC = kF32 ? 3072 : 2048;
 };
@@ -135,11 +138,30 @@ inline T widen(S x) {
   else return x;
 }
 
+// A contiguous run p[0:n] as T values: p itself or, for a 16-bit S, its
+// values widened into buf by the vectorised loops of narrow.h.
+template <class T, class S>
+const T* as_compute(const S* p, int64_t n, T* buf) {
+  if constexpr (std::is_same_v<S, T>) {
+    return p;
+  } else {
+    to_float32(p, buf, n);
+    return buf;
+  }
+}
+
+// Scratch for as_compute: none where S is T.
+template <class T, class S, int64_t N>
+struct RunBuf {
+  T v[std::is_same_v<S, T> ? 1 : N];
+};
+
 // Packs B[0:kc, 0:nc] into NR-wide panels, zero-padded.
 template <class T, int NR, class S>
 void pack_b_panel(Mat<S> B, int64_t kc, int64_t nc, int64_t panel, T* dst) {
   const int64_t j0 = panel * NR, w = std::min<int64_t>(NR, nc - j0);
   T* d = dst + panel * kc * NR;
+  RunBuf<T, S, kMaxKc> buf;
   if (B.cs != 1 && B.rs == 1) {
     // Transposed B: column j is contiguous in k; NR columns, read along k.
     for (int64_t j = 0; j < NR; ++j) {
@@ -147,15 +169,16 @@ void pack_b_panel(Mat<S> B, int64_t kc, int64_t nc, int64_t panel, T* dst) {
         for (int64_t k = 0; k < kc; ++k) d[k * NR + j] = T(0);
         continue;
       }
-      const S* col = B.p + (j0 + j) * B.cs;
-      for (int64_t k = 0; k < kc; ++k) d[k * NR + j] = widen<T>(col[k]);
+      const T* col = as_compute(B.p + (j0 + j) * B.cs, kc, buf.v);
+      for (int64_t k = 0; k < kc; ++k) d[k * NR + j] = col[k];
     }
     return;
   }
   for (int64_t k = 0; k < kc; ++k, d += NR) {
     const S* s = B.p + k * B.rs + j0 * B.cs;
     if (B.cs == 1 && w == NR) {
-      for (int j = 0; j < NR; ++j) d[j] = widen<T>(s[j]);
+      const T* row = as_compute(s, NR, buf.v);
+      for (int j = 0; j < NR; ++j) d[j] = row[j];
     } else {
       for (int64_t j = 0; j < w; ++j) d[j] = widen<T>(s[j * B.cs]);
       for (int64_t j = w; j < NR; ++j) d[j] = T(0);
@@ -166,14 +189,28 @@ void pack_b_panel(Mat<S> B, int64_t kc, int64_t nc, int64_t panel, T* dst) {
 // Packs A[0:mc, 0:kc] into MR-tall panels, zero-padded.
 template <class T, int MR, class S>
 void pack_a(Mat<S> A, int64_t mc, int64_t kc, T* dst) {
+  if constexpr (!std::is_same_v<S, T>) {
+    if (A.rs == 1 && A.cs != 1) {
+      // Transposed 16-bit A: widen the mc values of each k at once, then
+      // deal them out to the panels.
+      RunBuf<T, S, kMaxMc> buf;
+      for (int64_t k = 0; k < kc; ++k) {
+        const T* run = as_compute(A.p + k * A.cs, mc, buf.v);
+        for (int64_t i0 = 0; i0 < mc; i0 += MR)
+          for (int i = 0; i < MR; ++i) dst[i0 * kc + k * MR + i] = i0 + i < mc ? run[i0 + i] : T(0);
+      }
+      return;
+    }
+  }
+  RunBuf<T, S, MR * kMaxKc> buf;
   for (int64_t i0 = 0; i0 < mc; i0 += MR) {
     const int64_t h = std::min<int64_t>(MR, mc - i0);
     T* d = dst + i0 * kc;
     if (h == MR && A.cs == 1) {
-      const S* r[MR];
-      for (int i = 0; i < MR; ++i) r[i] = A.p + (i0 + i) * A.rs;
+      const T* r[MR];
+      for (int i = 0; i < MR; ++i) r[i] = as_compute(A.p + (i0 + i) * A.rs, kc, buf.v + i * kMaxKc);
       for (int64_t k = 0; k < kc; ++k, d += MR)
-        for (int i = 0; i < MR; ++i) d[i] = widen<T>(r[i][k]);
+        for (int i = 0; i < MR; ++i) d[i] = r[i][k];
     } else if (h == MR && A.rs == 1) {
       // Transposed A: the MR values of one k are contiguous.
       for (int64_t k = 0; k < kc; ++k, d += MR)

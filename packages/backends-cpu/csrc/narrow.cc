@@ -1,35 +1,32 @@
-// narrow.cc: the float16/bfloat16 conversion loops. The conversions compute
-// every case and select one (lamina/narrow_floats.h); this file is compiled
-// with -fno-trapping-math (CMakeLists.txt), which lets the compiler compute a
+// narrow.cc: the float16/bfloat16 conversion loops of the baseline table and
+// the entry points every kernel calls, which take the active ISA's loops
+// (narrow_avx2.cc has the F16C and AVX2 ones). The conversions compute every
+// case and select one (lamina/narrow_floats.h); this file is compiled with
+// -fno-trapping-math (CMakeLists.txt), which lets the compiler compute a
 // float operation the selected case does not use, so the loops vectorise
-// (about 4x faster for float16). Rounding is unchanged: still to nearest even.
+// (about 4x faster for float16). Rounding is unchanged: to nearest even.
 #include "narrow.h"
+
+#include "isa_table.h"
 
 namespace lamina_cpu {
 
-namespace {
+namespace base {
+#include "narrow_loops.h"
 
-template <class From, class To, class F>
-void convert_all(const From* __restrict a, To* __restrict o, int64_t n, F convert) {
-  for (int64_t i = 0; i < n; ++i) o[i] = convert(a[i]);
-}
+void fill_narrow(IsaKernels& k) { fill_narrow_loops(k); }
+}  // namespace base
 
-}  // namespace
-
-void to_float32(const Half* a, float* o, int64_t n) {
-  convert_all(a, o, n, [](Half x) { return ::lamina::to_float(x); });
-}
+void to_float32(const Half* a, float* o, int64_t n) { isa_kernels().narrow.half_to_float(a, o, n); }
 
 void to_float32(const BFloat16* a, float* o, int64_t n) {
-  convert_all(a, o, n, [](BFloat16 x) { return ::lamina::to_float(x); });
+  isa_kernels().narrow.bfloat16_to_float(a, o, n);
 }
 
-void from_float32(const float* a, Half* o, int64_t n) {
-  convert_all(a, o, n, [](float x) { return ::lamina::to_half(x); });
-}
+void from_float32(const float* a, Half* o, int64_t n) { isa_kernels().narrow.float_to_half(a, o, n); }
 
 void from_float32(const float* a, BFloat16* o, int64_t n) {
-  convert_all(a, o, n, [](float x) { return ::lamina::to_bfloat16(x); });
+  isa_kernels().narrow.float_to_bfloat16(a, o, n);
 }
 
 }  // namespace lamina_cpu
