@@ -33,7 +33,27 @@ inline void bfloat16_to_float(const BFloat16* a, float* o, int64_t n) {
 }
 
 inline void float_to_bfloat16(const float* a, BFloat16* o, int64_t n) {
-  convert_all(a, o, n, [](float x) { return ::lamina::to_bfloat16(x); });
+  int64_t i = 0;
+#if defined(__AVX2__)
+  // narrow_floats.h's to_bfloat16 on 8 lanes (GCC vectorises it only 4 wide,
+  // at a third of this speed), two registers packed into 16 results
+  const __m256i one = _mm256_set1_epi32(1), half = _mm256_set1_epi32(0x7FFF);
+  const __m256i magnitude = _mm256_set1_epi32(0x7FFFFFFF), inf = _mm256_set1_epi32(0x7F800000);
+  const __m256i quiet = _mm256_set1_epi32(0x40);
+  auto round8 = [&](const float* p) {
+    const __m256i u = _mm256_castps_si256(_mm256_loadu_ps(p));
+    const __m256i top = _mm256_srli_epi32(u, 16);
+    const __m256i rounded = _mm256_srli_epi32(
+        _mm256_add_epi32(_mm256_add_epi32(u, half), _mm256_and_si256(top, one)), 16);
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, magnitude), inf);
+    return _mm256_blendv_epi8(rounded, _mm256_or_si256(top, quiet), nan);
+  };
+  for (; i + 16 <= n; i += 16) {
+    const __m256i packed = _mm256_packus_epi32(round8(a + i), round8(a + i + 8));  // per lane
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + i), _mm256_permute4x64_epi64(packed, 0xD8));
+  }
+#endif
+  convert_all(a + i, o + i, n - i, [](float x) { return ::lamina::to_bfloat16(x); });
 }
 
 inline void fill_narrow_loops(IsaKernels& k) {
