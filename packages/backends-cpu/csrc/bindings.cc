@@ -55,9 +55,9 @@ py::dict kernel_dtypes() {
   add("fill", kStoredDtypes);
   for (const char* name : {"matmul", "matmul_batched", "matmul_strided", "matmul_batched_strided"})
     add(name, kMatmulDtypes);
-  for (const char* name : {"softmax_last", "logsumexp_last", "layer_norm_last", "im2col",
-                           "col2im", "adam_step"})
-    add(name, kFusedDtypes);
+  for (const char* name : {"softmax_last", "logsumexp_last", "layer_norm_last"})
+    add(name, kRowDtypes);
+  for (const char* name : {"im2col", "col2im", "adam_step"}) add(name, kFusedDtypes);
   for (const char* name : {"lstm_cell", "lstm_cell_backward", "gru_cell", "gru_cell_backward"})
     add(name, kRnnDtypes);
   for (const char* name : {"batch_norm_stats", "batch_norm_apply", "batch_norm_backward"})

@@ -168,15 +168,18 @@ void batch_norm_backward(const Array& g, const Array& x, const Array& mean, cons
 // The dtypes of the kernels outside the ewise families (those take their
 // op's kDtypes): each kernel dispatches over its mask, and bindings.cc
 // publishes the masks as kernel_dtypes.
-constexpr DTypeMask kReduceSumDtypes = kNumbers;  // a bool sum is cast to int64 first
-constexpr DTypeMask kReduceExtremeDtypes = kAllDtypes;
+// The reductions and row kernels that take the 16-bit floats widen them into
+// float32 scratch, run their float32 body and round (reduce.cc's Widened).
+constexpr DTypeMask kReduceSumDtypes = kNumbers | kNarrow;  // a bool sum is cast to int64 first
+constexpr DTypeMask kReduceExtremeDtypes = kAllDtypes | kNarrow;
 constexpr DTypeMask kReduceArgmaxDtypes = kNumbers;
 constexpr DTypeMask kReduceProdDtypes = kNumbers;
 constexpr DTypeMask kCumsumDtypes = kNumbers;
 constexpr DTypeMask kSortDtypes = kAllDtypes;
 constexpr DTypeMask kMultinomialDtypes = kFloats;  // of probs
 constexpr DTypeMask kProgramDtypes = kFloats;
-constexpr DTypeMask kFusedDtypes = kFloats;  // softmax, logsumexp, layer norm, im2col, col2im
+constexpr DTypeMask kFusedDtypes = kFloats;  // im2col, col2im, adam_step
+constexpr DTypeMask kRowDtypes = kFloats | kNarrow;  // softmax, logsumexp, layer norm
 // The matmuls take the 16-bit floats too: packing widens them, C sums in float32.
 constexpr DTypeMask kMatmulDtypes = kFloats | kNarrow;
 constexpr DTypeMask kRnnDtypes = kFloats;  // lstm_cell, gru_cell, their backwards

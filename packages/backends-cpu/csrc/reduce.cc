@@ -13,6 +13,7 @@
 
 #include "isa_table.h"
 #include "kernels.h"
+#include "narrow.h"
 #include "threading.h"
 
 namespace lamina_cpu {
@@ -122,6 +123,60 @@ void sum_rows(const T* a, T* out, int64_t rows, int64_t size) {
   for_each_row(rows, size, [&](int64_t r) { out[r] = row_sum(a + r * size, size); });
 }
 
+// reduce_sum_axis on T: out (outer, inner) = a (outer, size, inner) summed over size.
+template <class T>
+void sum_axis(const T* pa, T* po, int64_t outer, int64_t size, int64_t inner) {
+  if (inner == 1) {
+    sum_rows<T>(pa, po, outer, size);
+    return;
+  }
+  // Column sums: the output row accumulates input rows in order, as numpy
+  // does, four rows per pass so the output is loaded and stored once per
+  // four rows. Threads split (outer, column block); with few outer rows a
+  // block is a thread's share of the full width, so input rows stream.
+  const int nt = threads_for(outer * size * inner, kCopyGrain);
+  const int64_t per = (outer >= nt) ? inner : (inner + nt - 1) / nt;
+  const int64_t cols = std::max<int64_t>(64, (per + 63) / 64 * 64);
+  const int64_t cblocks = (inner + cols - 1) / cols;
+  const auto sum_columns = isa_kernels().of<T>().sum_columns;
+  parallel_for(outer * cblocks, std::max<int64_t>(1, kCopyGrain / std::max<int64_t>(1, size * std::min(inner, cols))),
+               [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t o = t / cblocks, c0 = t % cblocks * cols, c1 = std::min(inner, c0 + cols);
+      sum_columns(pa + o * size * inner + c0, po + o * inner + c0, size, inner, c1 - c0);
+    }
+  }, 1);
+}
+
+// Float32 stand-ins for a 16-bit kernel's buffers, in the calling thread's
+// scratch (kept between calls): in() widens an input, out() gives room for an
+// output that round_into() rounds back. The kernel's float32 body then gives
+// the float32 fallback's values bit for bit (interface v2.2: computed in
+// float32, rounded once), without its allocations and copies through Python.
+class Widened {
+ public:
+  template <class N>
+  const float* in(const N* x, int64_t n) {
+    float* f = slot(n);
+    parallel_for(n, kCopyGrain, [&](int64_t b, int64_t e) { to_float32(x + b, f + b, e - b); });
+    return f;
+  }
+  float* out(int64_t n) { return slot(n); }
+  template <class N>
+  static void round_into(const float* f, N* o, int64_t n) {
+    parallel_for(n, kCopyGrain, [&](int64_t b, int64_t e) { from_float32(f + b, o + b, e - b); });
+  }
+
+ private:
+  float* slot(int64_t n) {
+    thread_local std::vector<float> slots[6];
+    std::vector<float>& v = slots[used_++];
+    if (v.size() < static_cast<std::size_t>(n)) v.resize(static_cast<std::size_t>(n));
+    return v.data();
+  }
+  int used_ = 0;
+};
+
 }  // namespace
 
 void reduce_sum(const Array& a, Array& out, int64_t size) {
@@ -129,7 +184,14 @@ void reduce_sum(const Array& a, Array& out, int64_t size) {
   const int64_t rows = check_rows("reduce_sum", a, out, size, false);
   dispatch_in<kReduceSumDtypes>("reduce_sum", a.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
-    sum_rows<T>(a.data<T>(), out.data<T>(), rows, size);
+    if constexpr (::lamina::is_narrow_v<T>) {
+      Widened w;
+      float* o = w.out(rows);
+      sum_rows<float>(w.in(a.data<T>(), rows * size), o, rows, size);
+      w.round_into(o, out.data<T>(), rows);
+    } else {
+      sum_rows<T>(a.data<T>(), out.data<T>(), rows, size);
+    }
   });
 }
 
@@ -139,11 +201,20 @@ static void reduce_extreme(const char* op, const Array& a, Array& out, int64_t s
   const int64_t rows = check_rows(op, a, out, size, true);
   dispatch_in<kReduceExtremeDtypes>(op, a.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
-    const T* pa = a.data<T>();
-    T* po = out.data<T>();
-    const TypeKernels<T>& k = isa_kernels().of<T>();
-    const auto extreme = Max ? k.row_max : k.row_min;
-    for_each_row(rows, size, [&](int64_t r) { po[r] = extreme(pa + r * size, size); });
+    auto run = [&](const auto* pa, auto* po) {
+      using U = std::remove_pointer_t<decltype(po)>;
+      const TypeKernels<U>& k = isa_kernels().of<U>();
+      const auto extreme = Max ? k.row_max : k.row_min;
+      for_each_row(rows, size, [&](int64_t r) { po[r] = extreme(pa + r * size, size); });
+    };
+    if constexpr (::lamina::is_narrow_v<T>) {
+      Widened w;
+      float* o = w.out(rows);
+      run(w.in(a.data<T>(), rows * size), o);
+      w.round_into(o, out.data<T>(), rows);
+    } else {
+      run(a.data<T>(), out.data<T>());
+    }
   });
 }
 
@@ -174,28 +245,14 @@ void reduce_sum_axis(const Array& a, Array& out, int64_t outer, int64_t size, in
                 size, ", ", inner, ")");
   dispatch_in<kReduceSumDtypes>(op, a.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
-    const T* pa = a.data<T>();
-    T* po = out.data<T>();
-    if (inner == 1) {
-      sum_rows<T>(pa, po, outer, size);
-      return;
+    if constexpr (::lamina::is_narrow_v<T>) {
+      Widened w;
+      float* o = w.out(outer * inner);
+      sum_axis<float>(w.in(a.data<T>(), need), o, outer, size, inner);
+      w.round_into(o, out.data<T>(), outer * inner);
+    } else {
+      sum_axis<T>(a.data<T>(), out.data<T>(), outer, size, inner);
     }
-    // Column sums: the output row accumulates input rows in order, as numpy
-    // does, four rows per pass so the output is loaded and stored once per
-    // four rows. Threads split (outer, column block); with few outer rows a
-    // block is a thread's share of the full width, so input rows stream.
-    const int nt = threads_for(outer * size * inner, kCopyGrain);
-    const int64_t per = (outer >= nt) ? inner : (inner + nt - 1) / nt;
-    const int64_t cols = std::max<int64_t>(64, (per + 63) / 64 * 64);
-    const int64_t cblocks = (inner + cols - 1) / cols;
-    const auto sum_columns = isa_kernels().of<T>().sum_columns;
-    parallel_for(outer * cblocks, std::max<int64_t>(1, kCopyGrain / std::max<int64_t>(1, size * std::min(inner, cols))),
-                 [&](int64_t b, int64_t e) {
-      for (int64_t t = b; t < e; ++t) {
-        const int64_t o = t / cblocks, c0 = t % cblocks * cols, c1 = std::min(inner, c0 + cols);
-        sum_columns(pa + o * size * inner + c0, po + o * inner + c0, size, inner, c1 - c0);
-      }
-    }, 1);
   });
 }
 
@@ -256,47 +313,81 @@ void exp_inplace(T* p, int64_t n) {
 
 }  // namespace
 
+namespace {
+
+// The row kernels on T (float, double, or float for a widened 16-bit operand).
+template <class T>
+void softmax_rows(const T* pa, T* po, int64_t rows, int64_t size) {
+  const auto softmax_row = isa_kernels().of<T>().softmax_row;
+  for_each_row(rows, size * 8, [&](int64_t r) { softmax_row(pa + r * size, po + r * size, size); });
+}
+
+template <class T>
+void logsumexp_rows(const T* pa, T* po, int64_t rows, int64_t size) {
+  for_each_row(rows, size * 8, [&](int64_t r) {
+    const T* x = pa + r * size;
+    T peak = row_extreme<T, true>(x, size);
+    if (!std::isfinite(peak)) peak = T(0);
+    Acc<T> total = 0;
+    T buf[256];
+    for (int64_t s = 0; s < size; s += 256) {
+      const int64_t n = std::min<int64_t>(256, size - s);
+      for (int64_t i = 0; i < n; ++i) buf[i] = x[s + i] - peak;
+      exp_inplace(buf, n);
+      total += lane_sum(buf, n);
+    }
+    po[r] = static_cast<T>(std::log(static_cast<T>(total))) + peak;
+  });
+}
+
+template <class T>
+void layer_norm_rows(const T* pa, const T* pw, const T* pb, T* po, T* pm, T* pr, int64_t rows,
+                     int64_t size, double eps) {
+  const auto layer_norm_row = isa_kernels().of<T>().layer_norm_row;
+  for_each_row(rows, size * 4, [&](int64_t r) {
+    layer_norm_row(pa + r * size, pw, pb, po + r * size, size, eps, pm + r, pr + r);
+  });
+}
+
+}  // namespace
+
 void softmax_last(const Array& a, Array& out, int64_t size) {
   const char* op = "softmax_last";
   require_same_dtype(op, {&out, &a});
-  require_float(op, out.dtype());
+  require_dtype_in(op, out.dtype(), kRowDtypes);
   require_nonneg(op, "size", size);
   const int64_t rows = size ? out.size() / size : 0;
   if ((size && out.size() % size) || (!size && out.size()))
     value_error(op, ": out has ", out.size(), " elements, not a multiple of size ", size);
   if (a.size() < rows * size) value_error(op, ": input has ", a.size(), " elements, expected ", rows, "x", size);
-  dispatch_float(op, out.dtype(), [&](auto tag) {
+  dispatch_in<kRowDtypes>(op, out.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
-    const T* pa = a.data<T>();
-    T* po = out.data<T>();
-    const auto softmax_row = isa_kernels().of<T>().softmax_row;
-    for_each_row(rows, size * 8, [&](int64_t r) { softmax_row(pa + r * size, po + r * size, size); });
+    if constexpr (::lamina::is_narrow_v<T>) {
+      Widened w;
+      float* o = w.out(rows * size);
+      softmax_rows<float>(w.in(a.data<T>(), rows * size), o, rows, size);
+      w.round_into(o, out.data<T>(), rows * size);
+    } else {
+      softmax_rows<T>(a.data<T>(), out.data<T>(), rows, size);
+    }
   });
 }
 
 void logsumexp_last(const Array& a, Array& out, int64_t size) {
   const char* op = "logsumexp_last";
   require_same_dtype(op, {&out, &a});
-  require_float(op, out.dtype());
+  require_dtype_in(op, out.dtype(), kRowDtypes);
   const int64_t rows = check_rows(op, a, out, size, true);
-  dispatch_float(op, out.dtype(), [&](auto tag) {
+  dispatch_in<kRowDtypes>(op, out.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
-    const T* pa = a.data<T>();
-    T* po = out.data<T>();
-    for_each_row(rows, size * 8, [&](int64_t r) {
-      const T* x = pa + r * size;
-      T peak = row_extreme<T, true>(x, size);
-      if (!std::isfinite(peak)) peak = T(0);
-      Acc<T> total = 0;
-      T buf[256];
-      for (int64_t s = 0; s < size; s += 256) {
-        const int64_t n = std::min<int64_t>(256, size - s);
-        for (int64_t i = 0; i < n; ++i) buf[i] = x[s + i] - peak;
-        exp_inplace(buf, n);
-        total += lane_sum(buf, n);
-      }
-      po[r] = static_cast<T>(std::log(static_cast<T>(total))) + peak;
-    });
+    if constexpr (::lamina::is_narrow_v<T>) {
+      Widened w;
+      float* o = w.out(rows);
+      logsumexp_rows<float>(w.in(a.data<T>(), rows * size), o, rows, size);
+      w.round_into(o, out.data<T>(), rows);
+    } else {
+      logsumexp_rows<T>(a.data<T>(), out.data<T>(), rows, size);
+    }
   });
 }
 
@@ -304,7 +395,7 @@ void layer_norm_last(const Array& a, const Array& weight, const Array& bias, Arr
                      Array& mean, Array& rstd, int64_t size, double eps) {
   const char* op = "layer_norm_last";
   require_same_dtype(op, {&out, &a, &weight, &bias, &mean, &rstd});
-  require_float(op, out.dtype());
+  require_dtype_in(op, out.dtype(), kRowDtypes);
   const int64_t rows = check_rows(op, a, mean, size, true);
   if (rstd.size() != rows)
     value_error(op, ": rstd has ", rstd.size(), " elements, mean has ", rows);
@@ -313,18 +404,22 @@ void layer_norm_last(const Array& a, const Array& weight, const Array& bias, Arr
   if (rows && (weight.size() < size || bias.size() < size))
     value_error(op, ": weight and bias have ", weight.size(), " and ", bias.size(),
                 " elements, expected ", size);
-  dispatch_float(op, out.dtype(), [&](auto tag) {
+  dispatch_in<kRowDtypes>(op, out.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
-    const T* pa = a.data<T>();
-    const T* pw = weight.data<T>();
-    const T* pb = bias.data<T>();
-    T* po = out.data<T>();
-    T* pm = mean.data<T>();
-    T* pr = rstd.data<T>();
-    const auto layer_norm_row = isa_kernels().of<T>().layer_norm_row;
-    for_each_row(rows, size * 4, [&](int64_t r) {
-      layer_norm_row(pa + r * size, pw, pb, po + r * size, size, eps, pm + r, pr + r);
-    });
+    if constexpr (::lamina::is_narrow_v<T>) {
+      Widened w;
+      float* o = w.out(rows * size);
+      float* m = w.out(rows);
+      float* r = w.out(rows);
+      layer_norm_rows<float>(w.in(a.data<T>(), rows * size), w.in(weight.data<T>(), size),
+                             w.in(bias.data<T>(), size), o, m, r, rows, size, eps);
+      w.round_into(o, out.data<T>(), rows * size);
+      w.round_into(m, mean.data<T>(), rows);
+      w.round_into(r, rstd.data<T>(), rows);
+    } else {
+      layer_norm_rows<T>(a.data<T>(), weight.data<T>(), bias.data<T>(), out.data<T>(),
+                         mean.data<T>(), rstd.data<T>(), rows, size, eps);
+    }
   });
 }
 

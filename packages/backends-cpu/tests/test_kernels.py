@@ -40,7 +40,7 @@ def test_metadata() -> None:
     # kernel_dtypes (since v1.1) names the kernels that take fewer dtypes
     assert cpu.kernel_dtypes["ewise_div"] == ("float32", "float64", "float16", "bfloat16")
     assert cpu.kernel_dtypes["ewise_bitwise_and"] == ("int64", "bool")
-    assert cpu.kernel_dtypes["reduce_sum"] == ("float32", "float64", "int64")
+    assert cpu.kernel_dtypes["reduce_sum"] == ("float32", "float64", "int64", "float16", "bfloat16")
     # v2.2: the elementwise kernels, fill and the matmuls also take the 16-bit floats
     assert cpu.kernel_dtypes["ewise_add"] == cpu.dtypes == cpu.kernel_dtypes["ewise_eq"]
     assert cpu.kernel_dtypes["matmul"] == ("float32", "float64", "float16", "bfloat16")

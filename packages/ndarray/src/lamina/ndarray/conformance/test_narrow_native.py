@@ -2,10 +2,11 @@
 
 Such a kernel must give what the float32 fallback gives (``_narrow.py``): the
 backend's own float32 kernel on widened operands, its result rounded once to
-nearest, ties to even. Elementwise kernels and ``fill`` must match it bit for
-bit. A matmul may sum in another order than the float32 kernel (a 16-bit one
-always packs its operands), so it is held to the float64 product of the
-widened operands: within the dtype's rounding plus float32 summation error.
+nearest, ties to even. Elementwise kernels, reductions, row kernels (softmax,
+logsumexp, layer norm) and ``fill`` must match it bit for bit. A matmul may
+sum in another order than the float32 kernel (a 16-bit one always packs its
+operands), so it is held to the float64 product of the widened operands:
+within the dtype's rounding plus float32 summation error.
 Kernels the backend does not name are skipped (the fallback runs them).
 """
 
@@ -57,22 +58,28 @@ def _rounded(backend: Any, wide: Any, dtype: str) -> np.ndarray:
 
 
 def _check(backend: Any, kernel: str, dtype: str, inputs: list[Any], size: int,
-           out_dtype: str | None = None, layout: tuple[Any, ...] = ()) -> None:
-    """kernel(*inputs, out, *layout) on the narrow buffers against the float32 kernel
-    on their widened copies, rounded: bit for bit (a bool out as it is)."""
+           out_dtype: str | None = None, layout: tuple[Any, ...] = (),
+           outputs: tuple[int, ...] = ()) -> None:
+    """kernel(*inputs, *outs, *layout) on the narrow buffers against the float32 kernel
+    on their widened copies, rounded: bit for bit (a bool out as it is). outs are one
+    of ``size`` elements and ``out_dtype`` (default ``dtype``), or one per entry of
+    ``outputs`` (sizes, in ``dtype``)."""
     out_dtype = out_dtype or dtype
-    out = backend.Array(size, out_dtype)
-    getattr(backend, kernel)(*inputs, out, *layout)
+    sizes = outputs or (size,)
+    outs = [backend.Array(n, out_dtype) for n in sizes]
+    getattr(backend, kernel)(*inputs, *outs, *layout)
     wide_in = [_wide(backend, x) if getattr(x, "dtype", None) == dtype else x for x in inputs]
-    wide_out = backend.Array(size, "bool" if out_dtype == "bool" else "float32")
-    getattr(backend, kernel)(*wide_in, wide_out, *layout)
-    if out_dtype == "bool":
-        got = backend.to_numpy(out, (size,), (1,), 0)
-        want = backend.to_numpy(wide_out, (size,), (1,), 0)
-        np.testing.assert_array_equal(got, want, err_msg=kernel)
-        return
-    got, want = _read(backend, out), _rounded(backend, wide_out, dtype)
-    np.testing.assert_array_equal(_bits(got), _bits(want), err_msg=f"{kernel} ({dtype})")
+    wide_outs = [backend.Array(n, "bool" if out_dtype == "bool" else "float32") for n in sizes]
+    getattr(backend, kernel)(*wide_in, *wide_outs, *layout)
+    for i, (out, wide_out) in enumerate(zip(outs, wide_outs)):
+        if out_dtype == "bool":
+            got = backend.to_numpy(out, (out.size,), (1,), 0)
+            want = backend.to_numpy(wide_out, (out.size,), (1,), 0)
+            np.testing.assert_array_equal(got, want, err_msg=kernel)
+            continue
+        got, want = _read(backend, out), _rounded(backend, wide_out, dtype)
+        np.testing.assert_array_equal(_bits(got), _bits(want),
+                                      err_msg=f"{kernel} ({dtype}), output {i}")
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -123,6 +130,46 @@ def test_strided(lamina_backend, lamina_narrow, op, view):
     out_dtype = "bool" if op in COMPARISON_OPS else None
     _check(lamina_backend, f"ewise_strided_{op}", lamina_narrow, [a, b], size, out_dtype,
            (shape, sa, 2, sb, 1))
+
+
+# (rows, size): one element, short rows, a row past the kernels' blocks
+ROWS = [(1, 1), (7, 5), (3, 300), (2, 1031)]
+
+
+@pytest.mark.parametrize("rows", ROWS, ids=lambda r: f"{r[0]}x{r[1]}")
+@pytest.mark.parametrize("kernel", ["reduce_sum", "reduce_max", "reduce_min", "logsumexp_last"])
+def test_row_reductions(lamina_backend, lamina_narrow, kernel, rows):
+    _native(lamina_backend, kernel, lamina_narrow)
+    n, size = rows
+    a = _to_narrow(lamina_backend, _values(n * size, 9), lamina_narrow)
+    _check(lamina_backend, kernel, lamina_narrow, [a], n, layout=(size,))
+
+
+@pytest.mark.parametrize("shape", [(1, 5, 1), (3, 4, 7), (2, 100, 65)], ids=str)
+def test_reduce_sum_axis(lamina_backend, lamina_narrow, shape):
+    _native(lamina_backend, "reduce_sum_axis", lamina_narrow)
+    outer, size, inner = shape
+    a = _to_narrow(lamina_backend, _values(outer * size * inner, 10), lamina_narrow)
+    _check(lamina_backend, "reduce_sum_axis", lamina_narrow, [a], outer * inner, layout=shape)
+
+
+@pytest.mark.parametrize("rows", ROWS, ids=lambda r: f"{r[0]}x{r[1]}")
+def test_softmax(lamina_backend, lamina_narrow, rows):
+    _native(lamina_backend, "softmax_last", lamina_narrow)
+    n, size = rows
+    a = _to_narrow(lamina_backend, np.clip(_values(n * size, 11), -60, 60), lamina_narrow)
+    _check(lamina_backend, "softmax_last", lamina_narrow, [a], n * size, layout=(size,))
+
+
+@pytest.mark.parametrize("rows", ROWS, ids=lambda r: f"{r[0]}x{r[1]}")
+def test_layer_norm(lamina_backend, lamina_narrow, rows):
+    _native(lamina_backend, "layer_norm_last", lamina_narrow)
+    n, size = rows
+    finite = lambda seed, count: np.nan_to_num(_values(count, seed), posinf=7.0, neginf=-7.0)  # noqa: E731
+    a, weight, bias = (_to_narrow(lamina_backend, finite(seed, count), lamina_narrow)
+                       for seed, count in ((12, n * size), (13, size), (14, size)))
+    _check(lamina_backend, "layer_norm_last", lamina_narrow, [a, weight, bias], 0,
+           layout=(size, 1e-5), outputs=(n * size, n, n))
 
 
 @pytest.mark.parametrize("value", [0.1, -2.5, 1e6, float("inf")])
