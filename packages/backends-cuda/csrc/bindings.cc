@@ -109,9 +109,9 @@ PYBIND11_MODULE(_core, m) {
         // The kernels that take fewer dtypes than the backend lists (kernel_dtypes.h).
         py::dict table;
         auto add = [&](const char* name, lamina_cuda::DTypes set) {
-          // every dtype, or every one but the 16-bit floats (what a kernel not named
-          // takes: interface v2.2)
-          if (set == lamina_cuda::kAllDTypes || set == lamina_cuda::kStored) return;
+          // every one but the 16-bit floats: what a kernel not named takes (interface
+          // v2.2; the storage kernels take those unnamed too)
+          if (set == lamina_cuda::kAllDTypes) return;
           py::list names;
           for (auto dt : {lamina_cuda::DType::Float32, lamina_cuda::DType::Float64,
                           lamina_cuda::DType::Int64, lamina_cuda::DType::Bool,
@@ -119,7 +119,7 @@ PYBIND11_MODULE(_core, m) {
             if (set & lamina_cuda::dtype_bit(dt)) names.append(lamina_cuda::dtype_name(dt));
           table[name] = py::tuple(names);
         };
-#define LAMINA_KERNEL_DTYPE_ENTRY(NAME, SET) add(#NAME, lamina_cuda::SET);
+#define LAMINA_KERNEL_DTYPE_ENTRY(NAME, SET) add(#NAME, lamina_cuda::kernel_dtypes::NAME);
         LAMINA_KERNEL_DTYPES(LAMINA_KERNEL_DTYPE_ENTRY)
 #undef LAMINA_KERNEL_DTYPE_ENTRY
         return table;

@@ -34,13 +34,55 @@ __device__ __forceinline__ Pack<T, N> load_pack(const T* p, int64_t pack) {
   return reinterpret_cast<const Pack<T, N>*>(p)[pack];
 }
 
+// ---------------------------------------------------------------- 16-bit floats
+// An op on float16/bfloat16 (interface v2.2) computes in float32: Widened<Op, N>
+// widens the operands, runs Op's float overload and rounds the result once to
+// nearest even (a comparison's bool stays bool), which is the float32
+// fallback's value bit for bit. A scalar value stays float32 (ValueOf).
+template <class N, class R>
+__device__ __forceinline__ auto narrow_result(R r) {
+  if constexpr (std::is_same_v<R, bool>) return r;
+  else if constexpr (std::is_same_v<N, Half>) return ::lamina::to_half(r);
+  else return ::lamina::to_bfloat16(r);
+}
+
+template <class Op, class N>
+struct Widened {
+  __device__ auto operator()(N a, N b) const {
+    return narrow_result<N>(Op{}(::lamina::to_float(a), ::lamina::to_float(b)));
+  }
+  __device__ auto operator()(N a, float v) const {
+    return narrow_result<N>(Op{}(::lamina::to_float(a), v));
+  }
+  __device__ auto operator()(float v, N a) const {
+    return narrow_result<N>(Op{}(v, ::lamina::to_float(a)));
+  }
+  __device__ N operator()(N a) const { return narrow_result<N>(Op{}(::lamina::to_float(a))); }
+};
+
+// The functor a kernel on T runs for Op, and the type of its scalar value.
+template <class Op, class T>
+using OpFor = std::conditional_t<::lamina::is_narrow_v<T>, Widened<Op, T>, Op>;
+template <class T>
+using ValueOf = std::conditional_t<::lamina::is_narrow_v<T>, float, T>;
+
+// An op's result as an element of out: a comparison's bool becomes 1 or 0.
+template <class TOut, class R>
+__device__ __forceinline__ TOut out_as(R r) {
+  if constexpr (::lamina::is_narrow_v<TOut> && std::is_same_v<R, bool>)
+    return narrow_result<TOut>(r ? 1.0f : 0.0f);
+  else if constexpr (::lamina::is_narrow_v<TOut>) return r;
+  else return static_cast<TOut>(r);
+}
+
 // Mode of a binary kernel: both operands buffers, or one a scalar value.
 enum BinaryMode : int { kEwise = 0, kScalar = 1, kReversed = 2 };
 
 // out[i] = op(a[i], b[i]) / op(a[i], v) / op(v, a[i]) for i < n. TOut is T, or
 // bool for a comparison writing a mask (op returns bool; it converts to 1/0 in T).
 template <class T, class TOut, class Op, int Mode>
-__device__ __forceinline__ void binary_loop(const T* a, const T* b, T v, TOut* out, int64_t n) {
+__device__ __forceinline__ void binary_loop(const T* a, const T* b, ValueOf<T> v, TOut* out,
+                                            int64_t n) {
   constexpr int N = pack_width<T, T, TOut>();
   const Op op{};
   const int64_t start = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
@@ -53,16 +95,16 @@ __device__ __forceinline__ void binary_loop(const T* a, const T* b, T v, TOut* o
     Pack<TOut, N> r;
 #pragma unroll
     for (int k = 0; k < N; ++k) {
-      if constexpr (Mode == kEwise) r.v[k] = static_cast<TOut>(op(x.v[k], y.v[k]));
-      else if constexpr (Mode == kScalar) r.v[k] = static_cast<TOut>(op(x.v[k], v));
-      else r.v[k] = static_cast<TOut>(op(v, x.v[k]));
+      if constexpr (Mode == kEwise) r.v[k] = out_as<TOut>(op(x.v[k], y.v[k]));
+      else if constexpr (Mode == kScalar) r.v[k] = out_as<TOut>(op(x.v[k], v));
+      else r.v[k] = out_as<TOut>(op(v, x.v[k]));
     }
     reinterpret_cast<Pack<TOut, N>*>(out)[p] = r;
   }
   for (int64_t i = packs * N + start; i < n; i += step) {
-    if constexpr (Mode == kEwise) out[i] = static_cast<TOut>(op(a[i], b[i]));
-    else if constexpr (Mode == kScalar) out[i] = static_cast<TOut>(op(a[i], v));
-    else out[i] = static_cast<TOut>(op(v, a[i]));
+    if constexpr (Mode == kEwise) out[i] = out_as<TOut>(op(a[i], b[i]));
+    else if constexpr (Mode == kScalar) out[i] = out_as<TOut>(op(a[i], v));
+    else out[i] = out_as<TOut>(op(v, a[i]));
   }
 }
 

@@ -40,7 +40,7 @@ void require_natural_exponents(const char* op, const Array& x, int64_t n, const 
 #define LAMINA_EWISE_BINARY(NAME, OP)                                                         \
   template <class T, class TOut>                                                              \
   __global__ void ewise_##NAME##_kernel(const T* a, const T* b, TOut* out, int64_t n) {       \
-    binary_loop<T, TOut, OP, kEwise>(a, b, T(0), out, n);                                     \
+    binary_loop<T, TOut, OpFor<OP, T>, kEwise>(a, b, ValueOf<T>{}, out, n);                   \
   }                                                                                           \
   void ewise_##NAME(const Array& a, const Array& b, Array& out) {                             \
     constexpr const char* name = "ewise_" #NAME;                                              \
@@ -67,8 +67,8 @@ void require_natural_exponents(const char* op, const Array& x, int64_t n, const 
 // kReversed (value OP a, the scalar_rNAME kernels).
 #define LAMINA_SCALAR_BINARY(NAME, OP, MODE)                                                  \
   template <class T, class TOut>                                                              \
-  __global__ void scalar_##NAME##_kernel(const T* a, T value, TOut* out, int64_t n) {         \
-    binary_loop<T, TOut, OP, MODE>(a, nullptr, value, out, n);                                \
+  __global__ void scalar_##NAME##_kernel(const T* a, ValueOf<T> value, TOut* out, int64_t n) {\
+    binary_loop<T, TOut, OpFor<OP, T>, MODE>(a, nullptr, value, out, n);                      \
   }                                                                                           \
   void scalar_##NAME(const Array& a, const Scalar& value, Array& out) {                       \
     constexpr const char* name = "scalar_" #NAME;                                             \
@@ -89,7 +89,7 @@ void require_natural_exponents(const char* op, const Array& x, int64_t n, const 
           using TOut = decltype(to);                                                          \
           launch_kernel(&scalar_##NAME##_kernel<T, TOut>,                                     \
                         ewise_grid(n, pack_width<T, T, TOut>(), ctx.device), kThreads, 0,     \
-                        ctx.stream, a.data<T>(), value.as<T>(), out.data<TOut>(), n);         \
+                        ctx.stream, a.data<T>(), value.as<ValueOf<T>>(), out.data<TOut>(), n); \
           check_launch("scalar_" #NAME "_kernel", ctx.stream);                                \
         });                                                                                   \
   }

@@ -42,7 +42,7 @@ bool is_compact_pair(const PairLayout& l) {
 // The loop runs in 64 bits; I is the type of the divisions (int32_t when n fits).
 template <class T, class TOut, class Op, class I>
 __global__ void ewise_strided_kernel(const T* a, const T* b, TOut* out, int64_t n, PairLayout l) {
-  const Op op{};
+  const OpFor<Op, T> op{};
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
     int64_t pa = l.a_offset, pb = l.b_offset;
@@ -55,13 +55,13 @@ __global__ void ewise_strided_kernel(const T* a, const T* b, TOut* out, int64_t 
       pb += idx * l.b_strides[k];
       rest = q;
     }
-    out[i] = static_cast<TOut>(op(a[pa], b[pb]));
+    out[i] = out_as<TOut>(op(a[pa], b[pb]));
   }
 }
 
 template <class T, class TOut, class Op>
 __global__ void ewise_strided_compact_kernel(const T* a, const T* b, TOut* out, int64_t n) {
-  binary_loop<T, TOut, Op, kEwise>(a, b, T(0), out, n);
+  binary_loop<T, TOut, OpFor<Op, T>, kEwise>(a, b, ValueOf<T>{}, out, n);
 }
 
 // Queues out[i] = Op(a at i, b at i) for i < n on ctx's stream; a and b hold

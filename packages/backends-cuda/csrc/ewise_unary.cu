@@ -44,7 +44,7 @@ struct CastTo {
 #define LAMINA_UNARY(NAME, OP, SET, DOC)                                                   \
   template <class T>                                                                       \
   __global__ void ewise_##NAME##_kernel(const T* a, T* out, int64_t n) {                   \
-    unary_loop<T, T, OP>(a, out, n);                                                       \
+    unary_loop<T, T, OpFor<OP, T>>(a, out, n);                                             \
   }                                                                                        \
   void ewise_##NAME(const Array& a, Array& out) {                                          \
     require_same_dtype("ewise_" #NAME, {&a, &out});                                        \

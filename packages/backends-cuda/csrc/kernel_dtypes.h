@@ -23,6 +23,11 @@ constexpr DTypes kNumbers = 0b0111;   // float32, float64, int64
 constexpr DTypes kIntegral = 0b1100;  // int64, bool
 constexpr DTypes kAllDTypes = 0b1111;   // all but the 16-bit floats
 constexpr DTypes kStored = 0b111111;    // with float16, bfloat16: storage, copies, casts
+constexpr DTypes kNarrow = 0b110000;    // float16, bfloat16
+
+// An elementwise op's kernels take its set and, where that holds float32, the
+// 16-bit floats (computed in float32: ewise.cuh's Widened).
+constexpr DTypes with_narrow(DTypes set) { return (set & 0b0001) ? (set | kNarrow) : set; }
 
 // X(kernel name, dtype set) for every kernel that takes a dtype.
 #define LAMINA_KERNEL_DTYPES(X)                                                              \
@@ -45,9 +50,10 @@ constexpr DTypes kStored = 0b111111;    // with float16, bfloat16: storage, copi
 
 // X(kernel, set) for each kernel of one op of ewise_ops.h.
 #define LAMINA_BINARY_KERNEL_DTYPES(X, NAME, FUNCTOR, SET, FORMS, DOC)                             \
-  X(ewise_##NAME, SET) X(ewise_strided_##NAME, SET)                                                \
-  LAMINA_IF_SCALAR(FORMS, X(scalar_##NAME, SET)) LAMINA_IF_REVERSED(FORMS, X(scalar_r##NAME, SET))
-#define LAMINA_UNARY_KERNEL_DTYPES(X, NAME, FUNCTOR, SET, DOC) X(ewise_##NAME, SET)
+  X(ewise_##NAME, with_narrow(SET)) X(ewise_strided_##NAME, with_narrow(SET))                      \
+  LAMINA_IF_SCALAR(FORMS, X(scalar_##NAME, with_narrow(SET)))                                      \
+  LAMINA_IF_REVERSED(FORMS, X(scalar_r##NAME, with_narrow(SET)))
+#define LAMINA_UNARY_KERNEL_DTYPES(X, NAME, FUNCTOR, SET, DOC) X(ewise_##NAME, with_narrow(SET))
 
 // kernel_dtypes::reduce_sum is the set of reduce_sum, and so on.
 namespace kernel_dtypes {

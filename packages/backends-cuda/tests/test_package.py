@@ -74,17 +74,30 @@ def test_elementwise_ops_are_declared_once() -> None:
 
 
 def test_kernel_dtypes_follow_the_numpy_reference() -> None:
-    # The same dtypes per kernel as the numpy backend (the specification), for every
-    # kernel both have; ewise_erf, which numpy lacks, takes floats.
+    # The same wide dtypes per kernel as the numpy backend (the specification), for
+    # every kernel both have; ewise_erf, which numpy lacks, takes floats. The
+    # elementwise kernels also take the 16-bit floats natively where they take
+    # float32 (the numpy backend runs them through the float32 fallback; the
+    # conformance kit's test_narrow_native checks them).
     numpy_backend = pytest.importorskip("lamina.ndarray._numpy_backend").backend
     assert cuda.dtypes == numpy_backend.dtypes == ("float32", "float64", "int64", "bool",
                                                    "float16", "bfloat16")
     ours, theirs = interface.kernel_dtypes(cuda), interface.kernel_dtypes(numpy_backend)
+    narrow = frozenset(interface.NARROW_DTYPES)
     both = [n for n in lamina_backend_cuda.KERNELS
             if n in ours and n not in interface.DEVICE_FUNCTIONS and theirs.get(n)]
-    assert {n: ours[n] for n in both} == {n: theirs[n] for n in both}
-    assert ours["ewise_erf"] == {"float32", "float64"}
-    assert all(set(d) < set(cuda.dtypes) for d in cuda.kernel_dtypes.values())
+    assert {n: ours[n] - narrow for n in both} == {n: theirs[n] - narrow for n in both}
+    assert ours["ewise_erf"] == {"float32", "float64", "float16", "bfloat16"}
+    elementwise = ({f"ewise_{op}" for op in (*interface.STRIDED_OPS, *interface.UNARY_OPS,
+                                             *interface.OPTIONAL_UNARY_OPS)}
+                   | {f"scalar_{op}" for op in (*interface.SCALAR_OPS,
+                                                *interface.REVERSED_SCALAR_OPS)}
+                   | {f"ewise_strided_{op}" for op in interface.STRIDED_OPS})
+    for name in both:
+        takes_narrow = name in elementwise and "float32" in ours[name]
+        assert (ours[name] >= narrow) == (takes_narrow or name in interface.NARROW_KERNELS), name
+    # only what says more than the default (the wide dtypes) is declared
+    assert all(set(d) != set(cuda.dtypes) - narrow for d in cuda.kernel_dtypes.values())
 
 
 def test_extension_is_built_and_linked_statically() -> None:
