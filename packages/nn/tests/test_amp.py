@@ -74,6 +74,50 @@ def test_decorator_and_bad_arguments() -> None:
         autocast(0)  # type: ignore[arg-type]
 
 
+def _twice(lin: nn.Linear, x: ag.Tensor, **region: bool) -> tuple[ag.Tensor, ...]:
+    """Two steps through ``lin`` used twice, in one region: outputs and the weight's grads."""
+    from lamina.autograd import _autocast
+
+    results = []
+    lin.zero_grad()
+    with autocast(_HOST, **region):
+        for _ in range(2):
+            y = lin(lin(x))
+            y.float().sum().backward()
+            results += [y.detach(), lin.weight.grad.clone()]
+            # one cast of each weight per region (PyTorch's cast cache), or none kept
+            assert len(_autocast._state.cache) == (2 if region.get("cache_enabled", True) else 0)
+    assert not _autocast._state.cache  # dropped with the outermost region
+    return tuple(results)
+
+
+def test_weights_are_cast_once_per_region() -> None:
+    ag.manual_seed(0)
+    lin = nn.Linear(6, 6).to(_HOST)
+    x = _x(3, 6)
+    cached, uncached = _twice(lin, x), _twice(lin, x, cache_enabled=False)
+    for i, (a, b) in enumerate(zip(cached, uncached)):
+        if i % 2 == 0:  # the same outputs either way
+            np.testing.assert_array_equal(a.float().numpy(), b.float().numpy())
+        else:  # a shared cast sums its uses' gradients in bfloat16 first, as PyTorch's does
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=2e-2,
+                                       atol=1e-2 * float(np.abs(b.numpy()).max()))
+    with autocast(_HOST):
+        before = lin(x).detach().float().numpy()
+        with ag.no_grad():
+            lin.weight.mul_(2.0)  # an in-place change: the weight is cast again
+        after = lin(x).detach().float().numpy()
+    with autocast(_HOST, cache_enabled=False), ag.no_grad():
+        np.testing.assert_array_equal(after, lin(x).float().numpy())
+    assert not np.array_equal(before, after)
+    lin.zero_grad()
+    with autocast(_HOST):
+        with ag.no_grad():
+            lin(x)  # not cached: a cast made under no_grad records no graph
+        lin(x).float().sum().backward()
+    assert lin.weight.grad is not None and np.abs(lin.weight.grad.numpy()).max() > 0
+
+
 def _mlp_pair() -> tuple[nn.Module, torch.nn.Module]:
     ag.manual_seed(0)
     ours = nn.Sequential(nn.Linear(12, 32), nn.ReLU(), nn.LayerNorm(32), nn.Linear(32, 5))

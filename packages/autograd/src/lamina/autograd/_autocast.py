@@ -14,9 +14,13 @@ gradients. float64 tensors are never cast.
 The lists follow PyTorch's (``torch/csrc/autograd/autocast_mode.cpp``) for the
 ops Lamina has as primitives; a composite (``cross_entropy``,
 ``conv2d``) follows from its parts. The state is per thread, as PyTorch's;
-regions nest, and ``enabled=False`` turns autocast off inside one. Unlike
-PyTorch, a weight is cast again at each use in a region (there is no cast
-cache).
+regions nest, and ``enabled=False`` turns autocast off inside one.
+
+As in PyTorch, a leaf that requires grad (a weight) is cast once per region
+and the cast reused at each of its uses (an RNN's weights at every time step):
+the cache lives until the outermost region of the thread exits, and an entry
+is dropped where an in-place op has changed the weight since (its
+``_version``). ``cache_enabled=False`` turns it off.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from typing import Any, TypeVar
 
 import lamina.ndarray as nd
 
-from . import _function
+from . import _function, _grad_mode
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -46,6 +50,10 @@ class _State(threading.local):
     def __init__(self) -> None:
         # (device type, dtype) of the innermost region, or None where it is disabled
         self.stack: list[tuple[str, nd.DType] | None] = []
+        self.caching: list[bool] = []  # each region's cache_enabled
+        # (id(leaf), dtype) -> (leaf, its version then, its cast); kept alive with the
+        # leaf, so an id is not reused while its entry lives
+        self.cache: dict[tuple[int, nd.DType], tuple[Any, int, Any]] = {}
 
 
 _state = _State()
@@ -66,14 +74,32 @@ def _cast_inputs(name: str, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
     target = low if lower else nd.float32
     from ._ops.shape import to  # the ops import this module's caller, _function
 
+    # under no_grad a cast records no graph: caching it would cut the weight off
+    # from later recorded uses
+    caching = lower and _state.caching[-1] and _grad_mode.is_grad_enabled()
     out = []
     for t in inputs:
         dtype = t._data._dtype
         if dtype is not target and dtype.is_floating and dtype is not nd.float64 \
                 and (lower or dtype.is_narrow) and t._data._device.type == device_type:
-            t = to(t, dtype=target)
+            t = _cached_cast(t, target) if caching and t._requires_grad and t.grad_fn is None \
+                else to(t, dtype=target)
         out.append(t)
     return tuple(out)
+
+
+def _cached_cast(leaf: Any, target: nd.DType) -> Any:
+    """``leaf`` cast to ``target``, from this thread's cache while its version holds."""
+    from ._ops.shape import to
+
+    key = (id(leaf), target)
+    entry = _state.cache.get(key)
+    version = leaf._version
+    if entry is not None and entry[0] is leaf and entry[1] == version:
+        return entry[2]
+    cast = to(leaf, dtype=target)
+    _state.cache[key] = (leaf, version, cast)
+    return cast
 
 
 def is_autocast_enabled(device_type: str | None = None) -> bool:
@@ -108,7 +134,7 @@ class autocast:  # noqa: N801  (PyTorch's name)
             ``"cuda"``, ``"numpy"``); tensors elsewhere are left alone.
         dtype: ``bfloat16`` (default; ``float16`` on cuda) or ``float16``.
         enabled: False makes a region that turns autocast off.
-        cache_enabled: accepted for PyTorch's signature (Lamina keeps no cast cache).
+        cache_enabled: reuse a weight's cast within the region (default True).
 
     A context manager and a decorator:
 
@@ -135,10 +161,12 @@ class autocast:  # noqa: N801  (PyTorch's name)
             raise ValueError(f"autocast: dtype must be float16 or bfloat16, got "
                              f"{self.fast_dtype.name}")
         self.enabled = bool(enabled)
+        self.cache_enabled = True if cache_enabled is None else bool(cache_enabled)
 
     def __enter__(self) -> autocast:
         global _entered
         _state.stack.append((self.device_type, self.fast_dtype) if self.enabled else None)
+        _state.caching.append(self.cache_enabled)
         with _lock:
             _entered += 1
             _function.autocast_hook = _cast_inputs
@@ -147,6 +175,9 @@ class autocast:  # noqa: N801  (PyTorch's name)
     def __exit__(self, *exc: Any) -> None:
         global _entered
         _state.stack.pop()
+        _state.caching.pop()
+        if not _state.stack:
+            _state.cache.clear()  # the casts hold graph nodes: free them with the region
         with _lock:
             _entered -= 1
             if _entered == 0:
@@ -155,7 +186,7 @@ class autocast:  # noqa: N801  (PyTorch's name)
     def __call__(self, fn: F) -> F:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with autocast(self.device_type, self.fast_dtype, self.enabled):
+            with autocast(self.device_type, self.fast_dtype, self.enabled, self.cache_enabled):
                 return fn(*args, **kwargs)
 
         return wrapper  # type: ignore[return-value]

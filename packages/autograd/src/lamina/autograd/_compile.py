@@ -190,6 +190,9 @@ class CompiledFunction:
                  kwargs: dict[str, Any]) -> Any:
         watcher = _Watcher()
         _function.observer = watcher
+        # a weight's cast cached by an enclosing autocast region would be a buffer made
+        # outside the capture: cast again inside it, so the graph holds the cast
+        _autocast._state.cache.clear()
         try:
             with Capture(_unique_buffers(tensors), strict=self._fullgraph) as capture:
                 watcher.capture = capture
