@@ -22,8 +22,8 @@
 //
 // float16 and bfloat16 products widen A and B to float32 as they are packed
 // (no other pass over them), sum C in float32 and round it once at the end:
-// PyTorch's rule on its CPU, and the same sums as the float32 product of the
-// widened operands, bit for bit.
+// PyTorch's rule on its CPU (the sums are the packed float32 path's; a small
+// float32 product may take another path and sum in another order).
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -87,6 +87,9 @@ void ukernel_portable(int64_t kc, const T* __restrict__ Ap, const T* __restrict_
     for (int j = 0; j < NR; ++j) C[i * ldc + j] = accumulate ? C[i * ldc + j] + acc[i][j] : acc[i][j];
 }
 
+// Largest k and m blocks the packing sees (Cfg's KC; MC rounded up to MR).
+constexpr int64_t kMaxKc = 256, kMaxMc = 512;
+
 // The tile (gemm.h's TileOf) and cache blocking of one kernel: the packed B
 // block KC x NC stays in L3, an A block MC x KC in L2, a B micro-panel
 // KC x NR in L1 (the 64-wide AVX-512 one streams from L2). KC is the same
@@ -94,9 +97,6 @@ void ukernel_portable(int64_t kc, const T* __restrict__ Ap, const T* __restrict_
 // every path and the AVX2 and AVX-512 results are equal bit for bit. The
 // AVX-512 MC is a multiple of both its MRs (6 and 14): those CPUs have 1-2
 // MiB of L2 per core, AVX2 ones from 256 KiB.
-// Largest k and m blocks the packing sees (Cfg's KC; MC rounded up to MR).
-constexpr int64_t kMaxKc = 256, kMaxMc = 512;
-
 template <class T, Tile I>
 struct Cfg {
   static constexpr int MR = TileOf<T, I>::MR, NR = TileOf<T, I>::NR;
