@@ -161,8 +161,9 @@ PYBIND11_MODULE(_core, m) {
           if constexpr (std::is_same_v<T, Half>) {
             format = "e";  // the buffer protocol's (and numpy's) float16
           } else if constexpr (std::is_same_v<T, BFloat16>) {
-            throw TypeError("Array: a bfloat16 buffer has no buffer-protocol format "
-                            "(numpy has no bfloat16); convert it to float32 first");
+            // numpy has no bfloat16: the bits as the one-field record the numpy
+            // backend stores them in, which numpy never computes on as integers
+            format = "T{H:bfloat16:}";
           } else {
             format = py::format_descriptor<T>::format();
           }

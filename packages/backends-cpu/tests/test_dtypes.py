@@ -366,3 +366,14 @@ def test_bool_arrays_cross_dlpack_without_a_copy() -> None:
     assert back.dtype.name == "bool"
     np.testing.assert_array_equal(back.numpy(), shared)
     np.testing.assert_array_equal((x > 0).numpy(), x.numpy())  # bool compares as 1/0
+
+
+def test_bfloat16_buffer_protocol_gives_the_bits_as_a_record_numpy_never_computes_on() -> None:
+    a = cpu.Array(3, "bfloat16")
+    view = memoryview(a)
+    assert view.format == "T{H:bfloat16:}" and view.itemsize == 2
+    bits = np.asarray(view)
+    assert bits.dtype == np.dtype([("bfloat16", "<u2")])
+    bits.view(np.uint16)[:] = 0x3FC0  # 1.5 in bfloat16
+    cpu.ewise_cast(a, out := cpu.Array(3, "float32"))
+    np.testing.assert_array_equal(host(cpu, out), [1.5, 1.5, 1.5])

@@ -230,7 +230,7 @@ class ArrayBase:
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         if copy is False:  # numpy 2's np.asarray(a, copy=False): share or refuse
-            view = _dlpack.host_view(self)
+            view = _dlpack.host_view(self) if self._dtype.name != "bfloat16" else None
             if view is None or (dtype is not None and np.dtype(dtype) != view.dtype):
                 raise ValueError(f"__array__: an array on {self._device} cannot be seen "
                                  f"by numpy without a copy; allow one (copy=None)")

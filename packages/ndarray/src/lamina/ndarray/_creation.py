@@ -9,8 +9,8 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from . import _layout as L
-from ._dlpack import DEVICE_NAMES, KDLCPU
-from ._dtypes import as_dtype, float32, int64
+from ._dlpack import DEVICE_NAMES, KDLCPU, BFloat16Bits
+from ._dtypes import as_dtype, bfloat16, float32, int64
 from ._errors import DTypeError, ShapeError
 from ._host import device_for
 from ._hoststep import host_step
@@ -143,7 +143,8 @@ def from_dlpack(x: Any, *, device: Any = None, copy: bool | None = None) -> NDAr
             it can and copies otherwise.
 
     Returns:
-        An NDArray of ``x``'s shape and dtype (float32, float64 or int64).
+        An NDArray of ``x``'s shape and dtype (any Lamina dtype; a bfloat16
+            producer's values are always copied).
 
     Raises:
         TypeError: ``x`` does not implement DLPack.
@@ -179,7 +180,16 @@ def from_dlpack(x: Any, *, device: Any = None, copy: bool | None = None) -> NDAr
         raise BufferError(f"from_dlpack: device {dev} cannot share memory with the "
                           f"producer (its backend has no wrap_numpy), and copy=False "
                           f"forbids a copy")
-    host = np.from_dlpack(x, copy=False if copy is False else None)  # array() copies
+    producer = BFloat16Bits(x)  # numpy reads a bfloat16 capsule as its uint16 bits
+    host = np.from_dlpack(producer, copy=False if copy is False else None)  # array() copies
+    if producer.found:
+        if copy is False:
+            raise BufferError("from_dlpack: bfloat16 memory cannot be shared (numpy, "
+                              "through which Lamina reads it, has no bfloat16), and "
+                              "copy=False forbids a copy")
+        # the bits widened to float32 are the exact values: the cast back is exact
+        values = (host.astype(np.uint32) << 16).view(np.float32)
+        return array(values, dtype=bfloat16, device=dev)
     dtype = as_dtype(host.dtype, "from_dlpack")
     if share and not host.flags.writeable:
         if copy is False:
