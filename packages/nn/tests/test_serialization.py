@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 import numpy as np
@@ -125,7 +126,7 @@ def test_plain_safetensors_and_missing_file(tmp_path):
     (np.array([-128, 127], np.int8), np.array([-128, 127], np.int64)),
     (np.array([2**32 - 1], np.uint32), np.array([2**32 - 1], np.int64)),
     (np.array([True, False]), np.array([True, False])),  # a mask stays a mask
-    (np.array([1.5, -2.25], np.float16), np.array([1.5, -2.25], np.float32)),
+    (np.array([1.5, -2.25], np.float16), np.array([1.5, -2.25], np.float16)),
 ], ids=lambda v: v.dtype.name if isinstance(v, np.ndarray) else None)
 def test_other_dtypes_load_only_where_every_value_is_kept(tmp_path, stored, want):
     path = tmp_path / "plain.safetensors"
@@ -177,8 +178,8 @@ def test_bool_tensors_round_trip_as_bool_and_still_mask(tmp_path, device):
     assert tuple(t[torch.tensor([True, False, True, False])].shape) == (2, 3)
 
 
-@pytest.mark.parametrize("dtype, stored", [("float16", np.float16), ("bfloat16", np.float32)])
-def test_narrow_float_tensors_come_back_in_their_dtype(tmp_path, device, dtype, stored):
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_narrow_float_tensors_come_back_in_their_dtype(tmp_path, device, dtype):
     if dtype not in ag.tensor(0.0, device=device).device.dtypes:
         pytest.skip(f"{device} has no {dtype}")
     x = ag.tensor(np.random.default_rng(0).standard_normal(7), dtype=dtype, device=device)
@@ -188,8 +189,46 @@ def test_narrow_float_tensors_come_back_in_their_dtype(tmp_path, device, dtype, 
     back = nn.load(path, device=device)
     assert back["x"].dtype == dtype and back["net"]["weight"].dtype == dtype
     np.testing.assert_array_equal(back["x"].float().numpy(), x.float().numpy())
-    assert load_file(str(path))["x"].dtype == stored  # bfloat16: its exact float32 values
     nn.Linear(3, 2).to(device=device, dtype=dtype).load_state_dict(back["net"])
+    torch = pytest.importorskip("torch")
+    from safetensors.torch import load_file as torch_load_file
+
+    # PyTorch reads the entries in their dtype and to the bit
+    stored = torch_load_file(str(path))["x"]
+    assert stored.dtype is getattr(torch, dtype)
+    np.testing.assert_array_equal(stored.float().numpy(), x.float().numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_pytorch_narrow_checkpoints_load_in_their_dtype(tmp_path, dtype):
+    torch = pytest.importorskip("torch")
+    from safetensors.torch import save_file as torch_save_file
+
+    src = torch.randn(3, 5).to(getattr(torch, dtype))
+    path = tmp_path / "torch.safetensors"
+    torch_save_file({"w": src, "n": torch.arange(4)}, str(path))
+    back = nn.load(path)
+    assert back["w"].dtype == dtype and back["n"].dtype == "int64"
+    np.testing.assert_array_equal(back["w"].float().numpy(), src.float().numpy())
+    assert nn.load(path, as_numpy=True)["w"].dtype == (np.float16 if dtype == "float16"
+                                                      else np.float32)
+    np.testing.assert_array_equal(nn.load(io.BytesIO(path.read_bytes()))["w"].float().numpy(),
+                                  src.float().numpy())
+
+
+def test_checkpoints_of_bfloat16_as_f32_entries_still_load(tmp_path):
+    """Before BF16 entries, a bfloat16 tensor was an F32 entry plus a dtype record."""
+    from lamina.nn._serialization import _FORMAT, _digest, _header
+
+    values = np.array([1.5, -2.0, 2.0**100], np.float32)  # bfloat16 values
+    tree = json.dumps({"__dict__": [["w", {"__array__": "w", "kind": "tensor",
+                                            "dtype": "bfloat16"}]]})
+    path = tmp_path / "old.safetensors"
+    save_file({"w": values}, str(path), metadata={
+        "format": _FORMAT, "tree": tree, "sha256": _digest({"w": values}, _header(_FORMAT, tree))})
+    back = nn.load(path)["w"]
+    assert back.dtype == "bfloat16"
+    np.testing.assert_array_equal(back.float().numpy(), values)
 
 
 def _rewrite_metadata(path, **changes):
@@ -246,13 +285,13 @@ def test_concurrent_saves_to_one_path_do_not_share_a_temporary_file(tmp_path, mo
 
     path = tmp_path / "ck.safetensors"
     both_written = threading.Barrier(2, timeout=30)
-    real_save_file = ser.save_file
+    real_save_file = ser.serialize_file
 
     def save_file_then_wait(tensors, filename, metadata=None):
         real_save_file(tensors, filename, metadata=metadata)
         both_written.wait()  # the two temporary files exist at the same time
 
-    monkeypatch.setattr(ser, "save_file", save_file_then_wait)
+    monkeypatch.setattr(ser, "serialize_file", save_file_then_wait)
     errors: list[BaseException] = []
 
     def save(value: float) -> None:

@@ -153,7 +153,7 @@ def test_nn_save_is_atomic_fsyncs_and_leaves_no_temporary_file(tmp_path, monkeyp
         Path(filename).write_bytes(b"half a file")
         raise OSError("disk full")
 
-    monkeypatch.setattr(ser, "save_file", broken)
+    monkeypatch.setattr(ser, "serialize_file", broken)
     with pytest.raises(OSError, match="disk full"):
         nn.save({"w": np.full(3, 7, np.float32)}, path)
     assert os.listdir(tmp_path) == ["ck.safetensors"]

@@ -12,14 +12,15 @@ first format (``lamina-checkpoint-1``), whose checksum covers the arrays
 only, still load, with a warning. Any plain safetensors file loads as a flat
 dict.
 
-A float16 or bfloat16 tensor comes back in its dtype: float16 is stored as an
-F16 entry, bfloat16 (which numpy, and so the writer used here, lacks) as an
-F32 entry holding its exact values, with its dtype in the structure record.
-An entry of another file is converted only where no value changes: float16 to float32;
-the 8- to 32-bit integers, and uint64 entries below 2**63, to int64. Anything
-else (a uint64 value of 2**63 or more, complex numbers) raises
-:class:`CheckpointError` naming the entry; ``as_numpy=True`` returns every
-entry in its stored dtype.
+Every dtype is stored as safetensors' own, so ``safetensors.torch.load_file``
+gives PyTorch the same dtypes: a float16 tensor as an F16 entry, a bfloat16
+one as a BF16 entry (numpy has no bfloat16: the bits are written and read here,
+and in memory a bfloat16 entry is a float32 array holding its exact values).
+An entry of any file loads in its dtype where Lamina has it (F16 and BF16
+included); the 8- to 32-bit integers, and uint64 entries below 2**63, become
+int64. Anything else (a uint64 value of 2**63 or more, complex numbers, 8-bit
+floats) raises :class:`CheckpointError` naming the entry; ``as_numpy=True``
+returns every entry in its stored dtype (BF16: float32).
 
 Both functions take a path or a binary file object (``io.BytesIO``, ``open(p, "rb")``).
 A whole :class:`~lamina.nn.Module` saves as its state dict plus its class path
@@ -45,10 +46,7 @@ from typing import Any, Union
 import numpy as np
 from lamina import ndarray as nd
 from lamina.autograd import Tensor
-from safetensors import SafetensorError, safe_open
-from safetensors.numpy import load as load_bytes
-from safetensors.numpy import save as save_bytes
-from safetensors.numpy import save_file
+from safetensors import SafetensorError, TensorSpec, deserialize, serialize, serialize_file
 
 from ._errors import CheckpointError, StateDictError
 from ._module import Module
@@ -114,7 +112,8 @@ def save(obj: Any, f: Target) -> None:
                 "sha256": _digest(tensors, _header(_FORMAT, tree))}
     if hasattr(f, "write"):
         _check_binary(f, "save", "wb")
-        f.write(save_bytes(tensors, metadata=metadata))
+        keep: list[np.ndarray] = []
+        f.write(bytes(serialize(_specs(tensors, keep), metadata=metadata)))
         return
     _save_to_path(tensors, metadata, Path(f))
 
@@ -133,13 +132,43 @@ def _save_to_path(tensors: dict[str, np.ndarray], metadata: dict[str, str],
     # so that a glob of *.safetensors never sees a half-written file.
     tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
     try:
-        save_file(tensors, str(tmp), metadata=metadata)
+        keep: list[np.ndarray] = []
+        serialize_file(_specs(tensors, keep), str(tmp), metadata=metadata)
         _fsync(tmp)  # the data reaches the disk before the name points at it
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     _fsync(path.parent)  # and the rename itself survives a power cut
+
+
+class BFloat16Values(np.ndarray):
+    """A float32 array whose values are all bfloat16 values: stored as a BF16 entry."""
+
+
+# safetensors' dtypes that numpy holds, read little-endian as the format stores them.
+_NUMPY_DTYPES = {stored: np.dtype(name).newbyteorder("<") for stored, name in {
+    "F64": "float64", "F32": "float32", "F16": "float16", "I64": "int64", "U64": "uint64",
+    "I32": "int32", "U32": "uint32", "I16": "int16", "U16": "uint16", "I8": "int8",
+    "U8": "uint8", "BOOL": "bool", "C64": "complex64"}.items()}
+
+
+def _specs(tensors: Mapping[str, np.ndarray], keep: list[np.ndarray]) -> dict[str, Any]:
+    """The writer's entries for ``tensors``; ``keep`` holds the memory they point at
+    until the write is done."""
+    specs = {}
+    for name, array in tensors.items():
+        if isinstance(array, BFloat16Values):
+            # the values are bfloat16's, so each float32's top half is exactly its bits
+            stored = (np.asarray(array).view(np.uint32) >> 16).astype("<u2")
+            dtype = "bfloat16"
+        else:
+            stored = np.asarray(array, dtype=array.dtype.newbyteorder("<"), order="C")
+            dtype = stored.dtype.name
+        keep.append(stored)
+        specs[name] = TensorSpec(dtype=dtype, shape=list(stored.shape),
+                                 data_ptr=stored.ctypes.data, data_len=stored.nbytes)
+    return specs
 
 
 def _fsync(path: Path) -> None:
@@ -157,15 +186,16 @@ def _encode(obj: Any, where: tuple[str, ...], tensors: dict[str, np.ndarray]) ->
         # np.ascontiguousarray would turn 0-d arrays into shape (1,).
         raw = obj if isinstance(obj, np.ndarray) else obj.numpy()
         array = np.array(raw, order="C", copy=True)
+        if kind != "numpy" and obj.dtype.name == "bfloat16":
+            array = array.view(BFloat16Values)  # .numpy() gave its exact float32 values
         name = ".".join(where) or "value"
         while name in tensors:
             name += "_"
         tensors[name] = array
         node = {"__array__": name, "kind": kind}
         if kind != "numpy" and obj.dtype.is_narrow:
-            # float16 is stored as such; bfloat16, which numpy (and so the safetensors
-            # writer used here) lacks, as its exact float32 values: the record keeps
-            # the dtype either way
+            # the entry's dtype says it too; the record also makes checkpoints of
+            # the F32-for-bfloat16 days load in their dtype
             node["dtype"] = obj.dtype.name
         return node
     if isinstance(obj, Mapping):
@@ -293,26 +323,32 @@ def _read(f: Target) -> tuple[dict[str, str], dict[str, np.ndarray], str]:
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"load: {source}.read() gave {type(data).__name__}, not bytes; "
                             f"open the file with mode 'rb'")
-        try:
-            tensors = load_bytes(bytes(data))
-            size = int.from_bytes(bytes(data[:8]), "little")
-            header = json.loads(bytes(data[8:8 + size]))
-        except (SafetensorError, ValueError, OverflowError) as exc:
-            raise CheckpointError(f"load: {source} is not a readable safetensors checkpoint "
-                                  f"(truncated or corrupt?): {exc}") from exc
-        metadata = header.get("__metadata__") or {}
-        return metadata, tensors, source
-    path = Path(f)
-    if not path.is_file():
-        raise FileNotFoundError(f"load: no such checkpoint: {path}")
+    else:
+        path = Path(f)
+        if not path.is_file():
+            raise FileNotFoundError(f"load: no such checkpoint: {path}")
+        source, data = str(path), path.read_bytes()
     try:
-        with safe_open(str(path), framework="numpy") as handle:
-            metadata = handle.metadata() or {}
-            tensors = {name: handle.get_tensor(name) for name in handle.keys()}  # noqa: SIM118
-    except (SafetensorError, OSError, ValueError) as exc:
-        raise CheckpointError(f"load: {path} is not a readable safetensors checkpoint "
+        entries = deserialize(bytes(data))
+        size = int.from_bytes(bytes(data[:8]), "little")
+        header = json.loads(bytes(data[8:8 + size]))
+    except (SafetensorError, ValueError, OverflowError) as exc:
+        raise CheckpointError(f"load: {source} is not a readable safetensors checkpoint "
                               f"(truncated or corrupt?): {exc}") from exc
-    return metadata, tensors, str(path)
+    tensors = {name: _array(name, entry, source) for name, entry in entries}
+    return header.get("__metadata__") or {}, tensors, source
+
+
+def _array(name: str, entry: dict[str, Any], source: str) -> np.ndarray:
+    """One entry of ``deserialize`` as a numpy array (BF16: its float32 values)."""
+    stored = entry["dtype"]
+    if stored == "BF16":
+        bits = np.frombuffer(entry["data"], "<u2").astype(np.uint32) << 16
+        return bits.view(np.float32).reshape(entry["shape"]).view(BFloat16Values)
+    if stored not in _NUMPY_DTYPES:
+        raise CheckpointError(f"load: entry {name!r} of {source} is {stored}, which neither "
+                              f"numpy nor Lamina holds")
+    return np.frombuffer(entry["data"], _NUMPY_DTYPES[stored]).reshape(entry["shape"])
 
 
 def _verify(metadata: dict[str, str], tensors: dict[str, np.ndarray], path: str) -> None:
@@ -354,9 +390,11 @@ def _decode(node: Any, tensors: dict[str, np.ndarray], device: Any, as_numpy: bo
 def _restore(array: np.ndarray, kind: str, device: Any, name: str, path: str,
              dtype: str | None = None) -> Any:
     if kind == "numpy":
-        return array
-    data = nd.array(array, dtype=dtype, device=device) if dtype is not None else \
-        nd.array(_lossless(array, name, path), device=device)
+        return np.asarray(array)  # a bfloat16 entry: its float32 values
+    if dtype is None and isinstance(array, BFloat16Values):
+        dtype = "bfloat16"
+    data = nd.array(np.asarray(array), dtype=dtype, device=device) if dtype is not None \
+        else nd.array(_lossless(array, name, path), device=device)
     return data if kind == "ndarray" else Tensor(data)
 
 
@@ -364,7 +402,7 @@ def _lossless(array: np.ndarray, name: str, path: str) -> np.ndarray:
     """``array`` in the Lamina dtype that holds each of its values exactly."""
     kind, size = array.dtype.kind, array.dtype.itemsize
     if kind == "f":
-        return array if size >= 4 else array.astype(np.float32)
+        return array  # float16, float32, float64
     if kind == "b":
         return array  # a mask stays a mask: as int64, x[mask] would gather rows
     if (kind in "iu" and size < 8) or array.dtype == np.int64:
@@ -372,7 +410,7 @@ def _lossless(array: np.ndarray, name: str, path: str) -> np.ndarray:
     if array.dtype == np.uint64 and (array.size == 0 or int(array.max()) < 2**63):
         return array.astype(np.int64)
     why = ("has values of 2**63 or more, which int64 cannot hold" if kind == "u"
-           else "has no Lamina dtype (float32, float64, int64, bool)")
+           else "has no Lamina dtype (float16, bfloat16, float32, float64, int64, bool)")
     raise CheckpointError(f"load: entry {name!r} of {path} is {array.dtype.name} and {why}; "
                           "load it with as_numpy=True to get the stored values")
 
