@@ -29,10 +29,43 @@ namespace checks = ::lamina::checks;
 
 enum class DType : int { Float32 = 0, Float64 = 1, Int64 = 2, Bool = 3, Float16 = 4, BFloat16 = 5 };
 
-// The 16-bit floats are stored, copied and converted only (interface v2.2):
-// their element types (lamina/narrow_floats.h) have no arithmetic.
+// The 16-bit floats (interface v2.2): their element types
+// (lamina/narrow_floats.h) hold bits and have no arithmetic, so a kernel that
+// takes them computes in float32 (ValueOf), widening each element it loads and
+// rounding each value it stores once, to nearest even: the float32 fallback's
+// result (lamina.ndarray._narrow) bit for bit where it computes as float32 does.
 using ::lamina::BFloat16;
 using ::lamina::Half;
+
+// The type a kernel on T computes in (and an elementwise kernel's scalar value
+// has): float for the 16-bit floats, T otherwise.
+template <class T>
+using ValueOf = std::conditional_t<::lamina::is_narrow_v<T>, float, T>;
+
+// A float32 result r as the 16-bit float N (a comparison's bool stays bool).
+template <class N, class R>
+__host__ __device__ __forceinline__ auto narrow_result(R r) {
+  if constexpr (std::is_same_v<R, bool>) return r;
+  else if constexpr (std::is_same_v<N, Half>) return ::lamina::to_half(r);
+  else return ::lamina::to_bfloat16(r);
+}
+
+// An element of T as its compute type: exact (x itself unless T is 16-bit).
+template <class T>
+__host__ __device__ __forceinline__ ValueOf<T> widen(T x) {
+  if constexpr (::lamina::is_narrow_v<T>) return ::lamina::to_float(x);
+  else return x;
+}
+
+// A computed value v (of T's compute type or its accumulator, double for a
+// float32 sum) as an element of T: a cast, or for a 16-bit T the float32 value
+// (a double rounds to float first, as the float32 kernel's result does)
+// rounded to nearest even.
+template <class T, class V>
+__host__ __device__ __forceinline__ T round_to(V v) {
+  if constexpr (::lamina::is_narrow_v<T>) return narrow_result<T>(static_cast<float>(v));
+  else return static_cast<T>(v);
+}
 
 const char* dtype_name(DType dt);
 DType parse_dtype(const std::string& name, const char* op);  // throws TypeError
@@ -142,6 +175,8 @@ struct Scalar {
       if (!(f >= -9223372036854775808.0 && f < 9223372036854775808.0))
         throw std::invalid_argument(cat("cannot convert the value ", f, " to int64"));
       return static_cast<int64_t>(f);
+    } else if constexpr (::lamina::is_narrow_v<T>) {
+      return round_to<T>(as<float>());  // as the float32 fallback: to float32, then rounded
     } else {
       return is_int ? static_cast<T>(i) : static_cast<T>(f);
     }

@@ -37,15 +37,9 @@ __device__ __forceinline__ Pack<T, N> load_pack(const T* p, int64_t pack) {
 // ---------------------------------------------------------------- 16-bit floats
 // An op on float16/bfloat16 (interface v2.2) computes in float32: Widened<Op, N>
 // widens the operands, runs Op's float overload and rounds the result once to
-// nearest even (a comparison's bool stays bool), which is the float32
-// fallback's value bit for bit. A scalar value stays float32 (ValueOf).
-template <class N, class R>
-__device__ __forceinline__ auto narrow_result(R r) {
-  if constexpr (std::is_same_v<R, bool>) return r;
-  else if constexpr (std::is_same_v<N, Half>) return ::lamina::to_half(r);
-  else return ::lamina::to_bfloat16(r);
-}
-
+// nearest even (narrow_result, common.cuh; a comparison's bool stays bool),
+// which is the float32 fallback's value bit for bit. A scalar value stays
+// float32 (ValueOf, common.cuh).
 template <class Op, class N>
 struct Widened {
   __device__ auto operator()(N a, N b) const {
@@ -60,11 +54,9 @@ struct Widened {
   __device__ N operator()(N a) const { return narrow_result<N>(Op{}(::lamina::to_float(a))); }
 };
 
-// The functor a kernel on T runs for Op, and the type of its scalar value.
+// The functor a kernel on T runs for Op.
 template <class Op, class T>
 using OpFor = std::conditional_t<::lamina::is_narrow_v<T>, Widened<Op, T>, Op>;
-template <class T>
-using ValueOf = std::conditional_t<::lamina::is_narrow_v<T>, float, T>;
 
 // An op's result as an element of out: a comparison's bool becomes 1 or 0.
 template <class TOut, class R>

@@ -10,6 +10,17 @@
 // kernels, matmul and im2col/col2im on floats; sums, products, cumsum and argmax
 // on numbers (not bool); copies, where, cast, max, min and the index kernels on
 // every dtype.
+//
+// The 16-bit floats (kNarrow), beyond storage, copies and casts, are taken
+// natively by the kernels the cpu backend names them for: the elementwise
+// kernels of every op that takes float32 (with_narrow), fill, reduce_sum,
+// reduce_sum_axis, reduce_max, reduce_min, softmax_last, logsumexp_last,
+// layer_norm_last and the four matmuls. Each computes in float32 (ValueOf,
+// common.cuh): it widens every element it loads and rounds every value it
+// stores once, to nearest even; the reductions and row kernels accumulate as
+// their float32 form does (sums in double, in the same order), so they give
+// the float32 fallback's result bit for bit. Every other kernel on them runs
+// that fallback (lamina.ndarray._narrow).
 #pragma once
 
 #include "ewise_ops.h"
@@ -31,19 +42,20 @@ constexpr DTypes with_narrow(DTypes set) { return (set & 0b0001) ? (set | kNarro
 
 // X(kernel name, dtype set) for every kernel that takes a dtype.
 #define LAMINA_KERNEL_DTYPES(X)                                                              \
-  X(fill, kAllDTypes) X(compact, kStored) X(ewise_setitem, kStored)                          \
+  X(fill, kStored) X(compact, kStored) X(ewise_setitem, kStored)                             \
   X(scalar_setitem, kAllDTypes) X(from_numpy, kAllDTypes) X(to_numpy, kAllDTypes)            \
   LAMINA_BINARY_OPS_WITH(LAMINA_BINARY_KERNEL_DTYPES, X)                                     \
   LAMINA_UNARY_OPS_WITH(LAMINA_UNARY_KERNEL_DTYPES, X)                                       \
   X(ewise_where, kAllDTypes) X(ewise_cast, kStored) X(ewise_program, kFloats)                \
-  X(reduce_sum, kNumbers) X(reduce_max, kAllDTypes) X(reduce_min, kAllDTypes)                \
-  X(reduce_argmax, kNumbers) X(reduce_prod, kNumbers) X(reduce_sum_axis, kNumbers)           \
-  X(cumsum_last, kNumbers) X(softmax_last, kFloats) X(logsumexp_last, kFloats)               \
-  X(sort_last, kAllDTypes) X(multinomial_last, kFloats)                                      \
-  X(layer_norm_last, kFloats) X(index_gather, kAllDTypes) X(index_scatter_add, kAllDTypes)   \
-  X(index_copy, kAllDTypes)                                                                  \
-  X(matmul, kFloats) X(matmul_batched, kFloats) X(matmul_strided, kFloats)                   \
-  X(matmul_batched_strided, kFloats) X(im2col, kFloats) X(col2im, kFloats)                   \
+  X(reduce_sum, kNumbers | kNarrow) X(reduce_max, kStored) X(reduce_min, kStored)            \
+  X(reduce_argmax, kNumbers) X(reduce_prod, kNumbers) X(reduce_sum_axis, kNumbers | kNarrow) \
+  X(cumsum_last, kNumbers) X(softmax_last, kFloats | kNarrow)                                \
+  X(logsumexp_last, kFloats | kNarrow) X(sort_last, kAllDTypes) X(multinomial_last, kFloats) \
+  X(layer_norm_last, kFloats | kNarrow) X(index_gather, kAllDTypes)                          \
+  X(index_scatter_add, kAllDTypes) X(index_copy, kAllDTypes)                                 \
+  X(matmul, kFloats | kNarrow) X(matmul_batched, kFloats | kNarrow)                          \
+  X(matmul_strided, kFloats | kNarrow) X(matmul_batched_strided, kFloats | kNarrow)          \
+  X(im2col, kFloats) X(col2im, kFloats)                                                      \
   X(lstm_cell, kFloats) X(lstm_cell_backward, kFloats) X(gru_cell, kFloats)                  \
   X(gru_cell_backward, kFloats) X(max_pool2d, kFloats) X(max_pool2d_backward, kFloats)      \
   X(batch_norm_stats, kFloats) X(batch_norm_apply, kFloats) X(batch_norm_backward, kFloats)

@@ -1,5 +1,6 @@
 // matmul.cu: matmul(a, b, out, m, n, p) and matmul_batched(a, b, out, batch,
-// m, n, p): out (m, p) = a (m, n) @ b (n, p), all compact, float32/float64;
+// m, n, p): out (m, p) = a (m, n) @ b (n, p), all compact, float32/float64 or
+// float16/bfloat16 (below);
 // matmul_strided(a, b, out, m, n, p, a_offset, a_rs, a_cs, b_offset, b_rs,
 // b_cs): the same product of two strided views (a transpose, a slice with
 // steps, a stride-0 broadcast) into a compact out, read in place; and
@@ -19,7 +20,13 @@
 // bounds checks. Tiles are numbered along x in groups of 8 tile rows so
 // blocks running together share a tiles in L2. batch is grid z.
 // float32 uses 128x128 tiles (8x8 per thread) when there are enough of them to
-// fill the GPU, else 64x64 (4x4); float64 always 64x64. Accumulation is in T.
+// fill the GPU, else 64x64 (4x4); float64 always 64x64. Accumulation is in T's
+// compute type C (ValueOf, common.cuh): T itself, or float for float16 and
+// bfloat16. A 16-bit product runs float32's kernel with float shared tiles,
+// registers and accumulators: its loads are scalar (never VEC) and widen each
+// element, its stores round each result once to nearest even, and the tile
+// sizes and k order are float32's, so it is the float32 fallback's product
+// rounded (up to the fused multiply-adds a compiler may form differently).
 //
 // Global loads go through each operand's (row stride, column stride) and its
 // Lay, a template parameter: Row (column stride 1: what matmul and
@@ -81,8 +88,9 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN))
                 "tile loads must divide evenly among threads");
   static_assert(!VEC || (std::is_same_v<T, float> && LA != Lay::Any && LB != Lay::Any),
                 "16-byte loads are float4 along a unit stride");
-  __shared__ __align__(16) T as[2][BK][BM + APAD];
-  __shared__ __align__(16) T bs[2][BK][BN + BPAD];
+  using C = ValueOf<T>;  // what the tiles hold and the products sum in
+  __shared__ __align__(16) C as[2][BK][BM + APAD];
+  __shared__ __align__(16) C bs[2][BK][BN + BPAD];
 
   // Batches are compact (matmul_strided runs one: batch0 = 0, one grid z),
   // or each starts at its a_offs/b_offs entry (matmul_batched_strided).
@@ -100,7 +108,7 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN))
   const int64_t col0 = (pid % per_group) / group_rows * BN;
 
   const int tid = threadIdx.x, tx = tid % NTX, ty = tid / NTX;
-  T ra[A_UNITS][L], rb[B_UNITS][L];
+  C ra[A_UNITS][L], rb[B_UNITS][L];
 
   auto load_global = [&](int64_t k0) {
 #pragma unroll
@@ -113,7 +121,7 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN))
         if (r < m && c < n) v = *reinterpret_cast<const float4*>(a + element_at<LA>(r, c, sa));
         ra[u][0] = v.x; ra[u][1] = v.y; ra[u][2] = v.z; ra[u][3] = v.w;
       } else {
-        ra[u][0] = (r < m && c < n) ? a[element_at<LA>(r, c, sa)] : T(0);
+        ra[u][0] = (r < m && c < n) ? widen(a[element_at<LA>(r, c, sa)]) : C(0);
       }
     }
 #pragma unroll
@@ -126,7 +134,7 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN))
         if (r < n && c < p) v = *reinterpret_cast<const float4*>(b + element_at<LB>(r, c, sb));
         rb[u][0] = v.x; rb[u][1] = v.y; rb[u][2] = v.z; rb[u][3] = v.w;
       } else {
-        rb[u][0] = (r < n && c < p) ? b[element_at<LB>(r, c, sb)] : T(0);
+        rb[u][0] = (r < n && c < p) ? widen(b[element_at<LB>(r, c, sb)]) : C(0);
       }
     }
   };
@@ -155,11 +163,11 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN))
     }
   };
 
-  T acc[TM][TN];
+  C acc[TM][TN];
 #pragma unroll
   for (int i = 0; i < TM; ++i)
 #pragma unroll
-    for (int j = 0; j < TN; ++j) acc[i][j] = T(0);
+    for (int j = 0; j < TN; ++j) acc[i][j] = C(0);
 
   const int64_t ktiles = (n + BK - 1) / BK;
   if (ktiles > 0) {
@@ -172,11 +180,11 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN))
     if (kt + 1 < ktiles) load_global((kt + 1) * BK);
 #pragma unroll
     for (int k = 0; k < BK; ++k) {
-      T fa[TM], fb[TN];
+      C fa[TM], fb[TN];
 #pragma unroll
       for (int g = 0; g < TM / 4; ++g) {
-        const T* src = &as[cur][k][g * 4 * NTY + ty * 4];
-        if constexpr (std::is_same_v<T, float>) {
+        const C* src = &as[cur][k][g * 4 * NTY + ty * 4];
+        if constexpr (std::is_same_v<C, float>) {
           const float4 v = *reinterpret_cast<const float4*>(src);
           fa[g * 4] = v.x; fa[g * 4 + 1] = v.y; fa[g * 4 + 2] = v.z; fa[g * 4 + 3] = v.w;
         } else {
@@ -186,8 +194,8 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN))
       }
 #pragma unroll
       for (int g = 0; g < TN / 4; ++g) {
-        const T* src = &bs[cur][k][g * 4 * NTX + tx * 4];
-        if constexpr (std::is_same_v<T, float>) {
+        const C* src = &bs[cur][k][g * 4 * NTX + tx * 4];
+        if constexpr (std::is_same_v<C, float>) {
           const float4 v = *reinterpret_cast<const float4*>(src);
           fb[g * 4] = v.x; fb[g * 4 + 1] = v.y; fb[g * 4 + 2] = v.z; fb[g * 4 + 3] = v.w;
         } else {
@@ -219,7 +227,7 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN))
       } else {
 #pragma unroll
         for (int l = 0; l < 4; ++l)
-          if (c + l < p) dst[l] = acc[i][g * 4 + l];
+          if (c + l < p) dst[l] = round_to<T>(acc[i][g * 4 + l]);
       }
     }
   }
@@ -298,7 +306,8 @@ void launch_gemm(const GemmCall<T>& g, const Launch& ctx) {
 }
 
 // Queues g on ctx: zeros when n == 0, else the kernel for its dtype, size
-// (float32: 128x128 tiles when they fill the GPU), VEC and layouts.
+// (float32 and the 16-bit floats: 128x128 tiles when they fill the GPU), VEC
+// (float32 only) and layouts.
 template <class T>
 void run_gemm(const GemmCall<T>& g, const Launch& ctx) {
   const int64_t no = g.batch * g.m * g.p;
@@ -310,18 +319,18 @@ void run_gemm(const GemmCall<T>& g, const Launch& ctx) {
   }
   dispatch_lays(g.oa.lay, g.ob.lay, [&](auto ca, auto cb) {
     constexpr Lay LA = decltype(ca)::value, LB = decltype(cb)::value;
-    if constexpr (std::is_same_v<T, float>) {
+    if constexpr (std::is_same_v<ValueOf<T>, float>) {
       const int64_t big_tiles = g.batch * ((g.m + 127) / 128) * ((g.p + 127) / 128);
       const bool big = big_tiles >= 2 * sm_count(ctx.device);
-      if constexpr (LA != Lay::Any) {
+      if constexpr (std::is_same_v<T, float> && LA != Lay::Any) {
         if (g.oa.vec && g.ob.vec && g.p % 4 == 0) {
           if (big) launch_gemm<float, 128, 128, 8, 8, true, LA, LB>(g, ctx);
           else launch_gemm<float, 64, 64, 4, 4, true, LA, LB>(g, ctx);
           return;
         }
       }
-      if (big) launch_gemm<float, 128, 128, 8, 8, false, LA, LB>(g, ctx);
-      else launch_gemm<float, 64, 64, 4, 4, false, LA, LB>(g, ctx);
+      if (big) launch_gemm<T, 128, 128, 8, 8, false, LA, LB>(g, ctx);
+      else launch_gemm<T, 64, 64, 4, 4, false, LA, LB>(g, ctx);
     } else {
       launch_gemm<double, 64, 64, 4, 4, false, LA, LB>(g, ctx);
     }

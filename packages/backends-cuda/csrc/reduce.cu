@@ -3,7 +3,12 @@
 // and the fused row kernels softmax_last, logsumexp_last and layer_norm_last.
 // Dtypes as kernel_dtypes.h lists: the fused kernels take floats; sums,
 // products and argmax also int64 (wrapping); max and min every dtype (bool's
-// max is any, its min all).
+// max is any, its min all). The sums (reduce_sum, reduce_sum_axis), max, min
+// and the fused kernels take float16 and bfloat16 too: they run their float32
+// body on each element widened as it is loaded (ValueOf, widen: common.cuh),
+// accumulating exactly as float32 does (sums in double, in the same order),
+// and round each stored value (out, mean, rstd) once to the 16-bit type
+// (round_to), so they give the float32 fallback's result bit for bit.
 //
 // a is compact (rows, size). Rows of up to kWarpRowMax elements are reduced by
 // one warp each (8 rows per 256-thread block); longer rows by a whole block,
@@ -28,9 +33,11 @@ namespace {
 constexpr int64_t kWarpRowMax = 512;   // rows this long or shorter get one warp
 constexpr int64_t kMinChunk = 8192;    // a split row gives each block at least this much
 
-// Sums and products of float32 accumulate in double; other dtypes in themselves.
+// Sums and products of float32 (and so of the 16-bit floats, computed in
+// float32) accumulate in double; other dtypes in themselves.
 template <class T> struct AccOf { using type = T; };
 template <> struct AccOf<float> { using type = double; };
+template <class T> using AccFor = typename AccOf<ValueOf<T>>::type;
 
 // The identities of max and min: -inf/inf, the int64 limits, and false/true.
 template <class T>
@@ -48,12 +55,12 @@ __device__ __forceinline__ T highest() {
 
 template <class T>
 struct SumOp {
-  using Acc = typename AccOf<T>::type;
+  using Acc = AccFor<T>;
   using Out = T;
   __device__ static Acc identity() { return Acc(0); }
-  __device__ static Acc load(T x, int64_t) { return Acc(x); }
+  __device__ static Acc load(T x, int64_t) { return Acc(widen(x)); }
   __device__ static Acc combine(Acc a, Acc b) { return add_wrap(a, b); }
-  __device__ static Out finish(Acc a) { return static_cast<T>(a); }
+  __device__ static Out finish(Acc a) { return round_to<T>(a); }
 };
 
 template <class T>
@@ -66,28 +73,29 @@ struct ProdOp {
   __device__ static Out finish(Acc a) { return static_cast<T>(a); }
 };
 
-// Warp shuffles take no bool: max and min of bool run on int.
-template <class T> struct ShuffleAs { using type = T; };
+// Warp shuffles take no bool: max and min of bool run on int; of a 16-bit
+// float, on float.
+template <class T> struct ShuffleAs { using type = ValueOf<T>; };
 template <> struct ShuffleAs<bool> { using type = int; };
 
 template <class T>
 struct MaxOp {  // NaN propagates
   using Acc = typename ShuffleAs<T>::type;
   using Out = T;
-  __device__ static Acc identity() { return lowest<T>(); }
-  __device__ static Acc load(T x, int64_t) { return x; }
+  __device__ static Acc identity() { return lowest<ValueOf<T>>(); }
+  __device__ static Acc load(T x, int64_t) { return widen(x); }
   __device__ static Acc combine(Acc a, Acc b) { return (a != a || a > b) ? a : b; }
-  __device__ static Out finish(Acc a) { return static_cast<T>(a); }
+  __device__ static Out finish(Acc a) { return round_to<T>(a); }
 };
 
 template <class T>
 struct MinOp {
   using Acc = typename ShuffleAs<T>::type;
   using Out = T;
-  __device__ static Acc identity() { return highest<T>(); }
-  __device__ static Acc load(T x, int64_t) { return x; }
+  __device__ static Acc identity() { return highest<ValueOf<T>>(); }
+  __device__ static Acc load(T x, int64_t) { return widen(x); }
   __device__ static Acc combine(Acc a, Acc b) { return (a != a || a < b) ? a : b; }
-  __device__ static Out finish(Acc a) { return static_cast<T>(a); }
+  __device__ static Out finish(Acc a) { return round_to<T>(a); }
 };
 
 template <class T>
@@ -285,7 +293,7 @@ template <class T>
 __global__ void __launch_bounds__(kThreads)
     reduce_sum_axis_kernel(const T* __restrict__ a, T* __restrict__ out, int64_t outer,
                            int64_t size, int64_t inner, int64_t strips) {
-  using Acc = typename AccOf<T>::type;
+  using Acc = AccFor<T>;
   __shared__ Acc part[8][33];
   const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
   for (int64_t s = blockIdx.x; s < outer * strips; s += gridDim.x) {  // block-uniform loop
@@ -293,12 +301,12 @@ __global__ void __launch_bounds__(kThreads)
     Acc acc = 0;
     if (i < inner)
       for (int64_t k = ty; k < size; k += 8)
-        acc = add_wrap<Acc>(acc, a[(o * size + k) * inner + i]);
+        acc = add_wrap<Acc>(acc, widen(a[(o * size + k) * inner + i]));
     part[ty][tx] = acc;
     __syncthreads();
     if (ty == 0 && i < inner) {
       for (int r = 1; r < 8; ++r) acc = add_wrap(acc, part[r][tx]);
-      out[o * inner + i] = static_cast<T>(acc);
+      out[o * inner + i] = round_to<T>(acc);
     }
     __syncthreads();
   }
@@ -330,17 +338,18 @@ void reduce_sum_axis(const Array& a, Array& out, int64_t outer, int64_t size, in
 // ---------------------------------------------------------------- fused row kernels
 namespace {
 
-// Row max (NaN propagating) then sum of exp(x - shift) over one row, by a group.
-template <int GROUP, class T>
+// Row max (NaN propagating) then sum of exp(x - shift) over one row, by a
+// group, in T's compute type C (float for the 16-bit floats).
+template <int GROUP, class T, class C = ValueOf<T>>
 __device__ __forceinline__ void row_stats(const T* p, int64_t size, int lane, bool finite_shift,
-                                          T* shift, typename AccOf<T>::type* total) {
-  T m = lowest<T>();
-  for (int64_t k = lane; k < size; k += GROUP) m = MaxOp<T>::combine(m, p[k]);
-  m = group_reduce<GROUP, MaxOp<T>>(m);
-  *shift = (finite_shift && !isfinite(m)) ? T(0) : m;
-  typename AccOf<T>::type s = 0;
-  for (int64_t k = lane; k < size; k += GROUP) s += exp(p[k] - *shift);
-  *total = group_reduce<GROUP, SumOp<T>>(s);
+                                          C* shift, AccFor<T>* total) {
+  C m = lowest<C>();
+  for (int64_t k = lane; k < size; k += GROUP) m = MaxOp<C>::combine(m, widen(p[k]));
+  m = group_reduce<GROUP, MaxOp<C>>(m);
+  *shift = (finite_shift && !isfinite(m)) ? C(0) : m;
+  AccFor<T> s = 0;
+  for (int64_t k = lane; k < size; k += GROUP) s += exp(widen(p[k]) - *shift);
+  *total = group_reduce<GROUP, SumOp<C>>(s);
 }
 
 }  // namespace
@@ -358,11 +367,13 @@ __global__ void __launch_bounds__(kThreads)
     const bool active = GROUP == kThreads || r < rows;  // a whole block's row always is
     const int64_t size = active ? row_size : 0;         // an empty row for a group without one
     const T* p = a + r * size;
-    T shift;
-    typename AccOf<T>::type total;
+    using C = ValueOf<T>;
+    C shift;
+    AccFor<T> total;
     row_stats<GROUP>(p, size, lane, false, &shift, &total);
-    const T inv = static_cast<T>(1.0 / total);
-    for (int64_t k = lane; k < size; k += GROUP) out[r * size + k] = exp(p[k] - shift) * inv;
+    const C inv = static_cast<C>(1.0 / total);
+    for (int64_t k = lane; k < size; k += GROUP)
+      out[r * size + k] = round_to<T>(exp(widen(p[k]) - shift) * inv);
   }
 }
 
@@ -378,10 +389,11 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t r = r0 + (GROUP < kThreads ? threadIdx.x / GROUP : 0);
     const bool active = GROUP == kThreads || r < rows;  // a whole block's row always is
     const int64_t size = active ? row_size : 0;         // an empty row for a group without one
-    T shift;
-    typename AccOf<T>::type total;
+    using C = ValueOf<T>;
+    C shift;
+    AccFor<T> total;
     row_stats<GROUP>(a + r * size, size, lane, true, &shift, &total);
-    if (active && lane == 0) out[r] = static_cast<T>(log(total)) + shift;
+    if (active && lane == 0) out[r] = round_to<T>(static_cast<C>(log(total)) + shift);
   }
 }
 
@@ -393,7 +405,8 @@ __global__ void __launch_bounds__(kThreads)
     layer_norm_last_kernel(const T* __restrict__ a, const T* __restrict__ weight,
                            const T* __restrict__ bias, T* __restrict__ out, T* __restrict__ mean,
                            T* __restrict__ rstd, int64_t rows, int64_t row_size, double eps) {
-  using Acc = typename AccOf<T>::type;
+  using C = ValueOf<T>;
+  using Acc = AccFor<T>;
   constexpr int kGroups = kThreads / GROUP;
   const int lane = threadIdx.x % GROUP;
   for (int64_t r0 = blockIdx.x * static_cast<int64_t>(kGroups); r0 < rows;
@@ -403,21 +416,22 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t size = active ? row_size : 0;         // an empty row for a group without one
     const T* p = a + r * size;
     Acc s = 0;
-    for (int64_t k = lane; k < size; k += GROUP) s += p[k];
+    for (int64_t k = lane; k < size; k += GROUP) s += widen(p[k]);
     // Statistics and centring stay in Acc: a float32 mean rounded before use
     // shifts every centred element of a row whose |mean| >> std.
-    const Acc mu = group_reduce<GROUP, SumOp<T>>(s) / size;
+    const Acc mu = group_reduce<GROUP, SumOp<C>>(s) / size;
     Acc sq = 0;
     for (int64_t k = lane; k < size; k += GROUP) {
-      const Acc d = p[k] - mu;
+      const Acc d = widen(p[k]) - mu;
       sq += d * d;
     }
-    const Acc inv = 1 / sqrt(group_reduce<GROUP, SumOp<T>>(sq) / size + eps);
+    const Acc inv = 1 / sqrt(group_reduce<GROUP, SumOp<C>>(sq) / size + eps);
     for (int64_t k = lane; k < size; k += GROUP)
-      out[r * size + k] = static_cast<T>((p[k] - mu) * inv * weight[k] + bias[k]);
+      out[r * size + k] =
+          round_to<T>((widen(p[k]) - mu) * inv * widen(weight[k]) + widen(bias[k]));
     if (active && lane == 0) {
-      mean[r] = static_cast<T>(mu);
-      rstd[r] = static_cast<T>(inv);
+      mean[r] = round_to<T>(mu);
+      rstd[r] = round_to<T>(inv);
     }
   }
 }

@@ -73,12 +73,32 @@ def test_elementwise_ops_are_declared_once() -> None:
     assert naming == {"bitwise_xor": ["ewise_ops.h"], "remainder": ["ewise_ops.h"]}
 
 
+# The kernels beyond the elementwise ones that take float16 and bfloat16 natively
+# (reduce.cu, matmul.cu, fill): those the cpu backend names them for.
+NATIVE_NARROW = frozenset({
+    "fill", "reduce_sum", "reduce_sum_axis", "reduce_max", "reduce_min", "softmax_last",
+    "logsumexp_last", "layer_norm_last", "matmul", "matmul_batched", "matmul_strided",
+    "matmul_batched_strided"})
+
+
+def test_the_native_16_bit_kernels_are_the_cpu_backends() -> None:
+    cpu = pytest.importorskip("lamina_backend_cpu").backend
+    narrow = set(interface.NARROW_DTYPES)
+
+    def named(backend: object) -> set[str]:
+        return {name for name, dtypes in interface.kernel_dtypes(backend).items()
+                if narrow <= dtypes and name not in interface.NARROW_KERNELS}
+
+    assert named(cuda) == named(cpu)
+    assert {n for n in named(cuda) if not n.startswith(("ewise_", "scalar_"))} == NATIVE_NARROW
+
+
 def test_kernel_dtypes_follow_the_numpy_reference() -> None:
     # The same wide dtypes per kernel as the numpy backend (the specification), for
     # every kernel both have; ewise_erf, which numpy lacks, takes floats. The
     # elementwise kernels also take the 16-bit floats natively where they take
-    # float32 (the numpy backend runs them through the float32 fallback; the
-    # conformance kit's test_narrow_native checks them).
+    # float32, and so do NATIVE_NARROW (the numpy backend runs them through the
+    # float32 fallback; the conformance kit's test_narrow_native checks them).
     numpy_backend = pytest.importorskip("lamina.ndarray._numpy_backend").backend
     assert cuda.dtypes == numpy_backend.dtypes == ("float32", "float64", "int64", "bool",
                                                    "float16", "bfloat16")
@@ -93,9 +113,10 @@ def test_kernel_dtypes_follow_the_numpy_reference() -> None:
                    | {f"scalar_{op}" for op in (*interface.SCALAR_OPS,
                                                 *interface.REVERSED_SCALAR_OPS)}
                    | {f"ewise_strided_{op}" for op in interface.STRIDED_OPS})
-    for name in both:
-        takes_narrow = name in elementwise and "float32" in ours[name]
+    for name in (n for n in ours if ours[n]):  # every kernel it has
+        takes_narrow = (name in elementwise and "float32" in ours[name]) or name in NATIVE_NARROW
         assert (ours[name] >= narrow) == (takes_narrow or name in interface.NARROW_KERNELS), name
+        assert ours[name] & narrow in (frozenset(), narrow), name
     # only what says more than the default (the wide dtypes) is declared
     assert all(set(d) != set(cuda.dtypes) - narrow for d in cuda.kernel_dtypes.values())
 
