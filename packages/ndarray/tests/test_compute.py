@@ -237,6 +237,37 @@ def test_one_hot_where_stack_concatenate(device):
         nd.one_hot(nd.array([3], device=device), 3)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_where_fast_path_matches_numpy_for_every_operand_form(device, dtype):
+    """Arrays of the condition's shape, 0-d arrays, Python numbers, views, NaNs."""
+    x = rand(3, 5).astype(dtype)
+    x[0, 1] = np.nan
+    y = rand(3, 5).astype(dtype)
+    a, b = nd.array(x, device=device), nd.array(y, device=device)
+    cond = a > b
+    c = cond.numpy()
+    zero = nd.array(np.array(0.5, dtype), device=device)
+    cases = [(a, b, x, y), (a, 2, x, 2.0), (-1.5, b, -1.5, y), (zero, b, 0.5, y),
+             (a, zero, x, 0.5), (a.T.T, b[:, :], x, y), (a, b.T.T, x, y)]
+    for first, second, ref1, ref2 in cases:
+        got = nd.where(cond, first, second)
+        assert got.dtype.name == dtype and got.shape == (3, 5)
+        np.testing.assert_array_equal(got.numpy(), np.where(c, ref1, ref2).astype(dtype))
+    # a transposed condition or operand takes the general path: the same values
+    np.testing.assert_array_equal(nd.where(cond.T, a.T, 0.0).numpy(), np.where(c.T, x.T, 0))
+    np.testing.assert_array_equal(nd.where(cond, a, b.T.T[:, ::1]).numpy(), np.where(c, x, y))
+    assert nd.where(cond, a, 1).dtype.name == dtype  # a Python number keeps the float dtype
+
+
+def test_where_fast_path_on_int64_keeps_ints_and_promotes_for_floats(device):
+    t = nd.array([3, -100, 1, -100], device=device)
+    valid = t != -100
+    assert nd.where(valid, t, 0).tolist() == [3, 0, 1, 0]
+    assert nd.where(valid, 7, t).tolist() == [7, -100, 7, -100]
+    halves = nd.where(valid, t, 0.5)
+    assert halves.dtype.name == "float32" and halves.tolist() == [3.0, 0.5, 1.0, 0.5]
+
+
 @pytest.mark.parametrize("axis", [0, -1])
 def test_softmax_and_logsumexp(device, axis):
     x = rand(4, 9) * 10
@@ -309,6 +340,41 @@ def test_gelu(device, approximate, fused, monkeypatch):
     close(ints, nd.gelu(nd.array([-2.0, 0.0, 3.0], device=device), approximate).numpy())
     with pytest.raises(ValueError, match="gelu: approximate must be 'none' or 'tanh'"):
         nd.gelu(a, "fast")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_backward_one_pass_equals_the_composite_bit_for_bit(device, approximate, dtype,
+                                                                   monkeypatch):
+    import math
+
+    import lamina.ndarray._fused as fused
+
+    if dtype not in nd.get_device(device).dtypes:
+        pytest.skip(f"{device} has no {dtype}")
+    x = np.concatenate([np.linspace(-14, 14, 197), [0.0, 1e-8, -1e-8, np.nan]]).astype(dtype)
+    g = np.random.default_rng(3).standard_normal(x.size).astype(dtype)
+    a, ga = nd.array(x.reshape(3, 67), device=device), nd.array(g.reshape(3, 67), device=device)
+    got = nd.gelu_backward(a, ga, approximate).numpy()
+    assert np.array_equal(got, (ga * fused.gelu_slope(a, approximate)).numpy(), equal_nan=True)
+    monkeypatch.setattr(fused, "_run_program", lambda *args: False)
+    assert np.array_equal(got, nd.gelu_backward(a, ga, approximate).numpy(), equal_nan=True)
+    wide = x.astype(np.float64)
+    if approximate == "none":
+        slope = 0.5 * (1 + np.array([math.erf(v / math.sqrt(2)) for v in wide])) \
+            + wide * np.exp(-wide ** 2 / 2) / math.sqrt(2 * math.pi)
+    else:
+        u = math.sqrt(2 / math.pi) * (wide + 0.044715 * wide ** 3)
+        du = math.sqrt(2 / math.pi) * (1 + 3 * 0.044715 * wide ** 2)
+        slope = 0.5 * (1 + np.tanh(u)) + 0.5 * wide * (1 - np.tanh(u) ** 2) * du
+    # the tanh form's 1 - tanh(u)^2 cancels where tanh saturates: float32 keeps 1e-7 of it
+    atol = 3e-5 if (dtype, approximate) == ("float32", "tanh") else 1e-6
+    np.testing.assert_allclose(got.reshape(-1), g * slope, rtol=1e-5, atol=atol)
+    np.testing.assert_array_equal(nd.gelu_backward(a.T, ga.T, approximate).numpy(), got.T)
+    with pytest.raises(nd.ShapeError, match="gelu_backward: input .* differ in shape"):
+        nd.gelu_backward(a, ga.T, approximate)
+    with pytest.raises(ValueError, match="gelu_backward: approximate must be"):
+        nd.gelu_backward(a, ga, "fast")
 
 
 @pytest.mark.parametrize("geom", [(3, 1, 1, 1), (3, 2, 1, 1), (2, 1, 0, 2), (1, 1, 0, 1)])

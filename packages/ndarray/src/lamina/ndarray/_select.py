@@ -82,6 +82,9 @@ def where(cond: A, a: Any, b: Any) -> A:
     """Elementwise ``a if cond else b`` (``cond != 0`` for a non-bool condition),
     broadcasting all three; a or b may be scalars. The result has the promoted
     dtype of a and b (:func:`lamina.ndarray.result_type`)."""
+    fast = _where_same_shape(cond, a, b)
+    if fast is not None:
+        return fast
     dtype = result_type(a, b)
     device = cond.device
     ops = [x if isinstance(x, ArrayBase) else _scalar(cond, x, dtype) for x in (a, b)]
@@ -97,4 +100,43 @@ def where(cond: A, a: Any, b: Any) -> A:
     out = cond._empty(shape, dtype, device)
     if out.size:
         kernels_of(x, "ewise_where", "where").ewise_where(c._buf, x._buf, y._buf, out._buf)
+    return out
+
+
+def _where_same_shape(cond: A, a: Any, b: Any) -> A | None:
+    """``where`` in one kernel call for its common case, else None: a compact bool
+    condition, and two operands of one wide float dtype or int64, each a compact array
+    of the condition's shape, a 0-d array, or a Python number that keeps the array's
+    dtype (as ``result_type`` says: a float or int with floats, an int with int64). A
+    masked fill or a ReLU backward costs one kernel, not broadcasting and result-type
+    rules in Python."""
+    like = a if isinstance(a, ArrayBase) else b
+    if cond._dtype is not bool_ or not isinstance(like, ArrayBase) \
+            or not (like._dtype.is_wide_float or like._dtype is int64) \
+            or not (cond._compact or cond.is_compact()):
+        return None
+    shape, dtype, device = cond._shape, like._dtype, cond._device
+    numbers = (float, int) if dtype is not int64 else (int,)  # a float makes ints float
+    if dtype.name not in device.kernel_dtypes["ewise_where"]:
+        return None
+    operands = []
+    for x in (a, b):
+        if isinstance(x, ArrayBase):
+            if x._dtype is not dtype or x._device is not device:
+                return None
+            if x._shape == shape and (x._compact or x.is_compact()):
+                operands.append(x)
+            elif not x._shape:  # a 0-d array, as Tensor-level where passes a number
+                operands.append(x.broadcast_to(shape).compact())
+            else:
+                return None
+        elif type(x) in numbers:
+            filled = cond._empty(shape, dtype, device)
+            device.kernels.fill(filled._buf, x)
+            operands.append(filled)
+        else:
+            return None
+    out = cond._empty(shape, dtype, device)
+    if out._buf.size:
+        device.kernels.ewise_where(cond._buf, operands[0]._buf, operands[1]._buf, out._buf)
     return out
