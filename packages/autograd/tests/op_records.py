@@ -23,6 +23,7 @@ from lamina.autograd._ops import (
     im2col,
     layer_norm_reference,
     lstm_layer_reference,
+    nll_loss,
 )
 from lamina.ndarray import ShapeError
 from lamina.ndarray._optable import OPS, ops
@@ -398,6 +399,15 @@ RECORDS: list[OpRecord] = [
              second_order=True),
     OpRecord("log_softmax", ag.log_softmax, torch.log_softmax,
              [S(r(3, 4), dim=1), S(r(2, 3, 4), dim=0)], second_order=True),
+    OpRecord("nll_loss", nll_loss, TF.nll_loss,
+             [S(r(4, 5), idx(5, 4)), S(r(4, 5), idx(5, 4), reduction="sum"),
+              S(r(2, 3, 4), idx(3, 2, 4), reduction="none"),
+              S(r(6, 3), np.array([1, -100, 2, 0, -100, 1]), pos(3)),
+              S(r(3, 4), np.array([3, 0, 7]), ignore_index=7, reduction="none"),
+              S(r(2, 3, 2, 2), idx(3, 2, 2, 2), pos(3), reduction="sum")],
+             second_order=True, constant_args=(2,),
+             errors=[ErrorSample(S(r(3, 4), np.array([0, 4, 1])), IndexError,
+                                 "index 4 is out of range for an axis of size 4")]),
     OpRecord("argmax", ag.argmax, torch.argmax,
              [S(distinct(3, 4)), S(distinct(3, 4), dim=1), S(distinct(2, 3, 4), dim=0,
                                                              keepdim=True)],

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from lamina import autograd as ag
 from lamina.autograd import Tensor
+from lamina.autograd import _ops as ag_ops
 from lamina.ndarray import DTypeError
 
 from ._errors import ShapeError
@@ -76,18 +77,12 @@ def _per_class(weight: Tensor, ndim: int) -> Tensor:
     return weight.reshape(tuple(weight.shape) + (1,) * (ndim - 2))
 
 
-def _picked(op: str, log_probs: Tensor, target: Tensor, weight: Tensor | None,
-            ignore_index: int) -> tuple[Tensor, Tensor, Tensor]:
-    """``-w[t] * log_probs[n, t, ...]`` (0 where ignored), the weights w[t] and the mask.
-
-    Picked with gather, not a one-hot product: a -inf log-probability times 0
-    would be NaN (PyTorch gives 0 there). Ignored targets are replaced by
-    class 0 before gathering and masked out afterwards with where.
-    """
-    valid = target != ignore_index
-    safe = ag.where(valid, target, 0)
+def _nll(op: str, log_probs: Tensor, target: Tensor, weight: Tensor | None,
+         ignore_index: int, reduction: str) -> Tensor:
+    """``-w[t] * log_probs[n, t, ...]`` (0 where ignored), reduced: one graph node
+    (``lamina.autograd``'s ``nll_loss``), with an out-of-range target named."""
     try:
-        picked = log_probs.gather(1, safe.unsqueeze(1)).squeeze(1)
+        return ag_ops.nll_loss(log_probs, target, weight, ignore_index, reduction)
     except IndexError:
         bad = [t for t in target.numpy().reshape(-1).tolist()
                if t != ignore_index and not 0 <= t < log_probs.shape[1]]
@@ -95,18 +90,20 @@ def _picked(op: str, log_probs: Tensor, target: Tensor, weight: Tensor | None,
                          f"{log_probs.shape[1]} classes (targets must be in "
                          f"[0, {log_probs.shape[1]}) or equal ignore_index={ignore_index})"
                          ) from None
+
+
+def _smoothing(log_probs: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int,
+               reduction: str) -> Tensor:
+    """The label-smoothing term ``-sum_c w[c] * log_probs[n, c]`` (0 where ignored),
+    reduced as the loss is: "mean" divides by the sum of the targets' weights."""
+    valid = target != ignore_index
+    every = log_probs if weight is None else log_probs * _per_class(weight, log_probs.ndim)
+    smooth = ag.where(valid, -every.sum(1), 0.0)
+    if reduction != "mean":
+        return _reduce(smooth, reduction)
     if weight is None:
-        w = valid.to(log_probs.dtype)
-        return ag.where(valid, -picked, 0.0), w, valid
-    w = ag.where(valid, ag.take(weight, safe), 0.0)
-    return ag.where(valid, -picked * w, 0.0), w, valid
-
-
-def _weighted_reduce(loss: Tensor, w: Tensor, reduction: str) -> Tensor:
-    """As PyTorch: "mean" divides by the sum of the picked weights (NaN if all ignored)."""
-    if reduction == "mean":
-        return loss.sum() / w.sum()
-    return _reduce(loss, reduction)
+        return smooth.sum() / valid.to(log_probs.dtype).sum()
+    return smooth.sum() / ag.where(valid, ag.take(weight, ag.where(valid, target, 0)), 0.0).sum()
 
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -137,8 +134,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
     _check_class_args("nll_loss", reduction)
     _class_shapes("nll_loss", input, target, probs_ok=False)
     _check_class_weight("nll_loss", input, weight)
-    loss, w, _ = _picked("nll_loss", input, target, weight, ignore_index)
-    return _weighted_reduce(loss, w, reduction)
+    return _nll("nll_loss", input, target, weight, ignore_index, reduction)
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -181,13 +177,12 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                              f"targets only, not to probabilities of shape "
                              f"{tuple(target.shape)}")
         return _cross_entropy_probs(log_probs, target, weight, reduction, label_smoothing)
-    loss, w, valid = _picked(op, log_probs, target, weight, ignore_index)
+    loss = _nll(op, log_probs, target, weight, ignore_index, reduction)
     if label_smoothing:
         # Only computed when needed: a -inf log-probability makes it infinite.
-        every = log_probs if weight is None else log_probs * _per_class(weight, input.ndim)
-        smooth = ag.where(valid, -every.sum(1), 0.0)
+        smooth = _smoothing(log_probs, target, weight, ignore_index, reduction)
         loss = loss * (1.0 - label_smoothing) + smooth * (label_smoothing / input.shape[1])
-    return _weighted_reduce(loss, w, reduction)
+    return loss
 
 
 def _cross_entropy_probs(log_probs: Tensor, target: Tensor, weight: Tensor | None,

@@ -22,6 +22,7 @@ from . import (
     gru,
     index,
     linalg,
+    loss,
     normalization,
     reduce,
     rnn,
@@ -51,6 +52,7 @@ from .index import (
     take,
 )
 from .linalg import linear, matmul
+from .loss import nll_loss
 from .normalization import batch_norm, batch_norm_reference, layer_norm, layer_norm_reference
 from .reduce import (
     amax,
@@ -94,7 +96,7 @@ from .sorting import ValuesIndices, argsort, max, min, sort, topk  # noqa: A004
 # sampling and sorting are not families: their ops are host draws (no gradient) and
 # gathers of registered ops, tested in test_sampling.py and test_sorting.py.
 _FAMILIES = (table, elementwise, linalg, reduce, shape, index, scattering, conv, rnn, gru,
-             normalization)
+             normalization, loss)
 
 PRIMITIVES: dict[str, type[Function]] = {
     op.name: op for family in _FAMILIES for op in family.PRIMITIVES}
@@ -107,7 +109,8 @@ __all__ = [
     "conv_transpose2d",
     "dropout", "embedding", "expand", "flatten", "flip", "gather", "gelu", "gelu_reference",
     "getitem", "index_put", "index_scatter_add", "masked_fill", "masked_select", "nonzero",
-    "im2col", "linear", "log_softmax", "logsumexp", "matmul", "max_pool2d", "mean", "one_hot",
+    "im2col", "linear", "log_softmax", "logsumexp", "matmul", "max_pool2d", "mean", "nll_loss",
+    "one_hot",
     "pad", "permute", "relu", "reshape", "scatter", "scatter_add", "sigmoid", "slice_scatter",
     "softmax", "split", "squeeze", "stack", "std", "sum", "take", "transpose", "undilate",
     "unsqueeze", "var", "view", "where", "lstm_layer", "lstm_layer_reference", "layer_norm",

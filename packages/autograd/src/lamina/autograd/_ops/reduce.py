@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import lamina.ndarray as nd
 from lamina.ndarray import NDArray
 
+from .. import _grad_mode as grad_mode
 from .._function import Function
 from .._tensor_base import Tensor, TensorBase, make
 from ._util import NOT_GIVEN, kept_shape, normalize_axis, reduction_args, reduction_axes
@@ -163,6 +164,32 @@ class Softmax(Function):
     def backward(self, g: TensorBase) -> tuple[TensorBase]:
         out = self.output
         return (out * (g - (g * out).sum(dim=self.axis, keepdim=True)),)
+
+
+class LogSoftmax(Function):
+    """``x - logsumexp(x, axis)`` in one node: a log-sum-exp and a subtract forward, and
+    ``g - exp(out) * sum(g)`` backward, where the composite took ~9 nodes. The rule
+    reads the saved output, so with ``create_graph`` it records through this node
+    again and higher-order gradients are exact."""
+
+    name = "log_softmax"
+    save_output = True
+
+    def forward(self, a: NDArray, axis: int) -> NDArray:
+        self.axis = axis
+        if not a.ndim:  # a 0-d tensor: log(exp(x) / exp(x)) is 0
+            return a - a
+        return a - a.logsumexp(axis=axis, keepdims=True)
+
+    def backward(self, g: TensorBase) -> tuple[TensorBase]:
+        if not self.shapes[0]:
+            return (g * 0.0,)
+        if grad_mode._state.enabled:  # create_graph: the rule, recorded
+            out = self.output
+            return (g - out.exp() * g.sum(dim=self.axis, keepdim=True),)
+        out_d, g_d = self._out_data, g._data
+        assert out_d is not None
+        return (make(g_d - out_d.exp() * g_d.sum(axis=self.axis, keepdims=True)),)
 
 
 class Argmax(Function):
@@ -334,9 +361,9 @@ def std(x: Tensor, dim: Dim = None, unbiased: bool | None = None, keepdim: bool 
 
 
 def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
-    """``x - logsumexp(x, dim)``: log-probabilities, stable. Shapes: unchanged."""
-    return x - logsumexp(x, dim, keepdim=True)
+    """``x - logsumexp(x, dim)``: log-probabilities, stable, in one node. Shapes: unchanged."""
+    return LogSoftmax.apply(x, axis=normalize_axis(dim, max(x.ndim, 1), "log_softmax"))
 
 
-PRIMITIVES = (Sum, Prod, Amax, Amin, LogSumExp, Softmax, Argmax, Cumsum)
-COMPOSITES = (mean, var, std, log_softmax)
+PRIMITIVES = (Sum, Prod, Amax, Amin, LogSumExp, Softmax, LogSoftmax, Argmax, Cumsum)
+COMPOSITES = (mean, var, std)
