@@ -74,7 +74,7 @@ from ._dtypes import (
     result_type,
 )
 from ._errors import DeviceError, DTypeError, ShapeError
-from ._fused import adam_step, gelu, linear
+from ._fused import adam_step, gelu, gelu_backward, linear
 from ._include import get_include
 from ._indexing import (
     along_positions,
@@ -123,7 +123,7 @@ __all__ = [
     "check_same_device_dtype", "col2im", "concatenate", "conv_output_size", "cumsum",
     "default_device",
     "empty", "erf", "bfloat16", "finfo", "float16", "float32", "float64", "from_dlpack", "full",
-    "gather", "gelu", "generator",
+    "gather", "gelu", "gelu_backward", "generator",
     "get_device", "get_include", "im2col", "int64", "layer_norm",
     "index_positions", "index_put", "linear",
     "list_backends",

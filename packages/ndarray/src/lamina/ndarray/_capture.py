@@ -254,6 +254,8 @@ class Capture:
                 changes[f.name] = self._wrapper(value)
             elif f.name == "from_numpy":
                 changes[f.name] = self._upload(value)
+            elif f.name == "ewise_program":
+                changes[f.name] = self._program_call(value)
             else:
                 changes[f.name] = self._kernel(value)
         recording = replace(table, **changes)
@@ -325,6 +327,17 @@ class Capture:
                 self._calls.append((kernel, self._template(args)))
                 self._fusable[len(self._calls) - 1] = fusable
             return kernel(*args)
+        return recorded
+
+    def _program_call(self, kernel: Callable[..., Any]) -> Callable[..., Any]:
+        """A direct ``ewise_program`` call (``nd.gelu``'s): its buffers come in a list,
+        so it is recorded as the step a fused run would be, over their slots."""
+        def recorded(bufs: Sequence[Any], code: Any, scalars: Any, n: int) -> Any:
+            if self._mine():
+                slots = [self._slot(b).index for b in bufs]
+                step = _FusedStep(kernel, slots, list(code), list(scalars), n, 1)
+                self._calls.append((step, ()))
+            return kernel(bufs, code, scalars, n)
         return recorded
 
     def _upload(self, kernel: Callable[..., Any]) -> Callable[..., Any]:
@@ -428,6 +441,9 @@ class Capture:
             if type(kernel) is _HostStep:
                 for index in (*kernel.uses(), kernel.index):
                     last[index] = i
+            elif type(kernel) is _FusedStep:
+                for index in kernel.uses():
+                    last[index] = i
         return last
 
     def _read_after_phase(self, bounds: list[tuple[int, int]]) -> list[set[int]]:
@@ -436,7 +452,7 @@ class Capture:
         for p in range(len(self._phases) - 1):
             for kernel, args in self._calls[bounds[p + 1][0]:]:
                 later[p].update(a.index for a in args if type(a) is _Slot)
-                if type(kernel) is _HostStep:
+                if type(kernel) in (_HostStep, _FusedStep):
                     later[p].update(kernel.uses())
         return later
 

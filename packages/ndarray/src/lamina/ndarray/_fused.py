@@ -8,17 +8,25 @@ interface allows for elementwise kernels (``out`` may be an input). Nothing
 else holds the buffer, so no caller can see a half-done result.
 ``adam_step`` (a dozen steps) is one pass of the backend's optional
 ``adam_step`` kernel where it has one, else the composite.
+
+``gelu`` and ``gelu_backward`` run as one ``ewise_program`` call where the
+device has that optional kernel for the dtype: the same kernels in the same
+order, bit for bit, but block by block in cache, so a wide activation is read
+and written once rather than once per step (its backward has about fifteen).
 """
 
 from __future__ import annotations
 
 import math
 from math import prod
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from ._compute import erf, matmul
 from ._dtypes import DEFAULT_FLOAT
-from ._errors import ShapeError
+from ._errors import DTypeError, ShapeError
+from ._interface import PROGRAM_OPS
 from ._narrow import kernels_of
 
 if TYPE_CHECKING:
@@ -27,6 +35,84 @@ if TYPE_CHECKING:
 _SQRT_HALF = 1 / math.sqrt(2)
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 _GELU_CUBIC = 0.044715
+_INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
+
+# ----- ewise_program listings -------------------------------------------------------
+_OPCODE = {name: i for i, (name, _) in enumerate(PROGRAM_OPS)}
+T0, T1, T2, T3, T4 = -1, -2, -3, -4, -5  # block temporaries
+
+
+Program = tuple[np.ndarray, np.ndarray, frozenset[str]]
+
+
+def _assemble(*steps: tuple[Any, ...]) -> Program:
+    """``(code, scalars, kernels)`` of an ``ewise_program`` from ``(op, dst, a[, b])``
+    steps: an operand >= 0 is a buffer, T0.. a temporary, and a scalar op's b is its
+    value; ``kernels`` names each op's own kernel (a device must have them all)."""
+    code: list[int] = []
+    scalars: list[float] = []
+    kernels = frozenset(op if op.startswith("scalar_") else f"ewise_{op}" for op, *_ in steps)
+    for op, dst, a, *rest in steps:
+        b = 0
+        if op.startswith("scalar_"):
+            b = len(scalars)
+            scalars.append(float(rest[0]))
+        elif rest:
+            b = rest[0]
+        code += [_OPCODE[op], dst, a, b]
+    return np.asarray(code, np.int64), np.asarray(scalars, np.float64), kernels
+
+
+def _gelu_tail(dst: int, x: int) -> tuple[tuple[Any, ...], ...]:
+    """``dst = (dst + 1) * 0.5 * x``: both forms of GELU end so."""
+    return (("scalar_add", dst, dst, 1.0), ("scalar_mul", dst, dst, 0.5), ("mul", dst, dst, x))
+
+
+# GELU forward on buffers (x, out), each step the composite's below, in its order.
+_GELU_PROGRAM = {
+    "none": _assemble(("scalar_mul", 1, 0, _SQRT_HALF), ("erf", 1, 1), *_gelu_tail(1, 0)),
+    "tanh": _assemble(("mul", 1, 0, 0), ("mul", 1, 1, 0), ("scalar_mul", 1, 1, _GELU_CUBIC),
+                      ("add", 1, 1, 0), ("scalar_mul", 1, 1, _SQRT_2_OVER_PI), ("tanh", 1, 1),
+                      *_gelu_tail(1, 0)),
+}
+# grad * GELU'(x) on buffers (x, grad, out): gelu_slope's steps, in its order.
+_GELU_GRAD_PROGRAM = {
+    "none": _assemble(
+        ("mul", T1, 0, 0), ("scalar_mul", T1, T1, -0.5), ("exp", T1, T1),
+        ("scalar_mul", T1, T1, _INV_SQRT_2PI),                       # pdf
+        ("scalar_mul", T0, 0, _SQRT_HALF), ("erf", T0, T0), ("scalar_add", T0, T0, 1.0),
+        ("scalar_mul", T0, T0, 0.5), ("mul", T1, 0, T1), ("add", T0, T0, T1),
+        ("mul", 2, 1, T0)),
+    "tanh": _assemble(
+        ("mul", T0, 0, 0), ("mul", T0, T0, 0), ("scalar_mul", T0, T0, _GELU_CUBIC),
+        ("add", T0, 0, T0), ("scalar_mul", T0, T0, _SQRT_2_OVER_PI), ("tanh", T0, T0),  # t
+        ("mul", T1, 0, 0), ("scalar_mul", T1, T1, 3 * _GELU_CUBIC), ("scalar_add", T1, T1, 1.0),
+        ("scalar_mul", T1, T1, _SQRT_2_OVER_PI),                                       # du
+        ("scalar_add", T2, T0, 1.0), ("scalar_mul", T2, T2, 0.5),
+        ("scalar_mul", T3, 0, 0.5), ("mul", T4, T0, T0), ("scalar_rsub", T4, T4, 1.0),
+        ("mul", T3, T3, T4), ("mul", T3, T3, T1), ("add", T2, T2, T3),
+        ("mul", 2, 1, T2)),
+}
+
+
+def _run_program(arrays: list[NDArray], program: Program) -> bool:
+    """Runs ``program`` over ``arrays`` (one dtype and size; the last is a new result)
+    with the device's ``ewise_program``; False, running nothing, where that cannot be
+    (no such kernel, or no kernel of one of its ops, for the dtype; an operand that
+    does not start its buffer)."""
+    first = arrays[0]
+    device, n, dtype = first._device, first.size, first._dtype.name
+    kernel, listed = device.kernels.ewise_program, device.kernel_dtypes
+    if kernel is None or not n or dtype not in listed.get("ewise_program", ()):
+        return False
+    for name in program[2]:
+        if dtype not in listed.get(name, ()):
+            return False
+    for x in arrays:
+        if x._offset or not (x._compact or x.is_compact()):
+            return False
+    kernel([x._buf for x in arrays], program[0], program[1], n)
+    return True
 
 
 def linear(x: NDArray, weight: NDArray, bias: NDArray | None = None) -> NDArray:
@@ -94,10 +180,12 @@ def gelu(a: NDArray, approximate: str = "none") -> NDArray:
     if not a._dtype.is_floating:
         a = a.astype(DEFAULT_FLOAT)
     src = a if a._compact else a.compact()
+    out = src._like()
+    if _run_program([src, out], _GELU_PROGRAM[approximate]):
+        return out
     kernels = kernels_of(a, "ewise_mul", "gelu")
     ewise, scalar = kernels.ewise, kernels.scalar
     if approximate == "tanh":
-        out = src._like()
         ewise["mul"](src._buf, src._buf, out._buf)  # x^2, then in place:
         ewise["mul"](out._buf, src._buf, out._buf)  # x^3
         scalar["mul"](out._buf, _GELU_CUBIC, out._buf)
@@ -105,7 +193,6 @@ def gelu(a: NDArray, approximate: str = "none") -> NDArray:
         scalar["mul"](out._buf, _SQRT_2_OVER_PI, out._buf)
         ewise["tanh"](out._buf, out._buf)
     elif "erf" in ewise:
-        out = src._like()
         scalar["mul"](src._buf, _SQRT_HALF, out._buf)
         ewise["erf"](out._buf, out._buf)
     else:  # erf's composite form allocates its steps; the rest is in place as above
@@ -114,6 +201,44 @@ def gelu(a: NDArray, approximate: str = "none") -> NDArray:
     scalar["mul"](out._buf, 0.5, out._buf)
     ewise["mul"](out._buf, src._buf, out._buf)
     return out
+
+
+def gelu_backward(a: NDArray, grad: NDArray, approximate: str = "none") -> NDArray:
+    """``grad * gelu'(a)``: the gradient of :func:`gelu` at ``a``, given the output's.
+
+    ``gelu'`` is ``Phi(x) + x * phi(x)`` (``approximate="none"``) or the tanh
+    form's derivative (:func:`gelu_slope`). Shapes: ``a`` and ``grad`` alike.
+
+    Raises:
+        ValueError: ``approximate`` is neither ``"none"`` nor ``"tanh"``.
+        ShapeError: the shapes differ.
+        DTypeError: the dtypes differ.
+    """
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu_backward: approximate must be 'none' or 'tanh', got "
+                         f"{approximate!r}")
+    if a._shape != grad._shape:
+        raise ShapeError(f"gelu_backward: input {a._shape} and gradient {grad._shape} "
+                         f"differ in shape")
+    if a._dtype is not grad._dtype:
+        raise DTypeError(f"gelu_backward: input {a._dtype.name} and gradient "
+                         f"{grad._dtype.name} differ in dtype")
+    if a._dtype.is_floating:
+        out = a._like()
+        if _run_program([a, grad, out], _GELU_GRAD_PROGRAM[approximate]):
+            return out
+    return grad * gelu_slope(a, approximate)
+
+
+def gelu_slope(a: Any, approximate: str = "none") -> Any:
+    """GELU's derivative at ``a``, an NDArray or a Tensor (which records: lamina.autograd's
+    ``create_graph`` backward differentiates it again)."""
+    if approximate == "tanh":
+        t = ((a + a * a * a * _GELU_CUBIC) * _SQRT_2_OVER_PI).tanh()
+        du = (a * a * (3 * _GELU_CUBIC) + 1) * _SQRT_2_OVER_PI
+        return (t + 1) * 0.5 + a * 0.5 * (1 - t * t) * du
+    pdf = (a * a * -0.5).exp() * _INV_SQRT_2PI
+    return ((a * _SQRT_HALF).erf() + 1) * 0.5 + a * pdf
 
 
 def adam_step(param: NDArray, grad: NDArray, exp_avg: NDArray, exp_avg_sq: NDArray, *,

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 import lamina.ndarray as nd
 from lamina.ndarray import NDArray
+from lamina.ndarray._fused import gelu_slope
 from lamina.ndarray._optable import OPS
 
 from .. import _grad_mode as grad_mode
@@ -362,7 +363,8 @@ class Gelu(Function):
     ``Phi(x) + x * phi(x)``; or the tanh form ``x/2 * (1 + tanh(u))``,
     ``u = sqrt(2/pi) * (x + 0.044715 x^3)``, whose derivative is
     ``(1 + tanh(u))/2 + x/2 * (1 - tanh(u)^2) * du/dx``. The one rule,
-    :func:`_gelu_slope`, runs on NDArrays for a first-order backward and on
+    ``gelu_slope`` of lamina.ndarray, runs on NDArrays for a first-order backward (in one
+    ``ewise_program`` pass where the device has it: ``nd.gelu_backward``) and on
     Tensors with ``create_graph``, where it records and can be differentiated again.
     """
 
@@ -376,23 +378,8 @@ class Gelu(Function):
     def backward(self, g: TensorBase) -> tuple[TensorBase]:
         (x,) = self.inputs
         if grad_mode._state.enabled:  # create_graph: the rule on Tensors, recorded
-            return (g * _gelu_slope(x, self.approximate),)
-        return (make(g._data * _gelu_slope(x._data, self.approximate)),)
-
-
-def _gelu_slope(a: Any, approximate: str) -> Any:
-    """GELU's derivative at ``a``, an NDArray or a Tensor (see :class:`Gelu`)."""
-    if approximate == "tanh":
-        t = ((a + a * a * a * 0.044715) * _SQRT_2_OVER_PI).tanh()
-        du = (a * a * (3 * 0.044715) + 1) * _SQRT_2_OVER_PI
-        return (t + 1) * 0.5 + a * 0.5 * (1 - t * t) * du
-    pdf = (a * a * -0.5).exp() * _INV_SQRT_2PI
-    return ((a * _SQRT_HALF).erf() + 1) * 0.5 + a * pdf
-
-
-_SQRT_HALF = 1 / math.sqrt(2)
-_SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
-_INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
+            return (g * gelu_slope(x, self.approximate),)
+        return (make(nd.gelu_backward(x._data, g._data, self.approximate)),)
 
 
 @gradient
