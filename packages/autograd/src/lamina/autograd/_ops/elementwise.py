@@ -332,7 +332,10 @@ class Relu(Function):
 
     def backward(self, g: TensorBase) -> tuple[TensorBase]:
         # PyTorch's threshold rule: 0 where x <= 0, g elsewhere, so a NaN input passes g
-        return (where(self.inputs[0] <= 0, 0.0, g),)
+        x = self.inputs[0]
+        if grad_mode._state.enabled:  # create_graph: recorded
+            return (where(x <= 0, 0.0, g),)
+        return (make(nd.where(x._data <= 0, 0.0, g._data)),)  # a comparison and a select
 
 
 @gradient
@@ -423,9 +426,15 @@ class Where(Function):
     def forward(self, cond: NDArray, a: NDArray, b: NDArray) -> NDArray:
         return nd.where(cond, a, b)
 
-    def backward(self, g: TensorBase) -> tuple[None, TensorBase, TensorBase]:
+    def backward(self, g: TensorBase) -> tuple[None, TensorBase | None, TensorBase | None]:
         cond = self.inputs[0]
-        return None, where(cond, g, 0.0), where(cond, 0.0, g)
+        need = self.needs_input_grad
+        if grad_mode._state.enabled:  # create_graph: recorded
+            return (None, where(cond, g, 0.0) if need[1] else None,
+                    where(cond, 0.0, g) if need[2] else None)
+        c, gd = cond._data, g._data
+        return (None, make(nd.where(c, gd, 0.0)) if need[1] else None,
+                make(nd.where(c, 0.0, gd)) if need[2] else None)
 
 
 @gradient
