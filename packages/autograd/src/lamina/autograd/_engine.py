@@ -23,6 +23,7 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
+import lamina.ndarray as nd
 from lamina.ndarray import ShapeError
 
 from . import _function
@@ -105,6 +106,19 @@ def _accumulate(store: dict[int, TensorBase], key: int, grad: TensorBase) -> Non
     store[key] = grad if old is None else old + grad
 
 
+def _add_into(store: dict[int, TensorBase], owned: dict[int, TensorBase], key: int,
+              node: Function, grad: TensorBase) -> None:
+    """Adds ``node``'s input gradient into ``store[key]`` in place (``add_grad_into``),
+    first making it a buffer this pass owns: zeros, or a copy of what was there
+    (which another node's rule may also have handed elsewhere)."""
+    old = store.get(key)
+    if old is None or owned.get(key) is not old:
+        data = nd.zeros(node.shapes[0], dtype=node.dtypes[0], device=grad._data.device) \
+            if old is None else old._data.copy()
+        old = store[key] = owned[key] = make(data)
+    node.add_grad_into(grad._data, old._data)
+
+
 def run_backward(pairs: list[tuple[TensorBase, TensorBase]], retain_graph: bool, create_graph: bool,
                  capture: dict[int, int] | None = None) -> dict[int, Any]:
     """Propagates gradients from ``pairs`` of (output, gradient) to the leaves.
@@ -121,6 +135,7 @@ def run_backward(pairs: list[tuple[TensorBase, TensorBase]], retain_graph: bool,
     captured: dict[int, TensorBase] = {}
     leaves: dict[int, TensorBase] = {}
     pending: dict[int, TensorBase] = {}
+    owned: dict[int, TensorBase] = {}  # key -> a gradient this pass made, safe to add into
     keep: dict[int, Any] = {}  # ids stay valid only while their objects live
     previous = grad_mode._state.enabled
     grad_mode._state.enabled = create_graph
@@ -138,14 +153,24 @@ def run_backward(pairs: list[tuple[TensorBase, TensorBase]], retain_graph: bool,
         flush_after = _last_uses(order) if capture is None else {}
         for index, node in enumerate(order):
             grad = pending.pop(id(node), None)
+            owned.pop(id(node), None)  # its gradient is consumed: not held past its use
             if grad is not None:
                 if capture is not None:
                     if id(node) in capture:
                         _accumulate(captured, id(node), grad)
                 elif node._retained is not None:
                     _store_grad(node._retained(), grad, create_graph)
-                grads = (node.backward(grad) if _function.observer is None
-                         else _function.observer.backward(node, grad))
+                if node.add_grad_into is not None and not create_graph \
+                        and _function.observer is None and grad._data._dtype is node.dtypes[0]:
+                    edge = node.next[0]
+                    if edge is not None:
+                        keep[id(edge)] = edge
+                        _add_into(pending if isinstance(edge, Function) else leaves, owned,
+                                  id(edge), node, grad)
+                    grads = ()
+                else:
+                    grads = (node.backward(grad) if _function.observer is None
+                             else _function.observer.backward(node, grad))
                 for edge, shape, dtype, edge_grad in zip(node.next, node.shapes, node.dtypes,
                                                          grads):
                     if edge is None or edge_grad is None:
@@ -168,6 +193,7 @@ def run_backward(pairs: list[tuple[TensorBase, TensorBase]], retain_graph: bool,
             if index in flush_after:
                 for key in flush_after[index]:
                     if key in leaves:
+                        owned.pop(key, None)
                         _store_grad(keep[key], leaves.pop(key), create_graph)
         for key, grad in leaves.items():
             if capture is None:

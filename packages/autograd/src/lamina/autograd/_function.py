@@ -133,6 +133,13 @@ class Function:
     def backward(self, grad: TensorBase) -> tuple[TensorBase | None, ...]:
         raise RuntimeError(f"{self.name}: this op is not differentiable")
 
+    # A view op whose input gradient is zero but for one region (a slice) may define
+    # add_grad_into(grad, into): add it into ``into``, an array of the input's shape
+    # that the engine owns, in place. A first-order backward then sums the gradients
+    # of several slices of one tensor (q, k and v of a fused projection) into one
+    # buffer, not into a zero-filled tensor per slice added pairwise.
+    add_grad_into: Any = None
+
     @classmethod
     def apply(cls, *inputs: TensorBase, **params: Any) -> Any:
         """Runs the forward on ``inputs``' data and records the node if needed.
