@@ -167,7 +167,7 @@ def run_backward(pairs: list[tuple[TensorBase, TensorBase]], retain_graph: bool,
                         keep[id(edge)] = edge
                         _add_into(pending if isinstance(edge, Function) else leaves, owned,
                                   id(edge), node, grad)
-                    grads = ()
+                    grads: tuple[TensorBase | None, ...] = ()
                 else:
                     grads = (node.backward(grad) if _function.observer is None
                              else _function.observer.backward(node, grad))

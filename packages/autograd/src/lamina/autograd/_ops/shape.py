@@ -84,7 +84,7 @@ class Slice(Function):
     def backward(self, g: TensorBase) -> tuple[TensorBase]:
         return (SliceScatter.apply(g, key=self.key, shape=self.shapes[0]),)
 
-    def add_grad_into(self, g: NDArray, into: NDArray) -> None:  # type: ignore[override]
+    def add_grad_into(self, g: NDArray, into: NDArray) -> None:
         """``into[key] += g``: this node's input gradient, added where it is not zero."""
         into[self.key] = into[self.key] + g
 
