@@ -39,8 +39,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 LOWER = frozenset({"matmul", "linear", "im2col"})
 """Ops run in the autocast dtype."""
 
-FLOAT32 = frozenset({"softmax", "log_softmax", "logsumexp", "layer_norm", "batch_norm", "sum",
-                     "cumsum", "prod", "exp", "log", "pow", "pow_scalar"})
+FLOAT32 = frozenset({"softmax", "log_softmax", "logsumexp", "nll_loss", "layer_norm",
+                     "batch_norm", "sum", "cumsum", "prod", "exp", "log", "pow", "pow_scalar"})
 """Ops run in float32 (their narrow inputs cast up)."""
 
 _DEFAULT_DTYPE = {"cuda": "float16"}  # PyTorch's defaults: float16 on cuda, bfloat16 elsewhere

@@ -26,7 +26,7 @@ import lamina.ndarray as nd
 from lamina.ndarray import NDArray
 
 from .. import _grad_mode as grad_mode
-from .._function import Function
+from .._function import FREED_MESSAGE, Function
 from .._tensor_base import Tensor, TensorBase, make
 from .index import ScatterAdd
 
@@ -73,7 +73,13 @@ class NllLoss(Function):
         self.scale = w / total
         return loss.sum() / total
 
+    def release(self) -> None:
+        super().release()
+        self.pos = self.scale = None
+
     def backward(self, g: TensorBase) -> tuple[TensorBase | None, ...]:
+        if self._released:
+            raise RuntimeError(FREED_MESSAGE)
         m, c = self.rows
         if grad_mode._state.enabled:  # create_graph: the rule, recorded
             per_row = (g.reshape(-1) if self.reduction == "none" else g) * make(self.scale)
