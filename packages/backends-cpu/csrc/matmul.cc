@@ -392,14 +392,17 @@ int threads_for_gemm(int64_t M, int64_t K, int64_t N, int nt) {
 // against the packed path on Zen 4, 1 thread, K, N from 64 to 800: the dot
 // products win up to 16 rows (at 20 they lose by up to 20%), the row updates
 // up to 32 (at 48 they lose at 768 x 768).
-constexpr int64_t kGemvDotRows = 16, kGemvAxpyRows = 32;
+// The dot products also need K of at least kGemvDotMinK: each one folds its
+// lanes and adds K % 16 terms one by one, so at K = 27 (a 3x3 convolution over
+// 3 channels, 16 x 27 @ 27 x 1024) they ran 15x behind the packed path.
+constexpr int64_t kGemvDotRows = 16, kGemvAxpyRows = 32, kGemvDotMinK = 64;
 
 // The small-M path: false when B has neither contiguous rows nor contiguous
 // columns (then the packed GEMM reads it). Threads split the columns of C.
 template <class T>
 bool gemv(const IsaGemm<T>& ks, Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N, int nt) {
   const bool dot = B.rs == 1 && (B.cs != 1 || N == 1);
-  if (dot ? M > kGemvDotRows : (B.cs != 1 || M > kGemvAxpyRows)) return false;
+  if (dot ? (M > kGemvDotRows || K < kGemvDotMinK) : (B.cs != 1 || M > kGemvAxpyRows)) return false;
   if (dot && A.cs != 1) {
     // The dot products read rows of A along k: copy a strided A (M * K, small).
     T* a = scratch<T>(1, static_cast<std::size_t>(M * K));
