@@ -169,13 +169,33 @@ void axpy_cols(const T* A, int64_t ars, int64_t acs, const T* B, int64_t ldb, in
   for (; j + w <= j1; j += w) axpy_tile<T, R, NV>(A, ars, acs, B + j, ldb, K, C + j, ldc);
   if constexpr (NV > 1) {
     axpy_cols<T, R, NV / 2>(A, ars, acs, B, ldb, K, C, ldc, j, j1);
-  } else {
-    for (int r = 0; r < R; ++r)
-      for (int64_t c = j; c < j1; ++c) {
-        T acc = T(0);
-        for (int64_t k = 0; k < K; ++k) acc = madd(A[r * ars + k * acs], B[k * ldb + c], acc);
-        C[r * ldc + c] = acc;
+  } else if (j < j1) {
+    // The last j1 - j < L columns: one zero-padded vector per k, copied from B
+    // a block of k at a time, with the tiles' FMA per lane (a scalar chain
+    // per column waited out each FMA's latency: 16 x 27 at K = 32768 ran 7x
+    // behind the packed path).
+    using W = Vec<T>;
+    using V = typename W::V;
+    constexpr int64_t L = W::L, kb = 64;
+    const int64_t tw = j1 - j;
+    alignas(64) T rows[kb * L] = {};
+    V acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = W::zero();
+    for (int64_t k0 = 0; k0 < K; k0 += kb) {
+      const int64_t nk = std::min(kb, K - k0);
+      for (int64_t k = 0; k < nk; ++k)
+        for (int64_t c = 0; c < tw; ++c) rows[k * L + c] = B[(k0 + k) * ldb + j + c];
+      for (int64_t k = 0; k < nk; ++k) {
+        const V b = W::loadu(rows + k * L);
+        for (int r = 0; r < R; ++r)
+          acc[r] = W::fma(W::set1(A[r * ars + (k0 + k) * acs]), b, acc[r]);
       }
+    }
+    alignas(64) T out[L];
+    for (int r = 0; r < R; ++r) {
+      W::storeu(out, acc[r]);
+      for (int64_t c = 0; c < tw; ++c) C[r * ldc + j + c] = out[c];
+    }
   }
 }
 

@@ -13,10 +13,14 @@ from conftest import buffer, cpu, host, rand
 from test_isa import AVAILABLE, close, isa, on  # noqa: F401  (isa: the per-ISA fixture)
 
 # (m, k, n): one row (decoding), the row groups of 4, k around the 64-byte
-# lanes (16 floats, 8 doubles), n around the vector widths and column tiles.
+# lanes (16 floats, 8 doubles), n around the vector widths and column tiles;
+# k below 64 leaves the dot products for the packed path.
 SHAPES = [(1, 1, 1), (1, 7, 5), (1, 16, 64), (1, 17, 65), (1, 128, 384), (2, 63, 33), (3, 100, 7),
           (4, 64, 256), (5, 129, 130), (7, 8, 1), (8, 257, 129), (13, 31, 200), (16, 768, 97),
-          (17, 40, 70), (31, 65, 33), (32, 100, 129), (1, 0, 5)]
+          (17, 40, 70), (31, 65, 33), (32, 100, 129), (1, 0, 5),
+          # tail columns over a long K (more than one 64-k block of the padded
+          # tail), and a B too large to reread per row group
+          (3, 300, 11), (16, 20000, 27)]
 
 
 def strided(a: np.ndarray, b: np.ndarray, a_layout: str, b_layout: str,
