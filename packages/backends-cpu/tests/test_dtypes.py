@@ -123,6 +123,21 @@ def test_ewise_strided_on_every_dtype(dtype: str, op: str) -> None:
     compare(f"ewise_strided_{op}", [a, b], [(60, out)], (5, 3, 4), (1, 20, 5), 0, (4, 0, 1), 0)
 
 
+@pytest.mark.parametrize("dtype", EVERY)
+@pytest.mark.parametrize("op", ("lt", "add", "maximum"))
+@pytest.mark.parametrize("n", (1, 7, 16, 256))
+def test_ewise_strided_row_vector_over_rows(dtype: str, op: str, n: int) -> None:
+    """A row vector broadcast over the rows of a compact operand, on either side
+    (a bias over (rows, n)): the rows run merged against a repeated vector, with
+    a row count that ends part-way through a merged run, and after an offset."""
+    rows = 1030 // n + 3
+    a, b = values(rows * n + 2, dtype, 7), values(n + 5, dtype, 8)
+    out = "bool" if op in COMPARISON_OPS else dtype
+    shape = (rows, n)
+    compare(f"ewise_strided_{op}", [a, b], [(rows * n, out)], shape, (n, 1), 2, (0, 1), 5)
+    compare(f"ewise_strided_{op}", [b, a], [(rows * n, out)], shape, (0, 1), 5, (n, 1), 2)
+
+
 @pytest.mark.parametrize("cond", ("bool", "int64", "same"))
 @pytest.mark.parametrize("dtype", EVERY)
 def test_where_with_every_condition(dtype: str, cond: str) -> None:

@@ -183,12 +183,15 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 
         # cols (N*OH*OW, C*KH*KW) holds each group's C/G channels side by side
         blocks = weight.reshape(groups, o // groups, taps // groups).mT  # (G, C/G*KH*KW, O/G)
         rows = _grouped_matmul(cols, blocks)
-    out = rows.reshape(n, oh, ow, o).permute(0, 3, 1, 2)
-    if bias is not None:
-        if bias.shape != (o,):
-            raise ShapeError(f"conv2d: bias has shape {bias.shape}, expected ({o},)")
-        out = out + bias.reshape(1, o, 1, 1)
-    return out
+    if bias is None:
+        return rows.reshape(n, oh, ow, o).permute(0, 3, 1, 2)
+    if bias.shape != (o,):
+        raise ShapeError(f"conv2d: bias has shape {bias.shape}, expected ({o},)")
+    # The bias joins the rows, where it is a contiguous broadcast (its gradient a
+    # sum over rows), and one transposing copy then lays the output out NCHW: an
+    # add reading the permuted rows ran at a third of that speed.
+    rows = rows + bias
+    return rows.reshape(n, oh, ow, o).permute(0, 3, 1, 2).contiguous()
 
 
 def _transpose_params(x: Tensor, weight: Tensor, stride: Any, padding: Any,

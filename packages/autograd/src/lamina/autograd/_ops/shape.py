@@ -141,7 +141,10 @@ class Copy(Function):
         return a.copy() if out is a else out
 
     def backward(self, g: TensorBase) -> tuple[TensorBase]:
-        return (Copy.apply(g, device=self.source[0], dtype=self.source[1]),)
+        device, dtype = self.source
+        if g.device == device and g.dtype == dtype:
+            return (g,)  # a clone: the gradient passes unchanged, as PyTorch's CloneBackward
+        return (Copy.apply(g, device=device, dtype=dtype),)
 
 
 def to(x: Tensor, device: Any = None, dtype: Any = None, copy: bool = False) -> Tensor:
