@@ -263,10 +263,15 @@ void for_each_tile(const T* Bp, int64_t mc, int64_t nc, int64_t kc, T* C, int64_
         tile(i0, h, bpanel, c, ldc, accumulate);
       } else {
         tile(i0, h, bpanel, scratch_tile, int64_t(NR), false);
-        for (int64_t i = 0; i < h; ++i)
-          for (int64_t j = 0; j < w; ++j)
-            c[i * ldc + j] = accumulate ? c[i * ldc + j] + scratch_tile[i * NR + j]
-                                        : scratch_tile[i * NR + j];
+        for (int64_t i = 0; i < h; ++i) {
+          T* ci = c + i * ldc;
+          const T* si = scratch_tile + i * NR;
+          if (accumulate) {
+            for (int64_t j = 0; j < w; ++j) ci[j] += si[j];
+          } else {
+            std::memcpy(ci, si, sizeof(T) * w);
+          }
+        }
       }
     }
   }
