@@ -60,18 +60,18 @@ void dot_tile(const T* __restrict__ A, int64_t lda, const T* __restrict__ B, int
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 16
       for (int j = 0; j < J; ++j)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int v = 0; v < NV; ++v) acc[r][j][v] = W::zero();
     for (int64_t k = 0; k < kv; k += P) {
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int v = 0; v < NV; ++v) {
         V x[R];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) x[r] = W::loadu(A + r * lda + k + v * W::L);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int j = 0; j < J; ++j) {
           const V w = W::loadu(B + j * ldb + k + v * W::L);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
           for (int r = 0; r < R; ++r) acc[r][j][v] = W::fma(x[r], w, acc[r][j][v]);
         }
       }
@@ -80,9 +80,9 @@ void dot_tile(const T* __restrict__ A, int64_t lda, const T* __restrict__ B, int
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 16
       for (int j = 0; j < J; ++j) {
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int n = NV / 2; n > 0; n /= 2)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
           for (int v = 0; v < n; ++v) acc[r][j][v] = W::add(acc[r][j][v], acc[r][j][v + n]);
         sum[r][j] = fold_lanes(acc[r][j][0]);
       }
@@ -147,7 +147,7 @@ void axpy_tile(const T* __restrict__ A, int64_t ars, int64_t acs, const T* __res
     V b[NV];
 #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) b[v] = W::loadu(B + k * ldb + v * W::L);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const V a = W::set1(A[r * ars + k * acs]);
 #pragma GCC unroll 16
@@ -208,7 +208,12 @@ void gemv_axpy(const T* A, int64_t ars, int64_t acs, int64_t M, const T* B, int6
   constexpr int64_t block = 512 / int64_t(sizeof(T));
   for (int64_t jb = j0; jb < j1; jb += block) {
     const int64_t je = j1 - jb < block ? j1 : jb + block;
+    // Groups of 6 rows (12 accumulators, the packed AVX2 tile's), then 4 and
+    // fewer: each group reads the block of B once, so a long K (a weight
+    // gradient, 9 x 43264 @ 43264 x 32) rereads B as few times as registers allow.
     int64_t i = 0;
+    for (; i + 6 <= M; i += 6)
+      axpy_cols<T, 6, 2>(A + i * ars, ars, acs, B, ldb, K, C + i * ldc, ldc, jb, je);
     for (; i + 4 <= M; i += 4)
       axpy_cols<T, 4, 2>(A + i * ars, ars, acs, B, ldb, K, C + i * ldc, ldc, jb, je);
     const T* a = A + i * ars;

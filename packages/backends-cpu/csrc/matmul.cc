@@ -400,19 +400,14 @@ int threads_for_gemm(int64_t M, int64_t K, int64_t N, int nt) {
 // The dot products also need K of at least kGemvDotMinK: each one folds its
 // lanes and adds K % 16 terms one by one, so at K = 27 (a 3x3 convolution over
 // 3 channels, 16 x 27 @ 27 x 1024) they ran 15x behind the packed path.
-// Above 4 rows (one row group) the row updates read B once per group, so B
-// must stay in cache: K * N at most kGemvAxpyMaxKN elements (a 16 x 32768 @
-// 32768 x 27 weight gradient ran 2.5x behind the packed path).
 constexpr int64_t kGemvDotRows = 16, kGemvAxpyRows = 32, kGemvDotMinK = 64;
-constexpr int64_t kGemvAxpyMaxKN = 1 << 18;
 
 // The small-M path: false when B has neither contiguous rows nor contiguous
 // columns (then the packed GEMM reads it). Threads split the columns of C.
 template <class T>
 bool gemv(const IsaGemm<T>& ks, Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N, int nt) {
   const bool dot = B.rs == 1 && (B.cs != 1 || N == 1);
-  if (dot ? (M > kGemvDotRows || K < kGemvDotMinK)
-          : (B.cs != 1 || M > kGemvAxpyRows || (M > 4 && K * N > kGemvAxpyMaxKN)))
+  if (dot ? (M > kGemvDotRows || K < kGemvDotMinK) : (B.cs != 1 || M > kGemvAxpyRows))
     return false;
   if (dot && A.cs != 1) {
     // The dot products read rows of A along k: copy a strided A (M * K, small).
