@@ -300,6 +300,9 @@ def _truth(a: Any) -> Any:
 
 
 # ---------------------------------------------------------------------- reductions
+_WHOLE_REDUCTIONS = frozenset(("sum", "max", "min"))
+
+
 def reduce(a: A, axis: Any, keepdims: bool, op: str) -> A:
     """Reduce ``a`` over ``axis`` (None = all) with the backend's ``reduce_OP``.
 
@@ -307,6 +310,13 @@ def reduce(a: A, axis: Any, keepdims: bool, op: str) -> A:
     keep the dtype; argmax of bools is an error. A product over no elements
     is 1, a sum 0; ``prod`` needs the backend's optional ``reduce_prod``.
     """
+    if axis is None and not keepdims and op in _WHOLE_REDUCTIONS and a._dtype.is_wide_float \
+            and a._shape and not a._offset and (a._compact or a.is_compact()) \
+            and a._dtype.name in a._device.kernel_dtypes["reduce_" + op] and a.size:
+        # All of a compact float array (a loss's sum): one kernel call, no permute.
+        out = a._empty((), a._dtype, a._device)
+        a._device.kernels.reduce[op](a._buf, out._buf, a.size)
+        return out
     if a._dtype is bool_:
         if op in ("sum", "prod"):
             a = a.astype(int64)
