@@ -17,7 +17,7 @@ LAYOUTS = [  # buffer size, shape, strides, offset
     (4096, (64, 64), (1, 64), 0),        # transpose (tiled)
     (3000, (37, 53), (1, 37), 1000),     # transpose, odd sizes, offset
     (2 * 40 * 33, (2, 33, 40), (1320, 1, 33), 0),  # batched transpose
-    (3 * 16 * 36, (3, 36, 16), (576, 1, 36), 0),  # NCHW -> NHWC, 16 channels: 8x8 blocks of part tiles
+    (3 * 16 * 36, (3, 36, 16), (576, 1, 36), 0),  # NCHW -> NHWC, 16 channels (part tiles)
     (2 * 27 * 45 + 3, (2, 27, 45), (1215, 1, 27), 3),  # part tiles with edges on both sides
     (5, (4, 5), (0, 1), 0),              # broadcast rows
     (4, (4, 5), (1, 0), 0),              # broadcast columns
