@@ -35,6 +35,7 @@
 #include "kernels.h"
 #include "narrow.h"
 #include "threading.h"
+#include "transpose4.h"
 
 namespace lamina_cpu {
 
@@ -164,6 +165,23 @@ void pack_b_panel(Mat<S> B, int64_t kc, int64_t nc, int64_t panel, T* dst) {
   RunBuf<T, S, kMaxKc> buf;
   if (B.cs != 1 && B.rs == 1) {
     // Transposed B: column j is contiguous in k; NR columns, read along k.
+#if defined(LAMINA_HAS_TRANSPOSE4)
+    if constexpr (std::is_same_v<S, float> && std::is_same_v<T, float> && NR % 4 == 0) {
+      if (w == NR) {
+        // 4x4 blocks of (column, k) transposed in registers: writing one
+        // element per column and k cost about as much as the FMAs of a
+        // 128-row product (x @ W^T in a Linear layer).
+        const int64_t k4 = kc / 4 * 4;
+        for (int64_t j = 0; j < NR; j += 4) {
+          const S* col = B.p + (j0 + j) * B.cs;
+          for (int64_t k = 0; k < k4; k += 4) transpose4x4(col + k, B.cs, d + k * NR + j, NR);
+          for (int64_t k = k4; k < kc; ++k)
+            for (int64_t i = 0; i < 4; ++i) d[k * NR + j + i] = col[i * B.cs + k];
+        }
+        return;
+      }
+    }
+#endif
     for (int64_t j = 0; j < NR; ++j) {
       if (j >= w) {
         for (int64_t k = 0; k < kc; ++k) d[k * NR + j] = T(0);
@@ -207,6 +225,22 @@ void pack_a(Mat<S> A, int64_t mc, int64_t kc, T* dst) {
     const int64_t h = std::min<int64_t>(MR, mc - i0);
     T* d = dst + i0 * kc;
     if (h == MR && A.cs == 1) {
+#if defined(LAMINA_HAS_TRANSPOSE4)
+      if constexpr (std::is_same_v<S, float> && std::is_same_v<T, float> && MR >= 4) {
+        // Rows 0-3 of the panel as 4x4 register transposes, the rest one by
+        // one: the scalar gather cost up to a quarter of a 256-column product.
+        const int64_t k4 = kc / 4 * 4;
+        const S* r0 = A.p + i0 * A.rs;
+        for (int64_t k = 0; k < k4; k += 4) transpose4x4(r0 + k, A.rs, d + k * MR, MR);
+        for (int64_t k = k4; k < kc; ++k)
+          for (int i = 0; i < 4; ++i) d[k * MR + i] = r0[i * A.rs + k];
+        for (int i = 4; i < MR; ++i) {
+          const S* ri = r0 + i * A.rs;
+          for (int64_t k = 0; k < kc; ++k) d[k * MR + i] = ri[k];
+        }
+        continue;
+      }
+#endif
       const T* r[MR];
       for (int i = 0; i < MR; ++i) r[i] = as_compute(A.p + (i0 + i) * A.rs, kc, buf.v + i * kMaxKc);
       for (int64_t k = 0; k < kc; ++k, d += MR)

@@ -10,12 +10,10 @@
 // (broadcast, stride 0), or a strided loop per row.
 #include <algorithm>
 #include <cstring>
-#if defined(__SSE2__)
-#include <immintrin.h>
-#endif
 
 #include "kernels.h"
 #include "threading.h"
+#include "transpose4.h"
 
 namespace lamina_cpu {
 namespace {
@@ -88,25 +86,9 @@ constexpr int64_t kTile = 32;
 // One 8x8 block of a transposed copy through a register-sized buffer: eight
 // contiguous runs are read and eight are written, so large power-of-two
 // strides touch 8 cache lines per side instead of thrashing one cache set.
-#if defined(__SSE2__)
-// dst[j * ldd + i] = src[i * lds + j] for i, j < 4, over 4-byte elements (bits
-// moved by shuffles, so int32 and NaN payloads pass unchanged).
-inline void transpose4x4(const void* src, int64_t lds, void* dst, int64_t ldd) {
-  const float* s = static_cast<const float*>(src);
-  float* d = static_cast<float*>(dst);
-  __m128 a0 = _mm_loadu_ps(s), a1 = _mm_loadu_ps(s + lds);
-  __m128 a2 = _mm_loadu_ps(s + 2 * lds), a3 = _mm_loadu_ps(s + 3 * lds);
-  _MM_TRANSPOSE4_PS(a0, a1, a2, a3);
-  _mm_storeu_ps(d, a0);
-  _mm_storeu_ps(d + ldd, a1);
-  _mm_storeu_ps(d + 2 * ldd, a2);
-  _mm_storeu_ps(d + 3 * ldd, a3);
-}
-#endif
-
 template <class T, bool Gather>
 inline void transpose8(T* buf, T* flat, int64_t r0, int64_t c0, int64_t C, int64_t s) {
-#if defined(__SSE2__)
+#if defined(LAMINA_HAS_TRANSPOSE4)
   if constexpr (sizeof(T) == 4) {
     // Four 4x4 register transposes (three times the speed of the copy below).
     for (int i = 0; i < 8; i += 4)

@@ -271,11 +271,12 @@ def test_matmul_strided_transposes(dtype: str, m: int, n: int, p: int, trans: st
     np.testing.assert_allclose(got.reshape(m, p), want_a @ want_b, **(_tol(dtype, n) or TOL[dtype]))
 
 
-@pytest.mark.parametrize("m,n,p", [(13, 600, 16), (301, 257, 32), (6, 5, 1), (97, 1000, 17)])
+@pytest.mark.parametrize("m,n,p", [(13, 600, 16), (301, 257, 32), (6, 5, 1), (97, 1000, 17),
+                                   (50, 300, 48), (37, 301, 64)])
 @pytest.mark.parametrize("a_view", ["compact", "transposed", "every-other-column"])
 def test_matmul_narrow_reads_a_in_place(m: int, n: int, p: int, a_view: str) -> None:
-    # Products at most two 16-wide panels wide read A through its strides instead of
-    # packing it: odd row counts (partial tiles), several K blocks, any A layout.
+    # Products at most 64 floats wide (four AVX2 panels) read A through its strides
+    # instead of packing it: odd row counts (partial tiles), several K blocks, any A layout.
     buf = rand(2 * m * n + 1, "float32", 24)
     a_layout = {"compact": (1, n, 1), "transposed": (1, 1, m),
                 "every-other-column": (1, 2 * n, 2)}[a_view]
