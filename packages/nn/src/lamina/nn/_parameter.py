@@ -15,6 +15,7 @@ from typing import Any, cast
 import numpy as np
 from lamina import ndarray as nd
 from lamina.autograd import Tensor, no_grad
+from lamina.autograd._inplace import bump
 
 __all__ = ["Parameter", "as_array", "assign_array", "new_tensor"]
 
@@ -72,5 +73,13 @@ def assign_array(tensor: Tensor, value: nd.NDArray) -> None:
 
     ``value`` is copied: the tensor never shares storage with it.
     """
+    data = tensor._data
+    if isinstance(value, nd.NDArray) and value.shape == data.shape \
+            and value.dtype == data.dtype and value.device == data.device:
+        # An optimizer's new value: one copy kernel, none of copy_'s conversions
+        # (about a fifth of a small model's optimizer step went to them).
+        data[...] = value
+        bump(tensor)
+        return
     with no_grad():
         tensor.copy_(Tensor(value))
