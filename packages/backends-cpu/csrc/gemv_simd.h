@@ -60,18 +60,18 @@ void dot_tile(const T* __restrict__ A, int64_t lda, const T* __restrict__ B, int
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 16
       for (int j = 0; j < J; ++j)
-#pragma GCC unroll 8
+#pragma GCC unroll 4
         for (int v = 0; v < NV; ++v) acc[r][j][v] = W::zero();
     for (int64_t k = 0; k < kv; k += P) {
-#pragma GCC unroll 8
+#pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) {
         V x[R];
-#pragma GCC unroll 8
+#pragma GCC unroll 4
         for (int r = 0; r < R; ++r) x[r] = W::loadu(A + r * lda + k + v * W::L);
-#pragma GCC unroll 8
+#pragma GCC unroll 4
         for (int j = 0; j < J; ++j) {
           const V w = W::loadu(B + j * ldb + k + v * W::L);
-#pragma GCC unroll 8
+#pragma GCC unroll 4
           for (int r = 0; r < R; ++r) acc[r][j][v] = W::fma(x[r], w, acc[r][j][v]);
         }
       }
@@ -80,9 +80,9 @@ void dot_tile(const T* __restrict__ A, int64_t lda, const T* __restrict__ B, int
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 16
       for (int j = 0; j < J; ++j) {
-#pragma GCC unroll 8
+#pragma GCC unroll 4
         for (int n = NV / 2; n > 0; n /= 2)
-#pragma GCC unroll 8
+#pragma GCC unroll 4
           for (int v = 0; v < n; ++v) acc[r][j][v] = W::add(acc[r][j][v], acc[r][j][v + n]);
         sum[r][j] = fold_lanes(acc[r][j][0]);
       }

@@ -19,7 +19,7 @@ SHAPES = [(1, 1, 1), (1, 7, 5), (1, 16, 64), (1, 17, 65), (1, 128, 384), (2, 63,
           (4, 64, 256), (5, 129, 130), (7, 8, 1), (8, 257, 129), (13, 31, 200), (16, 768, 97),
           (17, 40, 70), (31, 65, 33), (32, 100, 129), (1, 0, 5),
           # tail columns over a long K (more than one 64-k block of the padded
-          # tail), and a B too large to reread per row group
+          # tail), and 6-row groups over a long K
           (3, 300, 11), (16, 20000, 27)]
 
 
