@@ -271,6 +271,19 @@ def test_matmul_strided_transposes(dtype: str, m: int, n: int, p: int, trans: st
     np.testing.assert_allclose(got.reshape(m, p), want_a @ want_b, **(_tol(dtype, n) or TOL[dtype]))
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_matmul_b_rows_with_a_gap(dtype: str) -> None:
+    # B's rows 5 elements apart more than its width, 9 full 16-wide panels and a
+    # part one: packing goes a row at a time across the panels, 8 at a time.
+    m, n, p, gap = 20, 70, 16 * 9 + 5, 5
+    a, buf = rand(m * n, dtype, 28), rand(n * (p + gap), dtype, 29)
+    got = compare("matmul_strided", [a, buf], [(m * p, dtype)], m, n, p, 0, n, 1, 0, p + gap, 1,
+                  tol=_tol(dtype, n))[0]
+    want_b = buf.reshape(n, p + gap)[:, :p]
+    np.testing.assert_allclose(got.reshape(m, p), a.reshape(m, n) @ want_b,
+                               **(_tol(dtype, n) or TOL[dtype]))
+
+
 @pytest.mark.parametrize("m,n,p", [(13, 600, 16), (301, 257, 32), (6, 5, 1), (97, 1000, 17),
                                    (50, 300, 48), (37, 301, 64)])
 @pytest.mark.parametrize("a_view", ["compact", "transposed", "every-other-column"])
