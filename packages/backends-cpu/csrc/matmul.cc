@@ -463,13 +463,54 @@ int threads_for_gemm(int64_t M, int64_t K, int64_t N, int nt) {
 // 3 channels, 16 x 27 @ 27 x 1024) they ran 15x behind the packed path.
 constexpr int64_t kGemvDotRows = 16, kGemvAxpyRows = 32, kGemvDotMinK = 64;
 
+// Cycles per k of gemv_axpy's tiles for an M x N product with L-lane vectors:
+// groups of 6 rows (then 4, then the rest) each run tiles 2 vectors wide, one
+// vector wide, then a zero-padded vector for the last N % L columns, copied
+// column by column; a tile of R rows and V vectors issues R * V FMAs and R + V
+// loads, two of either per cycle.
+inline double axpy_cycles(int64_t M, int64_t N, int64_t L) {
+  auto group = [&](double r) {
+    double c = double(N / (2 * L)) * std::max(2 * r, r + 2) / 2;
+    if (N % (2 * L) >= L) c += (r + 1) / 2;
+    if (N % L) c += (r + 1) / 2 + double(N % L) / 2;
+    return c;
+  };
+  return double(M / 6) * group(6) + double(M % 6 / 4) * group(4) + (M % 6 % 4 ? group(double(M % 6 % 4)) : 0.0);
+}
+
+// Row updates as C^T = B^T A^T when that product's tiles are clearly cheaper
+// (A^T must have contiguous rows, N at most 64): 16 x 27 @ 27-column B (a
+// 3-channel 3x3 convolution's weight gradient, 16 x 32768 @ 32768 x 27) runs
+// its 27 columns as a 16-wide tile, an 8-wide one and a padded 3-wide one per
+// group of rows, 27 x 16 as one 16-wide tile.
+template <class T>
+bool gemv_axpy_transposed(const IsaGemm<T>& ks, Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K,
+                          int64_t N, int nt, int64_t lanes) {
+  if (A.rs != 1 || A.cs == 1 || N > 64 || M < 2 ||
+      axpy_cycles(N, M, lanes) > 0.85 * axpy_cycles(M, N, lanes))
+    return false;
+  T* ct = scratch<T>(2, static_cast<std::size_t>(N * M));  // C^T, N x M
+  // Threads take groups of 6 rows of C^T (columns of C).
+  const int64_t groups = (N + 5) / 6;
+  run_threads(static_cast<int>(std::min<int64_t>(nt, groups)), [&](int t, int tn) {
+    const int64_t r0 = std::min(N, groups * t / tn * 6), r1 = std::min(N, groups * (t + 1) / tn * 6);
+    if (r0 < r1) ks.axpy(B.p + r0 * B.cs, B.cs, B.rs, r1 - r0, A.p, A.cs, K, ct + r0 * M, M, 0, M);
+  });
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) C[i * N + j] = ct[j * M + i];
+  return true;
+}
+
 // The small-M path: false when B has neither contiguous rows nor contiguous
 // columns (then the packed GEMM reads it). Threads split the columns of C.
 template <class T>
-bool gemv(const IsaGemm<T>& ks, Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N, int nt) {
+bool gemv(const IsaGemm<T>& ks, Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N, int nt,
+          int64_t lanes) {
   const bool dot = B.rs == 1 && (B.cs != 1 || N == 1);
   if (dot ? (M > kGemvDotRows || K < kGemvDotMinK) : (B.cs != 1 || M > kGemvAxpyRows))
     return false;
+  if (!dot && gemv_axpy_transposed(ks, A, B, C, M, K, N, threads_for_gemm(M, K, N, nt), lanes))
+    return true;
   if (dot && A.cs != 1) {
     // The dot products read rows of A along k: copy a strided A (M * K, small).
     T* a = scratch<T>(1, static_cast<std::size_t>(M * K));
@@ -506,7 +547,9 @@ void gemm_on(const IsaGemm<T>& ks, Mat<S> A, Mat<S> B, T* C, int64_t M, int64_t 
     // widened first; packing widens them on the way.
     gemm_packed<T, I>(ks, A, B, C, M, K, N, threads_for_gemm(M, K, N, nt));
   } else {
-    if (M <= kGemvAxpyRows && gemv<T>(ks, A, B, C, M, K, N, nt)) return;
+    // the lanes of the table's row-update kernels: AVX2's 8 floats, AVX-512's 16
+    constexpr int64_t lanes = (I == Tile::Avx2 || I == Tile::Portable ? 32 : 64) / int64_t(sizeof(T));
+    if (M <= kGemvAxpyRows && gemv<T>(ks, A, B, C, M, K, N, nt, lanes)) return;
     if (M * K * N <= kSmallFlops || M < 2) {
       if (A.cs == 1 && A.rs == K && B.cs == 1 && B.rs == N)
         ks.small(A.p, B.p, C, M, K, N);

@@ -109,3 +109,20 @@ def test_avx2_and_avx512_agree_bit_for_bit() -> None:
                 narrow = on("avx2", lambda: strided(a, b, *layouts))  # noqa: B023
                 wide = on("avx512", lambda: strided(a, b, *layouts))  # noqa: B023
                 np.testing.assert_array_equal(narrow, wide, err_msg=f"{dtype} {shape} {layouts}")
+
+
+@pytest.mark.usefixtures("isa")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(16, 20000, 27), (32, 300, 27), (8, 300, 10), (12, 300, 40),
+                                   (2, 70, 3)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_row_updates_of_the_transposed_product(dtype: str, shape: tuple[int, int, int],
+                                               threads: int) -> None:
+    # A transposed A with few columns in C (a weight gradient g^T @ x) may run as
+    # C^T = B^T A^T, whose row updates pad fewer columns; each element still sums
+    # the same products in the same order, so the bits equal a compact A's.
+    m, k, n = shape
+    a, b = rand((m, k), dtype, 10), rand((k, n), dtype, 11)
+    got = strided(a, b, "t", "c", threads)
+    np.testing.assert_array_equal(got, strided(a, b, "c", "c", 1))
+    close(got, a.astype(np.float64) @ b, k)
