@@ -328,7 +328,20 @@ void for_each_tile(const T* Bp, int64_t mc, int64_t nc, int64_t kc, T* C, int64_
           if (accumulate) {
             for (int64_t j = 0; j < w; ++j) ci[j] += si[j];
           } else {
-            std::memcpy(ci, si, sizeof(T) * w);
+            // Fixed-size copies in a loop of constant length (unrolled): a
+            // memcpy of w elements became a `rep movs`, whose start-up cost
+            // was 30% of 32768x16 @ 16x27 (edge tiles 11 wide) on Zen 3.
+#pragma GCC unroll 16
+            for (int j = 0; j < NR; j += 4) {
+              if (j + 4 <= w) {
+                std::memcpy(ci + j, si + j, 4 * sizeof(T));
+              } else {
+#pragma GCC unroll 4
+                for (int q = j; q < j + 3; ++q)
+                  if (q < w) ci[q] = si[q];
+                break;
+              }
+            }
           }
         }
       }
