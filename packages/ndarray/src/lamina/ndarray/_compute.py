@@ -318,9 +318,9 @@ def reduce(a: A, axis: Any, keepdims: bool, op: str) -> A:
         a._device.kernels.reduce[op](a._buf, out._buf, a.size)
         return out
     if type(axis) is int and (axis == -1 or axis == len(a._shape) - 1):
-        out = _reduce_last(a, keepdims, op)
-        if out is not None:
-            return out
+        last = _reduce_last(a, keepdims, op)
+        if last is not None:
+            return last
     if a._dtype is bool_:
         if op in ("sum", "prod"):
             a = a.astype(int64)
