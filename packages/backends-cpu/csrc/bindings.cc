@@ -57,6 +57,7 @@ py::dict kernel_dtypes() {
     add(name, kMatmulDtypes);
   for (const char* name : {"softmax_last", "logsumexp_last", "layer_norm_last"})
     add(name, kRowDtypes);
+  add("layer_norm_backward_last", kLayerNormBackwardDtypes);
   for (const char* name : {"im2col", "col2im", "adam_step"}) add(name, kFusedDtypes);
   for (const char* name : {"lstm_cell", "lstm_cell_backward", "gru_cell", "gru_cell_backward"})
     add(name, kRnnDtypes);
@@ -235,6 +236,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("softmax_last", &softmax_last, nogil());
   m.def("logsumexp_last", &logsumexp_last, nogil());
   m.def("layer_norm_last", &layer_norm_last, nogil());
+  m.def("layer_norm_backward_last", &layer_norm_backward_last, nogil());
 
   // indexing
   m.def("index_gather", &index_gather, nogil());

@@ -47,6 +47,8 @@ struct TypeKernels {
   void (*softmax_row)(const T* x, T* y, int64_t n) = nullptr;
   void (*layer_norm_row)(const T* x, const T* w, const T* b, T* y, int64_t n, double eps,
                          T* mean, T* rstd) = nullptr;
+  void (*layer_norm_backward_row)(const T* g, const T* x, const T* w, T mu, T inv, T* dx,
+                                  T* dw, T* db, int64_t n) = nullptr;
   // The GEMM kernels of each register tile this ISA runs (gemm.h), by Tile.
   IsaGemm<T> gemm[kTiles] = {};
 };

@@ -72,6 +72,9 @@ void logsumexp_last(const Array& a, Array& out, int64_t size);
 // mean and 1/sqrt(var + eps) for the backward.
 void layer_norm_last(const Array& a, const Array& weight, const Array& bias, Array& out,
                      Array& mean, Array& rstd, int64_t size, double eps);
+void layer_norm_backward_last(const Array& g, const Array& a, const Array& weight,
+                              const Array& mean, const Array& rstd, Array& grad_a,
+                              Array& grad_weight, Array& grad_bias, int64_t size);
 
 // sort.cc (v2.1): the first k of each row's stable sort (PyTorch's order, NaN
 // largest) into values_out and int64 indices_out, both (rows, k); and
@@ -180,6 +183,8 @@ constexpr DTypeMask kMultinomialDtypes = kFloats;  // of probs
 constexpr DTypeMask kProgramDtypes = kFloats;
 constexpr DTypeMask kFusedDtypes = kFloats;  // im2col, col2im, adam_step
 constexpr DTypeMask kRowDtypes = kFloats | kNarrow;  // softmax, logsumexp, layer norm
+// LayerNorm's backward: float32 and float64 (a 16-bit one runs on widened copies)
+constexpr DTypeMask kLayerNormBackwardDtypes = kFloats;
 // The matmuls take the 16-bit floats too: packing widens them, C sums in float32.
 constexpr DTypeMask kMatmulDtypes = kFloats | kNarrow;
 constexpr DTypeMask kRnnDtypes = kFloats;  // lstm_cell, gru_cell, their backwards

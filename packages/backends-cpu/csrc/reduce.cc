@@ -379,6 +379,45 @@ void layer_norm_rows(const T* pa, const T* pw, const T* pb, T* po, T* pm, T* pr,
   });
 }
 
+// LayerNorm's backward over rows of `size`: per row, with xhat = (x - mean) *
+// rstd and gw = g * w, dx = (gw - mean(gw) - xhat * mean(gw * xhat)) * rstd;
+// per column, dw = sum(g * xhat) and db = sum(g) over the rows. One pass over
+// g and x, where the composite took a dozen: blocks of 64 rows (split across
+// threads) each add their rows into their own column sums while the row is in
+// L1, and the blocks' sums are added in block order, so the result does not
+// depend on the thread count. Within a block (64 terms) and a row's 16 lanes
+// the sums run in T, which vectorises; across blocks and lanes in Acc<T>.
+template <class T>
+void layer_norm_backward_rows(const T* pg, const T* px, const T* pw, const T* pm, const T* pr,
+                              T* pdx, T* pdw, T* pdb, int64_t rows, int64_t size) {
+  using A = Acc<T>;
+  constexpr int64_t kBlock = 64;
+  const int64_t blocks = (rows + kBlock - 1) / kBlock;
+  std::vector<A> part(static_cast<std::size_t>(std::max<int64_t>(blocks, 1) * 2 * size), A(0));
+  const auto row = isa_kernels().of<T>().layer_norm_backward_row;
+  parallel_for(blocks, std::max<int64_t>(1, kCopyGrain / std::max<int64_t>(1, kBlock * size)),
+               [&](int64_t b, int64_t e) {
+    std::vector<T> sums(static_cast<std::size_t>(2 * size));
+    for (int64_t blk = b; blk < e; ++blk) {
+      std::fill(sums.begin(), sums.end(), T(0));
+      for (int64_t r = blk * kBlock; r < std::min(rows, (blk + 1) * kBlock); ++r)
+        row(pg + r * size, px + r * size, pw, pm[r], pr[r], pdx + r * size,
+                                   sums.data(), sums.data() + size, size);
+      A* out = part.data() + blk * 2 * size;
+      for (int64_t k = 0; k < 2 * size; ++k) out[k] = A(sums[k]);
+    }
+  }, 1);
+  for (int64_t k = 0; k < size; ++k) {
+    A w = 0, b = 0;
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      w += part[blk * 2 * size + k];
+      b += part[blk * 2 * size + size + k];
+    }
+    pdw[k] = static_cast<T>(w);
+    pdb[k] = static_cast<T>(b);
+  }
+}
+
 }  // namespace
 
 void softmax_last(const Array& a, Array& out, int64_t size) {
@@ -418,6 +457,30 @@ void logsumexp_last(const Array& a, Array& out, int64_t size) {
     } else {
       logsumexp_rows<T>(a.data<T>(), out.data<T>(), rows, size);
     }
+  });
+}
+
+void layer_norm_backward_last(const Array& g, const Array& a, const Array& weight,
+                              const Array& mean, const Array& rstd, Array& grad_a,
+                              Array& grad_weight, Array& grad_bias, int64_t size) {
+  const char* op = "layer_norm_backward_last";
+  require_same_dtype(op, {&g, &a, &weight, &mean, &rstd, &grad_a, &grad_weight, &grad_bias});
+  require_dtype_in(op, a.dtype(), kLayerNormBackwardDtypes);
+  const int64_t rows = check_rows(op, a, mean, size, true);
+  const int64_t n = checked_mul(rows, size, op);
+  if (rstd.size() != rows)
+    value_error(op, ": rstd has ", rstd.size(), " elements, mean has ", rows);
+  if (g.size() < n || grad_a.size() < n)
+    value_error(op, ": g and grad_a have ", g.size(), " and ", grad_a.size(),
+                " elements, expected ", rows, "x", size);
+  if (weight.size() < size || grad_weight.size() < size || grad_bias.size() < size)
+    value_error(op, ": weight, grad_weight and grad_bias have ", weight.size(), ", ",
+                grad_weight.size(), " and ", grad_bias.size(), " elements, expected ", size);
+  dispatch_in<kLayerNormBackwardDtypes>(op, a.dtype(), [&](auto tag) {
+    using T = elem_t<decltype(tag)>;
+    layer_norm_backward_rows<T>(g.data<T>(), a.data<T>(), weight.data<T>(), mean.data<T>(),
+                                rstd.data<T>(), grad_a.data<T>(), grad_weight.data<T>(),
+                                grad_bias.data<T>(), rows, size);
   });
 }
 

@@ -122,6 +122,45 @@ void layer_norm_row(const T* __restrict__ x, const T* __restrict__ w, const T* _
   *rstd = static_cast<T>(inv);
 }
 
+// One row of layer_norm_backward_last (reduce.cc): with xhat = (x - mu) * inv
+// and gw = g * w, dx = (gw - mean(gw) - xhat * mean(gw * xhat)) * inv, and the
+// row's g * xhat and g added into the column sums dw and db. The row sums run
+// in 16 lanes of T folded in Acc<T>. (Restrict-qualified parameters: GCC
+// honours them there, and the loops vectorise.)
+template <class T>
+void layer_norm_backward_row(const T* __restrict__ g, const T* __restrict__ x,
+                             const T* __restrict__ w, T mu, T inv, T* __restrict__ dx,
+                             T* __restrict__ dw, T* __restrict__ db, int64_t size) {
+  using A = Acc<T>;
+  constexpr int64_t kL = 16;
+  T s1[kL] = {}, s2[kL] = {};
+  int64_t i = 0;
+  for (; i + kL <= size; i += kL)
+    for (int64_t j = 0; j < kL; ++j) {
+      const T gw = g[i + j] * w[i + j];
+      s1[j] += gw;
+      s2[j] += gw * ((x[i + j] - mu) * inv);
+    }
+  // the tail into scalars: indexing the lanes at run time would keep them in memory
+  A t1 = 0, t2 = 0;
+  for (; i < size; ++i) {
+    const T gw = g[i] * w[i];
+    t1 += A(gw);
+    t2 += A(gw * ((x[i] - mu) * inv));
+  }
+  for (int64_t j = 0; j < kL; ++j) {
+    t1 += A(s1[j]);
+    t2 += A(s2[j]);
+  }
+  const T m1 = static_cast<T>(t1 / A(size)), m2 = static_cast<T>(t2 / A(size));
+  for (int64_t k = 0; k < size; ++k) {
+    const T xhat = (x[k] - mu) * inv;
+    dx[k] = (g[k] * w[k] - m1 - xhat * m2) * inv;
+    dw[k] += g[k] * xhat;
+    db[k] += g[k];
+  }
+}
+
 // This copy's row loops for T into an ISA table (isa_table.h); softmax_row
 // is the includer's, since its exp differs per ISA. (reduce_columns.h is
 // included before this file.)
@@ -130,5 +169,8 @@ void fill_rows(TypeKernels<T>& t) {
   t.row_max = &row_extreme<T, true>;
   t.row_min = &row_extreme<T, false>;
   if constexpr (!std::is_same_v<T, bool>) t.sum_columns = &sum_columns<T>;
-  if constexpr (std::is_floating_point_v<T>) t.layer_norm_row = &layer_norm_row<T>;
+  if constexpr (std::is_floating_point_v<T>) {
+    t.layer_norm_row = &layer_norm_row<T>;
+    t.layer_norm_backward_row = &layer_norm_backward_row<T>;
+  }
 }

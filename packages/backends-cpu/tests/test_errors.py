@@ -53,6 +53,12 @@ CASES = [
     (ValueError, "logsumexp_last", lambda: cpu.logsumexp_last(arr(6), arr(3), 3)),
     (ValueError, "layer_norm_last",
      lambda: cpu.layer_norm_last(arr(6), arr(3), arr(3), arr(6), arr(2), arr(3), 3, 1e-5)),
+    (ValueError, "layer_norm_backward_last",  # rstd of 3 rows, mean of 2
+     lambda: cpu.layer_norm_backward_last(arr(6), arr(6), arr(3), arr(2), arr(3), arr(6), arr(3),
+                                          arr(3), 3)),
+    (ValueError, "layer_norm_backward_last",  # grad_weight shorter than a row
+     lambda: cpu.layer_norm_backward_last(arr(6), arr(6), arr(3), arr(2), arr(2), arr(6), arr(2),
+                                          arr(3), 3)),
     (ValueError, "layer_norm_last",
      lambda: cpu.layer_norm_last(arr(6), arr(2), arr(3), arr(6), arr(2), arr(2), 3, 1e-5)),
     (ValueError, "layer_norm_last",

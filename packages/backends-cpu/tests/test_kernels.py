@@ -205,6 +205,19 @@ def test_layer_norm(dtype: str, rows: int, size: int) -> None:
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("rows,size", [(1, 2), (3, 10), (70, 17), (130, 128), (2, 3001)])
+def test_layer_norm_backward(dtype: str, rows: int, size: int) -> None:
+    # Several 64-row blocks (70, 130 rows), rows shorter and longer than the 16 lanes.
+    a = rand(rows * size, dtype, 13, 9, 11)
+    w, g = rand(size, dtype, 14), rand(rows * size, dtype, 17)
+    mean = a.reshape(rows, size).mean(1).astype(dtype)
+    rstd = (1 / np.sqrt(a.reshape(rows, size).var(1) + 1e-5)).astype(dtype)
+    compare("layer_norm_backward_last", [g, a, w, mean, rstd],
+            [(rows * size, dtype), (size, dtype), (size, dtype)], size,
+            tol=dict(rtol=1e-4, atol=1e-4) if dtype == "float32" else None)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("size", ODD_SIZES)
 def test_erf(dtype: str, size: int) -> None:
     # The numpy reference has no erf kernel: compare with libm through math.erf.

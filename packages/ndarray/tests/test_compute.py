@@ -289,6 +289,28 @@ def _without(device: str, kernel: str, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("fused", [True, False], ids=["fused", "composite"])
+@pytest.mark.parametrize("shape", [(1, 2), (3, 7), (2, 3, 128), (0, 5)])
+def test_layer_norm_backward(device, shape, fused, monkeypatch):
+    if not fused:
+        _without(device, "layer_norm_backward_last", monkeypatch)
+    x, g = (rand(*shape) + 5).astype(np.float32), rand(*shape).astype(np.float32)
+    w = rand(shape[-1]).astype(np.float32)
+    arrays = [nd.array(v, device=device) for v in (g, x, w)]
+    _, mean, rstd = nd.layer_norm(arrays[1], arrays[2], nd.array(w, device=device))
+    dx, dw, db = nd.layer_norm_backward(*arrays, mean, rstd)
+    wide = x.astype(np.float64)
+    xhat = (wide - mean.numpy()) * rstd.numpy()
+    gw = g * w.astype(np.float64)
+    rows = tuple(range(len(shape) - 1))
+    want_dx = (gw - gw.mean(-1, keepdims=True) - xhat * (gw * xhat).mean(-1, keepdims=True)) \
+        * rstd.numpy()
+    assert dx.shape == shape and dw.shape == db.shape == shape[-1:]
+    close(dx, want_dx.astype(np.float32), rtol=1e-3, atol=1e-3)
+    close(dw, (g * xhat).sum(rows).astype(np.float32), rtol=1e-3, atol=1e-3)
+    close(db, g.astype(np.float64).sum(rows).astype(np.float32), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "composite"])
 @pytest.mark.parametrize("shape", [(1, 1), (3, 7), (2, 3, 128)])
 def test_layer_norm(device, shape, fused, monkeypatch):
     if not fused:

@@ -639,6 +639,43 @@ def layer_norm(a: A, weight: A, bias: A, eps: float = 1e-5
     return centred * rstd * weight + bias, mu, rstd
 
 
+def layer_norm_backward(g: A, a: A, weight: A, mean: A, rstd: A) -> tuple[A, A, A]:
+    """The gradients of :func:`layer_norm` from the output's gradient ``g``.
+
+    Shapes: g and a (*, D), weight (D,), mean and rstd (*, 1) as layer_norm
+    returned them -> grad_a (*, D), grad_weight (D,), grad_bias (D,). With
+    ``xhat = (a - mean) * rstd`` and ``gw = g * weight``::
+
+        grad_a = (gw - mean(gw) - xhat * mean(gw * xhat)) * rstd   (means over D)
+        grad_weight = sum(g * xhat), grad_bias = sum(g)            (sums over rows)
+
+    One pass of the backend's ``layer_norm_backward_last`` where it has one (the
+    composite is a dozen elementwise and reduction kernels).
+    """
+    size = a._shape[-1]
+    fused = optional_kernel(a, "layer_norm_backward_last", "layer_norm_backward") \
+        if a._shape and size and g._shape == a._shape and g._dtype is a._dtype else None
+    if fused is not None:
+        ops = [x if x._compact or x.is_compact() else x.compact()
+               for x in (g, a, weight, mean, rstd)]
+        grad_a = ops[1]._like()
+        grad_weight = a._empty((size,), a._dtype, a._device)
+        grad_bias = a._empty((size,), a._dtype, a._device)
+        if grad_a.size:
+            fused(*(x._buf for x in ops), grad_a._buf, grad_weight._buf, grad_bias._buf, size)
+        else:
+            for out in (grad_weight, grad_bias):
+                kernels_of(a, "fill", "layer_norm_backward").fill(out._buf, 0.0)
+        return grad_a, grad_weight, grad_bias
+    x: Any = a  # NDArray's operators and methods (ArrayBase declares none)
+    dy: Any = g
+    xhat = (x - mean) * rstd
+    gw = dy * weight
+    grad_a = (gw - gw.mean(-1, keepdims=True) - xhat * (gw * xhat).mean(-1, keepdims=True)) * rstd
+    rows = tuple(range(len(a._shape) - 1))
+    return grad_a, (dy * xhat).sum(axis=rows), dy.sum(axis=rows)
+
+
 # Abramowitz & Stegun 7.1.26: erf(x) = 1 - t (a1 + t (a2 + ...)) exp(-x^2),
 # t = 1 / (1 + p |x|), odd in x; absolute error below 1.5e-7.
 _ERF_P = 0.3275911

@@ -149,6 +149,7 @@ class KernelTable:
     softmax_last: Kernel | None = _optional()
     logsumexp_last: Kernel | None = _optional()
     layer_norm_last: Kernel | None = _optional()
+    layer_norm_backward_last: Kernel | None = _optional()  # the backward of layer_norm_last
     im2col: Kernel | None = _optional()
     col2im: Kernel | None = _optional()
     # v2.1 recurrent cells: one time step of an LSTM or GRU layer, forward and backward,

@@ -224,7 +224,8 @@ def _elementwise_dtypes() -> dict[str, tuple[str, ...]]:
 KERNEL_DTYPES: dict[str, tuple[str, ...]] = {
     **{name: _FLOATS for name in (
         "matmul", "matmul_batched", "matmul_strided", "matmul_batched_strided", "softmax_last",
-        "logsumexp_last", "layer_norm_last", "im2col", "col2im", "adam_step")},
+        "logsumexp_last", "layer_norm_last", "layer_norm_backward_last", "im2col", "col2im",
+        "adam_step")},
     # numpy has no bool loop for these (the ndarray layer casts bool sums to int64)
     **{name: _NUMBERS for name in (
         "reduce_sum", "reduce_sum_axis", "reduce_argmax", "reduce_prod", "cumsum_last")},
@@ -457,6 +458,32 @@ class NumpyBackend:
                   centred * inv * weight.data[:size] + bias.data[:size], casting="unsafe")
         np.copyto(mean.data, mu[:, 0], casting="unsafe")
         np.copyto(rstd.data, inv[:, 0], casting="unsafe")
+
+    @staticmethod
+    def layer_norm_backward_last(g: NumpyArray, a: NumpyArray, weight: NumpyArray,
+                                 mean: NumpyArray, rstd: NumpyArray, grad_a: NumpyArray,
+                                 grad_weight: NumpyArray, grad_bias: NumpyArray,
+                                 size: int) -> None:
+        rows = _rows(a, mean, size, "layer_norm_backward_last", nonempty=True)
+        n = rows.size
+        if rstd.data.size != mean.data.size or g.data.size < n or grad_a.data.size < n:
+            raise ValueError(f"layer_norm_backward_last: g, grad_a, mean and rstd have "
+                             f"{g.data.size}, {grad_a.data.size}, {mean.data.size} and "
+                             f"{rstd.data.size} elements for {len(rows)}x{size}")
+        if min(weight.data.size, grad_weight.data.size, grad_bias.data.size) < size:
+            raise ValueError(f"layer_norm_backward_last: weight, grad_weight and grad_bias "
+                             f"have {weight.data.size}, {grad_weight.data.size} and "
+                             f"{grad_bias.data.size} elements, expected {size}")
+        # float64 throughout, as the forward's statistics
+        wide = g.data[:n].reshape(rows.shape).astype(np.float64)
+        inv = rstd.data[:, None].astype(np.float64)
+        xhat = (rows.astype(np.float64) - mean.data[:, None]) * inv
+        gw = wide * weight.data[:size]
+        dx = (gw - gw.mean(axis=1, keepdims=True)
+              - xhat * (gw * xhat).mean(axis=1, keepdims=True)) * inv
+        np.copyto(grad_a.data[:n].reshape(rows.shape), dx, casting="unsafe")
+        np.copyto(grad_weight.data[:size], (wide * xhat).sum(axis=0), casting="unsafe")
+        np.copyto(grad_bias.data[:size], wide.sum(axis=0), casting="unsafe")
 
     # ----------------------------------------------------------- indexing
     @staticmethod

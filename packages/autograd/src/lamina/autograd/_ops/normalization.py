@@ -14,10 +14,12 @@ and writes the backward out::
 
 Each op has one backward rule (``_layer_norm_grads``, ``_batch_norm_grads``),
 written with operations that Tensor and NDArray share. A first-order backward
-runs it on NDArrays: the statistics the forward saved, no graph and no Tensor
-per step. With ``create_graph`` (gradients of gradients) it runs on Tensors,
-with the statistics recomputed as Tensor functions of the input, so the rule
-records and higher-order gradients are exact.
+runs on NDArrays: the statistics the forward saved, no graph and no Tensor
+per step (LayerNorm's as ``nd.layer_norm_backward``: the same rule, in one
+pass of the backend's ``layer_norm_backward_last`` where it has one). With
+``create_graph`` (gradients of gradients) the rule runs on Tensors, with the
+statistics recomputed as Tensor functions of the input, so it records and
+higher-order gradients are exact.
 """
 
 from __future__ import annotations
@@ -54,9 +56,11 @@ class LayerNorm(Function):
         if grad_mode._state.enabled:  # create_graph: statistics that depend on x, recorded
             xhat, rstd = _normalised(x, self.eps)
             return _layer_norm_grads(g, weight, xhat, rstd, self.needs_input_grad)
-        xhat_d = (x._data - self.mean) * self.rstd
-        return as_tensors(_layer_norm_grads(g._data, weight._data, xhat_d, self.rstd,
-                                            self.needs_input_grad))
+        need_x, need_w, need_b = self.needs_input_grad
+        # one pass of the backend's layer_norm_backward_last where it has one
+        dx, dw, db = nd.layer_norm_backward(g._data, x._data, weight._data, self.mean, self.rstd)
+        return as_tensors((dx if need_x else None, dw if need_w else None,
+                           db if need_b else None))
 
 
 def _normalised(x: Tensor, eps: float) -> tuple[Tensor, Tensor]:

@@ -75,6 +75,35 @@ def test_layer_norm_last(lamina_backend, lamina_reference, lamina_float, shape):
         assert_close(g, r, "reduce" if name != "rstd" else "large", f"layer_norm_last {name}")
 
 
+def _layer_norm_backward(backend, g, a, w, mean, rstd, rows, size):
+    """grad_a, grad_weight and grad_bias of ``layer_norm_backward_last`` on ``backend``."""
+    dtype = a.dtype.name
+    outs = [backend.Array(n, dtype) for n in (rows * size, size, size)]
+    backend.layer_norm_backward_last(*(put(backend, x) for x in (g, a, w, mean, rstd)), *outs,
+                                     size)
+    return [get(backend, buf) for buf in outs]
+
+
+@pytest.mark.parametrize("shape", [(1, 2), (4, 7), (3, 1000), (70, 33), (130, 16)], ids=str)
+def test_layer_norm_backward_last(lamina_backend, lamina_reference, lamina_float, shape):
+    # Against the float64 formula: dx from the row means of g * w and g * w * xhat,
+    # the weight and bias gradients summed over rows (70 and 130 rows: several blocks).
+    _need(lamina_backend, "layer_norm_backward_last")
+    rows, size = shape
+    a = sample(lamina_float, shape, 7, 99, 101)
+    w, g = sample(lamina_float, size, 8), sample(lamina_float, shape, 9)
+    _, mean, rstd = _layer_norm(lamina_reference, a, w, w, rows, size, 1e-5)
+    got = _layer_norm_backward(lamina_backend, g, a, w, mean, rstd, rows, size)
+    xhat = (a.astype(np.float64).reshape(rows, size) - mean[:, None]) * rstd[:, None]
+    gw = g.astype(np.float64).reshape(rows, size) * w
+    dx = (gw - gw.mean(1, keepdims=True) - xhat * (gw * xhat).mean(1, keepdims=True)) \
+        * rstd[:, None]
+    want = [dx.reshape(-1), (g.reshape(rows, size) * xhat).sum(0), g.reshape(rows, size).sum(0)]
+    for name, have, ref in zip(("grad_a", "grad_weight", "grad_bias"), got, want):
+        assert_close(have, ref.astype(lamina_float), "reduce",
+                     f"layer_norm_backward_last {name}")
+
+
 def test_ewise_erf(lamina_backend, lamina_float):
     _need(lamina_backend, "ewise_erf")
     a = np.concatenate([sample(lamina_float, 1001, 7, -6, 6),
