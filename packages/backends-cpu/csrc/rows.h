@@ -125,32 +125,29 @@ void layer_norm_row(const T* __restrict__ x, const T* __restrict__ w, const T* _
 // One row of layer_norm_backward_last (reduce.cc): with xhat = (x - mu) * inv
 // and gw = g * w, dx = (gw - mean(gw) - xhat * mean(gw * xhat)) * inv, and the
 // row's g * xhat and g added into the column sums dw and db. The row sums run
-// in 16 lanes of T folded in Acc<T>. (Restrict-qualified parameters: GCC
-// honours them there, and the loops vectorise.)
+// in one vector of lanes of T each, one loop per sum, folded in Acc<T>: two
+// sums in one loop over 16 lanes vectorised into permutes, 4.5x slower.
+// (Restrict-qualified parameters: GCC honours them there, not on locals.)
 template <class T>
 void layer_norm_backward_row(const T* __restrict__ g, const T* __restrict__ x,
                              const T* __restrict__ w, T mu, T inv, T* __restrict__ dx,
                              T* __restrict__ dw, T* __restrict__ db, int64_t size) {
   using A = Acc<T>;
-  constexpr int64_t kL = 16;
-  T s1[kL] = {}, s2[kL] = {};
-  int64_t i = 0;
-  for (; i + kL <= size; i += kL)
-    for (int64_t j = 0; j < kL; ++j) {
-      const T gw = g[i + j] * w[i + j];
-      s1[j] += gw;
-      s2[j] += gw * ((x[i + j] - mu) * inv);
-    }
-  // the tail into scalars: indexing the lanes at run time would keep them in memory
+  constexpr int kL = 32 / sizeof(T);
+  T a1[kL] = {}, a2[kL] = {};
+  int64_t n = size / kL * kL;
+  for (int64_t i = 0; i < n; i += kL)
+    for (int j = 0; j < kL; ++j) a1[j] += g[i + j] * w[i + j];
+  for (int64_t i = 0; i < n; i += kL)
+    for (int j = 0; j < kL; ++j) a2[j] += g[i + j] * w[i + j] * ((x[i + j] - mu) * inv);
   A t1 = 0, t2 = 0;
-  for (; i < size; ++i) {
-    const T gw = g[i] * w[i];
-    t1 += A(gw);
-    t2 += A(gw * ((x[i] - mu) * inv));
+  for (int64_t i = n; i < size; ++i) {
+    t1 += A(g[i] * w[i]);
+    t2 += A(g[i] * w[i] * ((x[i] - mu) * inv));
   }
-  for (int64_t j = 0; j < kL; ++j) {
-    t1 += A(s1[j]);
-    t2 += A(s2[j]);
+  for (int j = 0; j < kL; ++j) {
+    t1 += A(a1[j]);
+    t2 += A(a2[j]);
   }
   const T m1 = static_cast<T>(t1 / A(size)), m2 = static_cast<T>(t2 / A(size));
   for (int64_t k = 0; k < size; ++k) {
