@@ -34,8 +34,10 @@ def test_metadata() -> None:
 def test_provides_every_kernel() -> None:
     assert interface.missing_kernels(cuda) == []
     # every optional kernel and device function but the host thread setting, the
-    # wrapping of host memory, the cheaper allocation and the fused Adam step
-    not_provided = {"wrap_numpy", "set_num_threads", "num_threads", "empty", "adam_step"}
+    # wrapping of host memory, the cheaper allocation, the fused Adam step and the
+    # fused LayerNorm backward
+    not_provided = {"wrap_numpy", "set_num_threads", "num_threads", "empty", "adam_step",
+                    "layer_norm_backward_last"}
     assert [n for n in interface.OPTIONAL if not hasattr(cuda, n)] == [
         n for n in interface.OPTIONAL if n in not_provided]
     assert set(lamina_backend_cuda.KERNELS) == set(interface.REQUIRED + interface.OPTIONAL) - {
