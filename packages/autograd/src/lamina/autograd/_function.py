@@ -153,14 +153,26 @@ class Function:
         node = cls()
         # Plain loops, not comprehensions or any(genexpr): this runs for every
         # op, and each comprehension is one more Python call (eager overhead).
-        arrays = []
-        record = False
-        for t in inputs:
-            arrays.append(t._data)
+        # Two inputs (the binary ops, most of a step's) are unrolled: a 1-element
+        # x + y with grad went from 3.6 to 2.9 us with this and the unrolled
+        # record below (Python 3.11, Zen 3).
+        if len(inputs) == 2:
+            t, u = inputs
             if t._base is not None and t._history != t._vc.history:  # type: ignore[union-attr]
                 t._refresh_view()
-            if t._requires_grad:
-                record = True
+            if u._base is not None and u._history != u._vc.history:  # type: ignore[union-attr]
+                u._refresh_view()
+            arrays = [t._data, u._data]
+            record = t._requires_grad or u._requires_grad
+        else:
+            arrays = []
+            record = False
+            for t in inputs:
+                arrays.append(t._data)
+                if t._base is not None and t._history != t._vc.history:  # type: ignore[union-attr]
+                    t._refresh_view()
+                if t._requires_grad:
+                    record = True
         data = node.forward(*arrays, **params)
         if not (record and cls.differentiable and grad_mode._state.enabled):
             # Nothing to record (no_grad, inference, no input needing grad): the output
@@ -179,16 +191,26 @@ class Function:
                 out._base = base if base._base is None else base._base
                 out._history = vc.history
             return out
-        edges = []
-        shapes = []
-        dtypes = []
-        for t, a in zip(inputs, arrays):
-            edges.append((t if t.grad_fn is None else t.grad_fn) if t._requires_grad else None)
-            shapes.append(a._shape)
-            dtypes.append(a._dtype)
-        node.next = tuple(edges)
-        node.shapes = tuple(shapes)
-        node.dtypes = tuple(dtypes)
+        # The recorded node: its edges, input shapes and dtypes; then the output,
+        # make() written out.
+        if len(inputs) == 2:
+            t, u = inputs
+            a, b = arrays
+            node.next = ((t if t.grad_fn is None else t.grad_fn) if t._requires_grad else None,
+                         (u if u.grad_fn is None else u.grad_fn) if u._requires_grad else None)
+            node.shapes = (a._shape, b._shape)
+            node.dtypes = (a._dtype, b._dtype)
+        else:
+            edges = []
+            shapes = []
+            dtypes = []
+            for t, a in zip(inputs, arrays):
+                edges.append((t if t.grad_fn is None else t.grad_fn) if t._requires_grad else None)
+                shapes.append(a._shape)
+                dtypes.append(a._dtype)
+            node.next = tuple(edges)
+            node.shapes = tuple(shapes)
+            node.dtypes = tuple(dtypes)
         if cls.save_inputs:
             node._saved = inputs
             for t in inputs:
@@ -196,7 +218,11 @@ class Function:
                     node._versions = tuple([0 if u._vc is None else u._vc.value
                                             for u in inputs])
                     break
-        out = tb.make(data, True, node)
+        out = object.__new__(tb._tensor_class)
+        out._data = data
+        out._requires_grad = True
+        out.grad = out._post_hooks = out._vc = out._base = None
+        out.grad_fn = node
         if cls.save_output:
             node._out_data = data
             out._vc = node._out_vc = Version()
