@@ -57,6 +57,45 @@ def test_scalar_ops(device, op, ref):
     close(op(nd.array(x, device=device)), ref(x).astype(np.float32))
 
 
+INPLACE = [
+    (lambda a, b: a.__iadd__(b), np.add), (lambda a, b: a.__isub__(b), np.subtract),
+    (lambda a, b: a.__imul__(b), np.multiply), (lambda a, b: a.__itruediv__(b), np.divide),
+]
+
+
+@pytest.mark.parametrize("op,ref", INPLACE)
+@pytest.mark.parametrize("other", ["same shape", "broadcast row", "python float", "python int",
+                                   "float64 array", "the array itself"])
+@pytest.mark.parametrize("target", ["compact", "transposed view"])
+def test_inplace_operators_write_into_the_array(device, op, ref, other, target):
+    x, y = rand(3, 4), np.where(np.abs(rand(3, 4)) < 0.1, 0.5, rand(3, 4)).astype(np.float32)
+    base = nd.array(x if target == "compact" else x.T.copy(), device=device)
+    a = base if target == "compact" else base.permute((1, 0))
+    alias = base.reshape(12)  # a view of the same storage sees the update
+    b = {"same shape": nd.array(y, device=device), "broadcast row": nd.array(y[0], device=device),
+         "python float": 0.75, "python int": 3, "float64 array": nd.array(y.astype(np.float64),
+                                                                          device=device),
+         "the array itself": a}[other]
+    expected = ref(x, {"broadcast row": y[0], "python float": 0.75, "python int": 3,
+                       "the array itself": x}.get(other, y)).astype(np.float32)
+    out = op(a, b)
+    assert out is a and a.dtype == nd.float32
+    close(a, expected)
+    close(alias, (expected if target == "compact" else expected.T).reshape(12))
+
+
+def test_inplace_operator_errors_leave_the_array_unchanged(device):
+    a = nd.array(np.arange(3), device=device)
+    a += 2  # int64 stays int64
+    assert a.dtype == nd.int64 and a.numpy().tolist() == [2, 3, 4]
+    with pytest.raises(nd.DTypeError, match="add in place: the result is float"):
+        a += 0.5
+    row = nd.array(np.ones(3, np.float32), device=device)
+    with pytest.raises(nd.ShapeError, match=r"sub in place: the result has shape \(2, 3\)"):
+        row -= nd.array(np.ones((2, 3), np.float32), device=device)
+    assert a.numpy().tolist() == [2, 3, 4] and row.numpy().tolist() == [1, 1, 1]
+
+
 @pytest.mark.parametrize("name", ["neg", "abs", "exp", "log", "sqrt", "tanh", "sin", "cos",
                                   "sign"])
 def test_unary_ops_on_views(device, name):

@@ -179,6 +179,47 @@ def binary_operator(op: str) -> Callable[[A, Any], A]:
     return method
 
 
+def inplace_operator(op: str) -> Callable[[A, Any], A]:
+    """The in-place method of ``op`` (``A.__isub__`` for "sub"): ``a -= b`` writes
+    ``a - b`` into ``a``'s own storage, as numpy does, so views of ``a`` see it.
+
+    ``b`` broadcasts to ``a``'s shape, and the result keeps ``a``'s dtype: a
+    result that :func:`can_cast` cannot convert to it (``int_array += 0.5``)
+    raises DTypeError, one that broadcasts ``a`` up raises ShapeError, both
+    before anything is written. Float arithmetic with a compact ``a`` and a
+    Python number or a compact array of ``a``'s shape, dtype and device is one
+    kernel writing over ``a``'s buffer (the backend interface lets an
+    elementwise kernel's output be its input): an optimizer's ``p -= lr * g``
+    makes no temporary for ``p - lr * g`` and no copy of it into ``p``.
+    """
+    fast = op in _ARITHMETIC
+
+    def method(a: A, b: Any) -> A:
+        if fast and a._dtype.is_wide_float and (a._compact or a.is_compact()):
+            if type(b) is type(a) and a._device is b._device and a._dtype is b._dtype \
+                    and a._shape == b._shape and (b._compact or b.is_compact()):
+                # Both compact and of one shape: sharing a buffer, they are the same elements.
+                a._device.kernels.ewise[op](a._buf, b._buf, a._buf)
+                return a
+            if type(b) is float or type(b) is int:
+                a._device.kernels.scalar[op](a._buf, b, a._buf)
+                return a
+        result = binary(a, b, op)
+        if result is NotImplemented:
+            return NotImplemented
+        if result._shape != a._shape:
+            raise ShapeError(f"{op} in place: the result has shape {result._shape} (broadcast), "
+                             f"which does not fit into an array of shape {a._shape}")
+        if result._dtype is not a._dtype and result._dtype.category > a._dtype.category:
+            raise DTypeError(f"{op} in place: the result is {result._dtype.name}, which cannot "
+                             f"be cast to the array's {a._dtype.name}")
+        a[...] = result
+        return a
+
+    method.__name__ = method.__qualname__ = "i" + op
+    return method
+
+
 def reversed_operator(op: str) -> Callable[[A, Any], A]:
     """The reflected method of a non-commutative ``op`` (``__rsub__`` for "sub")."""
 

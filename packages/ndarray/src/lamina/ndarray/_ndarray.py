@@ -174,6 +174,8 @@ def _install_ops(cls: type[NDArray]) -> None:
                          else None)
         if op.operator:
             setattr(cls, f"__{op.operator}__", method)
+            if op.arity == 2 and op.name not in _compute._COMPARISONS:  # a -= b
+                setattr(cls, f"__i{op.operator}__", _compute.inplace_operator(op.name))
         if reflected is not None:
             setattr(cls, f"__r{op.operator}__", reflected)
         if op.method:

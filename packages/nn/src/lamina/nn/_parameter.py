@@ -71,9 +71,14 @@ def assign_array(tensor: Tensor, value: nd.NDArray) -> None:
     """Writes ``value`` (``tensor``'s shape, or broadcastable to it) into ``tensor``'s
     storage, recording no graph, and bumps its version counter.
 
-    ``value`` is copied: the tensor never shares storage with it.
+    ``value`` is copied: the tensor never shares storage with it. ``value`` may
+    also be the tensor's own array, already updated in place: then only the
+    version counter changes.
     """
     data = tensor._data
+    if value is data:  # written in place already (SGD's p -= lr * g)
+        bump(tensor)
+        return
     if isinstance(value, nd.NDArray) and value.shape == data.shape \
             and value.dtype == data.dtype and value.device == data.device:
         # An optimizer's new value: one copy kernel, none of copy_'s conversions

@@ -6,6 +6,8 @@ new value: an update records no graph. ``step`` writes that value into the
 parameter's storage in place, as PyTorch's optimizers do: views of the
 parameter see it, and its version counter records the change (a graph that
 saved the old value then refuses to backward instead of using the new one).
+An update may also write into ``param._data`` itself (``p -= lr * g``) and
+return it: then no copy is made.
 """
 
 from __future__ import annotations

@@ -67,4 +67,5 @@ class SGD(Optimizer):
                 buf = buf * momentum + grad
             state["momentum_buffer"] = buf
             grad = grad + buf * momentum if group["nesterov"] else buf
-        return p - grad * group["lr"]
+        p -= grad * group["lr"]  # in place: no p - lr * g temporary, no copy of it into p
+        return p
