@@ -86,7 +86,7 @@ class NllLoss(Function):
         ``ignore_index``): each row's weight is 1, so the valid mask, the weights and
         their sum are constants. The same values as the general path, bit for bit
         (``-sum`` is the sum of the negated terms; the count is exact), in 5 kernels
-        instead of 14 (a 128 x 10 loss: 70 -> 35 us)."""
+        instead of 14: the forward of a 128 x 10 loss, end to end, 90 -> 57 us on Zen 3."""
         m, c = rows.shape
         self.pos = _cached(("starts", m, c, rows.device),
                            lambda: nd.arange(0, m * c, c, device=rows.device)) + t
