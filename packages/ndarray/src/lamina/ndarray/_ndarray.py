@@ -2,7 +2,9 @@
 
 The layout, views and indexing are :class:`~lamina.ndarray._base.ArrayBase`'s;
 the operators and compute methods here delegate to ``_compute``, which holds
-the broadcasting, dtype and device rules once for all of them.
+the broadcasting, dtype and device rules once for all of them. The in-place
+operators (``a += b``, ``a *= 2``) write into the array's own storage, as
+numpy's do: views of it see the change.
 
 Example:
     >>> from lamina.ndarray import array
@@ -11,6 +13,10 @@ Example:
     ((3, 2), (1, 3))
     >>> (a.T + 1).tolist()
     [[2.0, 5.0], [3.0, 6.0], [4.0, 7.0]]
+    >>> row = a[0]
+    >>> a -= 1
+    >>> row.tolist()
+    [0.0, 1.0, 2.0]
 """
 
 from __future__ import annotations
