@@ -5,6 +5,7 @@
 //   col2im sums a (n, oh, ow, c, kh, kw) back into out (n, c, h, w), which it
 //   overwrites. oh = (h + 2 ph - dh (kh - 1) - 1) / sh + 1, likewise ow.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -118,13 +119,37 @@ void im2col(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t
           image = staged;
         }
         T* d = dst + ni * g.oh * g.ow * patch;
-        for (int64_t oy = 0; oy < g.oh; ++oy)
-          for (int64_t ox = 0; ox < g.ow; ++ox)
-            for (int64_t ci = 0; ci < g.c; ++ci) {
-              const T* row = image + ci * HW + oy * g.sh * W + ox * g.sw;
-              for (int64_t ky = 0; ky < g.kh; ++ky, row += g.dh * W, d += KW)
+        // A piece of KW elements moves as kWide, KW rounded up to 16 bytes (3
+        // floats: one 16-byte move, not three scalar ones); with the locals
+        // below, 3 channels on 32 x 32 (batch 32) went from 0.48 to 0.26 ms on
+        // Zen 3, 1 channel on 28 x 28 (batch 64) from 0.27 to 0.12 ms. The extra
+        // elements land where the next piece goes, which is written right
+        // after; a row's last column copies exactly, so nothing past this
+        // image's columns is written, and kWide - KW <= stride keeps every
+        // read inside the input row.
+        constexpr int kWide = int((KW * sizeof(T) + 15) / 16 * 16 / sizeof(T));
+        // Locals, not g's fields: the moves store through char pointers, which
+        // may alias g, so its fields would be reloaded at every piece.
+        const int64_t oh = g.oh, ow = g.ow, c = g.c, kh = g.kh, sy = g.sh * W, sx = g.sw;
+        const int64_t ky_step = g.dh * W;
+        const bool wide_ok = kWide - KW <= sx;
+        for (int64_t oy = 0; oy < oh; ++oy)
+          for (int64_t ox = 0; ox < ow; ++ox) {
+            const T* col = image + oy * sy + ox * sx;
+            if (wide_ok && ox + 1 < ow) {
+              for (int64_t ci = 0; ci < c; ++ci, col += HW) {
+                const T* row = col;
+                for (int64_t ky = 0; ky < kh; ++ky, row += ky_step, d += KW)
+                  std::memcpy(d, row, kWide * sizeof(T));
+              }
+              continue;
+            }
+            for (int64_t ci = 0; ci < c; ++ci, col += HW) {
+              const T* row = col;
+              for (int64_t ky = 0; ky < kh; ++ky, row += ky_step, d += KW)
                 for (int kx = 0; kx < KW; ++kx) d[kx] = row[kx];
             }
+          }
       });
       return;
     }
@@ -210,13 +235,44 @@ void col2im(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t
         T* image = pad ? staged : dst + ni * g.c * hw;
         std::fill(image, image + g.c * HW, T(0));
         const T* s = src + ni * g.oh * g.ow * patch;
-        for (int64_t oy = 0; oy < g.oh; ++oy)
-          for (int64_t ox = 0; ox < g.ow; ++ox)
-            for (int64_t ci = 0; ci < g.c; ++ci) {
-              T* row = image + ci * HW + oy * g.sh * W + ox * g.sw;
-              for (int64_t ky = 0; ky < g.kh; ++ky, row += g.dh * W, s += KW)
+        const int64_t oh = g.oh, ow = g.ow, c = g.c, kh = g.kh, sy = g.sh * W, sx = g.sw;
+        const int64_t ky_step = g.dh * W;  // locals, as in im2col
+        // The 4-lane adds below load 16 bytes that the same ky's piece of the
+        // previous column stored 4 bytes lower: with fewer than 8 pieces
+        // between them that load waits for the store to retire (a failed
+        // store forward), and 1 channel ran slower than the scalar adds.
+        // 3 channels on 32 x 32 (9 pieces), batch 32: 0.50 -> 0.35 ms on Zen 3.
+        [[maybe_unused]] const bool wide = c * kh >= 8;
+        for (int64_t oy = 0; oy < oh; ++oy)
+          for (int64_t ox = 0; ox < ow; ++ox) {
+            if constexpr (std::is_same_v<T, float> && KW == 3) {
+              if (wide && ox + 1 < ow) {
+                // A 3-float piece as one 4-lane add, the 4th lane adding +0: a
+                // partial sum started from +0 is never -0, so that lane keeps
+                // its bits. Not the last column: the 4th value read is the
+                // next piece's and the 4th element the padded row's next.
+                using V4 = float __attribute__((vector_size(16)));
+                using M4 = int32_t __attribute__((vector_size(16)));
+                const M4 keep3 = {-1, -1, -1, 0};  // a mask, not a product: inf * 0 is NaN
+                for (int64_t ci = 0; ci < c; ++ci) {
+                  T* row = image + ci * HW + oy * sy + ox * sx;
+                  for (int64_t ky = 0; ky < kh; ++ky, row += ky_step, s += KW) {
+                    V4 r, v;
+                    std::memcpy(&r, row, sizeof r);
+                    std::memcpy(&v, s, sizeof v);
+                    r += reinterpret_cast<V4>(reinterpret_cast<M4>(v) & keep3);
+                    std::memcpy(row, &r, sizeof r);
+                  }
+                }
+                continue;
+              }
+            }
+            for (int64_t ci = 0; ci < c; ++ci) {
+              T* row = image + ci * HW + oy * sy + ox * sx;
+              for (int64_t ky = 0; ky < kh; ++ky, row += ky_step, s += KW)
                 for (int kx = 0; kx < KW; ++kx) row[kx] += s[kx];
             }
+          }
         if (pad)
           for (int64_t ci = 0; ci < g.c; ++ci)
             for (int64_t y = 0; y < g.h; ++y)

@@ -355,6 +355,9 @@ CONV = [  # n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw
     (4, 3, 6, 5, 3, 3, 2, 1, 1, 1, 1, 1),   # whole images staged with padding
     (5, 3, 32, 32, 7, 7, 4, 4, 3, 3, 1, 1),  # the dlsys ResNet9 stem
     (4, 8, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1),   # 4x4 planes: most patches touch the padding
+    (3, 3, 10, 9, 3, 3, 1, 1, 1, 1, 1, 1),  # 3 channels, stride 1: pieces as 4-lane moves/adds
+    (3, 1, 12, 11, 3, 3, 1, 1, 0, 0, 1, 1),  # 1 channel, unpadded: scalar col2im adds
+    (2, 3, 11, 8, 3, 3, 1, 1, 1, 1, 2, 1),  # row dilation between the 4-lane pieces
 ]
 
 
@@ -367,6 +370,31 @@ def test_im2col_col2im(dtype: str, geom: tuple[int, ...]) -> None:
     cols = n * oh * ow * c * kh * kw
     compare("im2col", [rand(n * c * h * w, dtype, 20)], [(cols, dtype)], *geom)
     compare("col2im", [rand(cols, dtype, 21)], [(n * c * h * w, dtype)], *geom)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered")  # inf + -inf in the reference
+def test_col2im_special_values_stay_in_their_pixels() -> None:
+    """An inf or NaN in the columns reaches only the pixels its patch entry maps
+    to (the 4-lane adds mask their 4th lane, which reads the next entry), and
+    -0 entries sum to +0 as the scalar adds do."""
+    geom = (3, 3, 10, 9, 3, 3, 1, 1, 1, 1, 1, 1)
+    cols = 3 * 10 * 9 * 27
+    values = rand(cols, "float32", 22)
+    values[5::37] = np.inf
+    values[11::53] = -np.inf
+    values[17::71] = np.nan
+    values[3::29] = -0.0
+    got = compare("col2im", [values], [(3 * 3 * 10 * 9, "float32")], *geom)[0]
+    want = host(ref, _col2im_ref(values, geom))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.signbit(got[got == 0]), np.signbit(want[want == 0]))
+
+
+def _col2im_ref(values: np.ndarray, geom: tuple[int, ...]) -> object:
+    n, c, h, w = geom[:4]
+    out = buffer(ref, np.zeros(n * c * h * w, np.float32))
+    ref.col2im(buffer(ref, values), out, *geom)
+    return out
 
 
 # (shape, a strides, b strides) over compact bases of `rows * 3` elements: a
