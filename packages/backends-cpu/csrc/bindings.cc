@@ -58,6 +58,7 @@ py::dict kernel_dtypes() {
   for (const char* name : {"softmax_last", "logsumexp_last", "layer_norm_last"})
     add(name, kRowDtypes);
   add("layer_norm_backward_last", kLayerNormBackwardDtypes);
+  add("log_softmax_backward_last", kLogSoftmaxBackwardDtypes);
   for (const char* name : {"im2col", "col2im", "adam_step"}) add(name, kFusedDtypes);
   for (const char* name : {"lstm_cell", "lstm_cell_backward", "gru_cell", "gru_cell_backward"})
     add(name, kRnnDtypes);
@@ -237,6 +238,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("logsumexp_last", &logsumexp_last, nogil());
   m.def("layer_norm_last", &layer_norm_last, nogil());
   m.def("layer_norm_backward_last", &layer_norm_backward_last, nogil());
+  m.def("log_softmax_backward_last", &log_softmax_backward_last, nogil());
 
   // indexing
   m.def("index_gather", &index_gather, nogil());

@@ -75,6 +75,9 @@ void layer_norm_last(const Array& a, const Array& weight, const Array& bias, Arr
 void layer_norm_backward_last(const Array& g, const Array& a, const Array& weight,
                               const Array& mean, const Array& rstd, Array& grad_a,
                               Array& grad_weight, Array& grad_bias, int64_t size);
+// The backward of a row-wise log-softmax over rows of `size`: grad_a = g -
+// exp(out) * sum(g) per row, out being the log-softmax's output.
+void log_softmax_backward_last(const Array& g, const Array& out, Array& grad_a, int64_t size);
 
 // sort.cc (v2.1): the first k of each row's stable sort (PyTorch's order, NaN
 // largest) into values_out and int64 indices_out, both (rows, k); and
@@ -185,6 +188,7 @@ constexpr DTypeMask kFusedDtypes = kFloats;  // im2col, col2im, adam_step
 constexpr DTypeMask kRowDtypes = kFloats | kNarrow;  // softmax, logsumexp, layer norm
 // LayerNorm's backward: float32 and float64 (a 16-bit one runs on widened copies)
 constexpr DTypeMask kLayerNormBackwardDtypes = kFloats;
+constexpr DTypeMask kLogSoftmaxBackwardDtypes = kFloats;  // likewise
 // The matmuls take the 16-bit floats too: packing widens them, C sums in float32.
 constexpr DTypeMask kMatmulDtypes = kFloats | kNarrow;
 constexpr DTypeMask kRnnDtypes = kFloats;  // lstm_cell, gru_cell, their backwards

@@ -308,12 +308,38 @@ void cumsum_last(const Array& a, Array& out, int64_t size) {
 
 namespace {
 
-// exp in place: the active ISA's float32 polynomial (ewise_exp's loop).
+// out = exp(a), a and out may be one buffer: the active ISA's float32
+// polynomial (ewise_exp's loop).
+template <class T>
+void exp_into(const T* a, T* out, int64_t n) {
+  if constexpr (std::is_same_v<T, float>)
+    return isa_kernels().f32.unary[ops::kOpId<ops::Exp>](a, out, n);
+  for (int64_t i = 0; i < n; ++i) out[i] = std::exp(a[i]);
+}
+
 template <class T>
 void exp_inplace(T* p, int64_t n) {
-  if constexpr (std::is_same_v<T, float>)
-    return isa_kernels().f32.unary[ops::kOpId<ops::Exp>](p, p, n);
-  for (int64_t i = 0; i < n; ++i) p[i] = std::exp(p[i]);
+  exp_into(p, p, n);
+}
+
+// log_softmax_backward_last's rows: a row of g is summed (in double, four
+// accumulators), its out row's exp written into dx, then dx = g - exp * sum
+// reads g again from cache: three passes over memory where the composite
+// (sum, exp, multiply, subtract) made seven.
+template <class T>
+void log_softmax_backward_rows(const T* pg, const T* py, T* pd, int64_t rows, int64_t size) {
+  for_each_row(rows, size * 8, [&](int64_t r) {
+    const T* g = pg + r * size;
+    T* d = pd + r * size;
+    double acc[4] = {0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 4 <= size; i += 4)
+      for (int k = 0; k < 4; ++k) acc[k] += double(g[i + k]);
+    for (; i < size; ++i) acc[0] += double(g[i]);
+    const T s = T((acc[0] + acc[1]) + (acc[2] + acc[3]));
+    exp_into(py + r * size, d, size);
+    for (int64_t j = 0; j < size; ++j) d[j] = g[j] - d[j] * s;
+  });
 }
 
 }  // namespace
@@ -457,6 +483,23 @@ void logsumexp_last(const Array& a, Array& out, int64_t size) {
     } else {
       logsumexp_rows<T>(a.data<T>(), out.data<T>(), rows, size);
     }
+  });
+}
+
+void log_softmax_backward_last(const Array& g, const Array& out, Array& grad_a, int64_t size) {
+  const char* op = "log_softmax_backward_last";
+  require_same_dtype(op, {&g, &out, &grad_a});
+  require_dtype_in(op, grad_a.dtype(), kLogSoftmaxBackwardDtypes);
+  require_nonneg(op, "size", size);
+  const int64_t rows = size ? grad_a.size() / size : 0;
+  if ((size && grad_a.size() % size) || (!size && grad_a.size()))
+    value_error(op, ": grad_a has ", grad_a.size(), " elements, not a multiple of size ", size);
+  if (g.size() < rows * size || out.size() < rows * size)
+    value_error(op, ": g and out have ", g.size(), " and ", out.size(), " elements, expected ",
+                rows, "x", size);
+  dispatch_in<kLogSoftmaxBackwardDtypes>(op, grad_a.dtype(), [&](auto tag) {
+    using T = elem_t<decltype(tag)>;
+    log_softmax_backward_rows<T>(g.data<T>(), out.data<T>(), grad_a.data<T>(), rows, size);
   });
 }
 

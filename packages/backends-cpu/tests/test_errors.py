@@ -53,6 +53,10 @@ CASES = [
     (ValueError, "logsumexp_last", lambda: cpu.logsumexp_last(arr(6), arr(3), 3)),
     (ValueError, "layer_norm_last",
      lambda: cpu.layer_norm_last(arr(6), arr(3), arr(3), arr(6), arr(2), arr(3), 3, 1e-5)),
+    (ValueError, "log_softmax_backward_last",  # grad_a of 7, rows of 3
+     lambda: cpu.log_softmax_backward_last(arr(6), arr(6), arr(7), 3)),
+    (ValueError, "log_softmax_backward_last",  # g shorter than the 2 rows of out
+     lambda: cpu.log_softmax_backward_last(arr(5), arr(6), arr(6), 3)),
     (ValueError, "layer_norm_backward_last",  # rstd of 3 rows, mean of 2
      lambda: cpu.layer_norm_backward_last(arr(6), arr(6), arr(3), arr(2), arr(3), arr(6), arr(3),
                                           arr(3), 3)),

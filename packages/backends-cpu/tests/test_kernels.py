@@ -218,6 +218,17 @@ def test_layer_norm_backward(dtype: str, rows: int, size: int) -> None:
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("rows,size", [(1, 1), (3, 10), (70, 17), (2, 3001)])
+def test_log_softmax_backward(dtype: str, rows: int, size: int) -> None:
+    # Rows shorter and longer than the 4 accumulators and the exp loop's lanes.
+    x = rand(rows * size, dtype, 18, -5, 5).reshape(rows, size).astype(np.float64)
+    out = (x - np.log(np.exp(x).sum(1, keepdims=True))).reshape(-1).astype(dtype)
+    g = rand(rows * size, dtype, 19)
+    compare("log_softmax_backward_last", [g, out], [(rows * size, dtype)], size,
+            tol=dict(rtol=1e-4, atol=1e-5) if dtype == "float32" else None)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("size", ODD_SIZES)
 def test_erf(dtype: str, size: int) -> None:
     # The numpy reference has no erf kernel: compare with libm through math.erf.

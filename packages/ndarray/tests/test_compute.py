@@ -350,6 +350,28 @@ def test_layer_norm_backward(device, shape, fused, monkeypatch):
 
 
 @pytest.mark.parametrize("fused", [True, False], ids=["fused", "composite"])
+@pytest.mark.parametrize("shape,axis", [((1, 1), -1), ((3, 7), -1), ((2, 3, 128), 2),
+                                        ((0, 5), -1), ((4, 6), 0)])
+def test_log_softmax_backward(device, shape, axis, fused, monkeypatch):
+    if not fused:
+        _without(device, "log_softmax_backward_last", monkeypatch)
+    x, g = rand(*shape).astype(np.float64), rand(*shape)
+    out = x - np.log(np.exp(x).sum(axis, keepdims=True))
+    got = nd.log_softmax_backward(nd.array(g, device=device),
+                                  nd.array(out.astype(np.float32), device=device), axis)
+    want = g - np.exp(out) * g.astype(np.float64).sum(axis, keepdims=True)
+    close(got, want.astype(np.float32), rtol=1e-4, atol=1e-5)
+
+
+def test_log_softmax_backward_errors(device):
+    a = nd.array(rand(2, 3), device=device)
+    with pytest.raises(nd.ShapeError, match="log_softmax_backward: gradient"):
+        nd.log_softmax_backward(a, nd.array(rand(3, 2), device=device))
+    with pytest.raises(nd.DTypeError, match="log_softmax_backward: gradient float32"):
+        nd.log_softmax_backward(a, a.astype(nd.float64))
+
+
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "composite"])
 @pytest.mark.parametrize("shape", [(1, 1), (3, 7), (2, 3, 128)])
 def test_layer_norm(device, shape, fused, monkeypatch):
     if not fused:

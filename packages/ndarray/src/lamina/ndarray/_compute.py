@@ -717,6 +717,38 @@ def layer_norm_backward(g: A, a: A, weight: A, mean: A, rstd: A) -> tuple[A, A, 
     return grad_a, (dy * xhat).sum(axis=rows), dy.sum(axis=rows)
 
 
+def log_softmax_backward(g: A, out: A, axis: int = -1) -> A:
+    """The gradient of a log-softmax along ``axis`` from the output's gradient ``g``.
+
+    Shapes: g and out (the log-softmax's output) alike -> the same shape::
+
+        grad = g - exp(out) * sum(g, axis)
+
+    Over the last axis, one pass of the backend's ``log_softmax_backward_last``
+    where it has one: a row of g is summed, then read again from cache with its
+    row of out. The composite makes four passes over memory and three arrays
+    (640 x 10000, a language model's logits: 13.7 ms on Zen 3).
+    """
+    if g._shape != out._shape:
+        raise ShapeError(f"log_softmax_backward: gradient {g._shape} and output {out._shape} "
+                         "differ in shape")
+    if g._dtype is not out._dtype:
+        raise DTypeError(f"log_softmax_backward: gradient {g._dtype.name} and output "
+                         f"{out._dtype.name} differ in dtype")
+    ax = normalize_axis(axis, len(out._shape), "log_softmax_backward") if out._shape else 0
+    fused = optional_kernel(out, "log_softmax_backward_last", "log_softmax_backward") \
+        if out._shape and ax == len(out._shape) - 1 and out._shape[-1] else None
+    if fused is not None:
+        ops = [x if x._compact or x.is_compact() else x.compact() for x in (g, out)]
+        grad = ops[1]._like()
+        if grad.size:
+            fused(ops[0]._buf, ops[1]._buf, grad._buf, out._shape[-1])
+        return grad
+    dy: Any = g  # NDArray's operators and methods (ArrayBase declares none)
+    y: Any = out
+    return dy - y.exp() * dy.sum(axis=ax, keepdims=True)
+
+
 # Abramowitz & Stegun 7.1.26: erf(x) = 1 - t (a1 + t (a2 + ...)) exp(-x^2),
 # t = 1 / (1 + p |x|), odd in x; absolute error below 1.5e-7.
 _ERF_P = 0.3275911

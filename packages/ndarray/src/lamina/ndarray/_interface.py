@@ -150,6 +150,7 @@ class KernelTable:
     logsumexp_last: Kernel | None = _optional()
     layer_norm_last: Kernel | None = _optional()
     layer_norm_backward_last: Kernel | None = _optional()  # the backward of layer_norm_last
+    log_softmax_backward_last: Kernel | None = _optional()  # of a row-wise log-softmax
     im2col: Kernel | None = _optional()
     col2im: Kernel | None = _optional()
     # v2.1 recurrent cells: one time step of an LSTM or GRU layer, forward and backward,

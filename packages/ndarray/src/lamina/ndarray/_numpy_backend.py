@@ -224,7 +224,8 @@ def _elementwise_dtypes() -> dict[str, tuple[str, ...]]:
 KERNEL_DTYPES: dict[str, tuple[str, ...]] = {
     **{name: _FLOATS for name in (
         "matmul", "matmul_batched", "matmul_strided", "matmul_batched_strided", "softmax_last",
-        "logsumexp_last", "layer_norm_last", "layer_norm_backward_last", "im2col", "col2im",
+        "logsumexp_last", "layer_norm_last", "layer_norm_backward_last",
+        "log_softmax_backward_last", "im2col", "col2im",
         "adam_step")},
     # numpy has no bool loop for these (the ndarray layer casts bool sums to int64)
     **{name: _NUMBERS for name in (
@@ -484,6 +485,18 @@ class NumpyBackend:
         np.copyto(grad_a.data[:n].reshape(rows.shape), dx, casting="unsafe")
         np.copyto(grad_weight.data[:size], (wide * xhat).sum(axis=0), casting="unsafe")
         np.copyto(grad_bias.data[:size], wide.sum(axis=0), casting="unsafe")
+
+    @staticmethod
+    def log_softmax_backward_last(g: NumpyArray, out: NumpyArray, grad_a: NumpyArray,
+                                  size: int) -> None:
+        rows = _rows(out, grad_a, size, "log_softmax_backward_last", per_row=False)
+        n = rows.size
+        if g.data.size < n:
+            raise ValueError(f"log_softmax_backward_last: g has {g.data.size} elements, "
+                             f"expected {rows.shape[0]}x{size}")
+        wide = g.data[:n].reshape(rows.shape).astype(np.float64)  # float64 throughout
+        dx = wide - np.exp(rows.astype(np.float64)) * wide.sum(axis=1, keepdims=True)
+        np.copyto(grad_a.data[:n].reshape(rows.shape), dx, casting="unsafe")
 
     # ----------------------------------------------------------- indexing
     @staticmethod

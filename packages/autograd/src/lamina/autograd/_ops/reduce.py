@@ -187,9 +187,9 @@ class LogSoftmax(Function):
         if grad_mode._state.enabled:  # create_graph: the rule, recorded
             out = self.output
             return (g - out.exp() * g.sum(dim=self.axis, keepdim=True),)
-        out_d, g_d = self._out_data, g._data
+        out_d = self._out_data
         assert out_d is not None
-        return (make(g_d - out_d.exp() * g_d.sum(axis=self.axis, keepdims=True)),)
+        return (make(nd.log_softmax_backward(g._data, out_d, self.axis)),)
 
 
 class Argmax(Function):

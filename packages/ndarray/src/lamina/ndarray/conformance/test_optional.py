@@ -38,6 +38,24 @@ def test_row_kernels(lamina_backend, lamina_reference, lamina_float, kernel, sha
             kind="large" if size >= 10_000 else "reduce")
 
 
+@pytest.mark.parametrize("shape", [(1, 1), (4, 7), (0, 3), (3, 1000), (2, LARGE)], ids=str)
+def test_log_softmax_backward_last(lamina_backend, lamina_float, shape):
+    # Against the float64 formula g - exp(out) * sum(g), out a log-softmax's rows.
+    _need(lamina_backend, "log_softmax_backward_last")
+    rows, size = shape
+    x = sample(lamina_float, shape, 10, -20, 20).astype(np.float64).reshape(rows, size)
+    out = (x - np.log(np.exp(x - x.max(1, keepdims=True)).sum(1, keepdims=True))
+           - x.max(1, keepdims=True)) if rows else x
+    out = out.astype(lamina_float).reshape(-1)
+    g = sample(lamina_float, shape, 11)
+    got = call(lamina_backend, "log_softmax_backward_last", [g, out, OUT, size],
+               (rows * size, lamina_float))
+    wide = g.astype(np.float64).reshape(rows, size)
+    want = wide - np.exp(out.astype(np.float64).reshape(rows, size)) * wide.sum(1, keepdims=True)
+    assert_close(got, want.reshape(-1).astype(lamina_float),
+                 "large" if size >= 10_000 else "reduce", "log_softmax_backward_last")
+
+
 def test_softmax_rows_sum_to_one(lamina_backend, lamina_float):
     _need(lamina_backend, "softmax_last")
     a = sample(lamina_float, (5, 9), 2, -80, 80)
