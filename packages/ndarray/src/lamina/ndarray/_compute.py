@@ -726,8 +726,9 @@ def log_softmax_backward(g: A, out: A, axis: int = -1) -> A:
 
     Over the last axis, one pass of the backend's ``log_softmax_backward_last``
     where it has one: a row of g is summed, then read again from cache with its
-    row of out. The composite makes four passes over memory and three arrays
-    (640 x 10000, a language model's logits: 13.7 ms on Zen 3).
+    row of out. The composite makes seven passes over memory and three arrays
+    (640 x 10000, a language model's logits, on Zen 3: 13.7 ms composite, 8.4 ms
+    fused, PyTorch's 9.7 ms).
     """
     if g._shape != out._shape:
         raise ShapeError(f"log_softmax_backward: gradient {g._shape} and output {out._shape} "
