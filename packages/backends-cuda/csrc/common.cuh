@@ -12,7 +12,6 @@
 #include <cstdint>
 #include <initializer_list>
 #include <map>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
