@@ -94,6 +94,59 @@ assert arr.tolist() == [1.0, 2.0]
 dist.barrier()
 assert dist.barrier(async_op=True).wait()
 
+# The host buffers handed to MPI live until wait(): mpi4py keeps no reference to
+# them, and an MPI that progresses a call inside wait (Open MPI does) read freed,
+# reused memory when only the Work's closure held the results (reduce_scatter's
+# first elements came out wrong there). Every non-blocking call's arrays are
+# recorded by weak reference and must survive a collection before wait.
+import gc  # noqa: E402
+import weakref  # noqa: E402
+
+
+class RecordingComm:
+    """``comm`` whose non-blocking calls record weak references to their arrays."""
+
+    def __init__(self, comm: object) -> None:
+        self.comm, self.refs = comm, []
+
+    def __getattr__(self, name: str) -> object:
+        method = getattr(self.comm, name)
+        if not name.startswith("I"):
+            return method
+
+        def call(*args: object, **kwargs: object) -> object:
+            self.refs += [weakref.ref(a) for a in args if isinstance(a, np.ndarray)]
+            return method(*args, **kwargs)
+
+        return call
+
+
+group = dist._group.current("test")
+real_comm = group.comm
+group.comm = recording = RecordingComm(real_comm)
+try:
+    for start, check in [
+            (lambda t: dist.all_reduce(t[0], async_op=True),
+             lambda t: close(t[0], np.full(5, float(world), "float32"), "async all_reduce")),
+            (lambda t: dist.broadcast(t[0], 0, async_op=True),
+             lambda t: close(t[0], np.ones(5, "float32"), "async broadcast")),
+            (lambda t: dist.all_gather(t[1:], t[0], async_op=True),
+             lambda t: close(t[1], np.ones(5, "float32"), "async all_gather")),
+            (lambda t: dist.reduce_scatter(t[0], t[1:], async_op=True),
+             lambda t: close(t[0], np.full(5, float(world), "float32"), "async reduce_scatter"))]:
+        tensors = [make(np.ones((5, 1), "float32"), "transposed").reshape(5)
+                   for _ in range(world + 1)]
+        recording.refs = []
+        work = start(tensors)
+        gc.collect()
+        assert recording.refs and all(r() is not None for r in recording.refs), \
+            "an array MPI works on was freed before wait()"
+        work.wait()
+        check(tensors)
+        checks += 1
+finally:
+    group.comm = real_comm
+
 # bad input: clear errors, raised before any communication
 for call, kind, text in [
         (lambda: dist.all_reduce(ag.tensor([1, 2]), op=ReduceOp.AVG), TypeError, "AVG"),

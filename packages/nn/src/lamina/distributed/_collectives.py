@@ -33,12 +33,17 @@ class Work:
     """A collective in flight; ``wait()`` completes it (PyTorch's ``Work``).
 
     Results are in the tensors once ``wait()`` returns. Waiting twice is harmless.
+    It holds the host buffers MPI reads and writes until then: mpi4py keeps no
+    reference to them, and an MPI that progresses the call inside ``wait`` (Open
+    MPI does) would otherwise read memory numpy already freed and reused.
     """
 
-    def __init__(self, requests: list[Any], finish: Callable[[], None], what: str) -> None:
+    def __init__(self, requests: list[Any], finish: Callable[[], None], what: str,
+                 buffers: tuple[Any, ...] = ()) -> None:
         self._requests = requests
         self._finish: Callable[[], None] | None = finish
         self._what = what
+        self._buffers = buffers
 
     def is_completed(self) -> bool:
         """Whether the collective has finished (drives MPI's progress; never blocks)."""
@@ -52,6 +57,7 @@ class Work:
             G.wait_requests(self._requests, self._what)
             finish, self._finish = self._finish, None
             finish()
+            self._buffers = ()
         return True
 
 
@@ -97,8 +103,8 @@ def _nan_propagating(op: ReduceOp, dtype: np.dtype) -> Any:
 
 
 def _run(group: G._Group, requests: list[Any], finish: Callable[[], None], what: str,
-         async_op: bool) -> Work | None:
-    work = Work(requests, finish, what)
+         async_op: bool, *buffers: Any) -> Work | None:
+    work = Work(requests, finish, what, buffers)
     if async_op:
         return work
     work.wait()
@@ -148,7 +154,7 @@ def _all_reduce(tensor: Any, op: ReduceOp, async_op: bool, check: bool = True
             buf.array /= group.size
         buf.write_back()
 
-    return _run(group, requests, finish, "all_reduce", async_op)
+    return _run(group, requests, finish, "all_reduce", async_op, buf.array)
 
 
 def broadcast(tensor: Any, src: int, *, async_op: bool = False) -> Work | None:
@@ -173,7 +179,7 @@ def broadcast(tensor: Any, src: int, *, async_op: bool = False) -> Work | None:
     buf = HostBuffer.of(a)
     requests = [group.comm.Ibcast(buf.array, root=src)] if a.size else []
     finish = buf.write_back if group.rank != src else _nothing
-    return _run(group, requests, finish, "broadcast", async_op)
+    return _run(group, requests, finish, "broadcast", async_op, buf.array)
 
 
 def all_gather(tensor_list: Sequence[Any], tensor: Any, *, async_op: bool = False
@@ -205,7 +211,7 @@ def all_gather(tensor_list: Sequence[Any], tensor: Any, *, async_op: bool = Fals
             if out.size:
                 write(out, values)
 
-    return _run(group, requests, finish, "all_gather", async_op)
+    return _run(group, requests, finish, "all_gather", async_op, send, recv)
 
 
 def reduce_scatter(output: Any, input_list: Sequence[Any], op: ReduceOp = ReduceOp.SUM, *,
@@ -240,7 +246,7 @@ def reduce_scatter(output: Any, input_list: Sequence[Any], op: ReduceOp = Reduce
             buf.array /= group.size
         buf.write_back()
 
-    return _run(group, requests, finish, "reduce_scatter", async_op)
+    return _run(group, requests, finish, "reduce_scatter", async_op, send, buf.array)
 
 
 def barrier(*, async_op: bool = False) -> Work | None:
