@@ -2,7 +2,10 @@
 //
 // from_numpy queues a host-to-device copy and returns: for pageable memory
 // the runtime stages the source before the call returns, so the numpy array
-// may be freed at once. to_numpy is where the host waits: it compacts a
+// may be freed at once; from page-locked memory (a pinned PyTorch tensor's
+// numpy view, a buffer an MPI library registered) the copy would run later,
+// while the caller may already be writing or freeing the array, so there the
+// call waits for it, as a PyTorch copy without non_blocking does. to_numpy is where the host waits: it compacts a
 // strided view on the device when needed, copies it into a new C-contiguous
 // numpy array and synchronises the stream with the GIL released.
 #include <pybind11/numpy.h>
@@ -30,6 +33,10 @@ void from_numpy(const py::array& src, Array& out) {
     LAMINA_CUDA_CHECK(cudaMemcpyAsync(out.raw(), host.data(), out.nbytes(), cudaMemcpyHostToDevice,
                                       ctx.stream),
                       "from_numpy");
+    if (page_locked(host.data())) {
+      py::gil_scoped_release nogil;
+      LAMINA_CUDA_CHECK(cudaStreamSynchronize(ctx.stream), "from_numpy");
+    }
   });
 }
 

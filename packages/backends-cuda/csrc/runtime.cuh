@@ -89,6 +89,24 @@ constexpr bool kEmulated = true;
 constexpr bool kEmulated = false;
 #endif
 
+// Whether host memory at p is page-locked (cudaHostRegister'ed, by an MPI
+// library say): a copy from it is truly asynchronous, where the runtime stages
+// a pageable source before cudaMemcpyAsync returns. HIP-CPU's host copies are
+// synchronous (cudaMemcpyAsync above), so there the answer never matters.
+inline bool page_locked(const void* p) {
+#ifdef LAMINA_CUDA_EMULATE
+  (void)p;
+  return false;
+#else
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
+    cudaGetLastError();  // not a pointer the runtime knows: pageable; clear the error
+    return false;
+  }
+  return attr.type == cudaMemoryTypeHost;
+#endif
+}
+
 #if defined(__CUDACC__) || defined(LAMINA_CUDA_EMULATE)
 // Queues kernel(args...) on stream with grid x block threads and shmem bytes of
 // dynamic shared memory. Arguments are converted to the kernel's parameter

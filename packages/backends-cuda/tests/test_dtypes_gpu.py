@@ -40,11 +40,30 @@ def exact(kernel: str, args: list, out: tuple[int, str]) -> np.ndarray:
     assert got.dtype == want.dtype, (got.dtype, want.dtype)
     np.testing.assert_array_equal(got, want, err_msg=f"{kernel} differs from the numpy backend")
     if got.dtype.kind == "f":  # -0.0 == 0.0 above; the sign of zero must match too
-        np.testing.assert_array_equal(np.signbit(got), np.signbit(want), err_msg=kernel)
+        # A NaN's sign bit is the hardware's choice (x86 makes 0/0 negative, an
+        # NVIDIA GPU positive) and nothing reads it, so only numbers are compared.
+        num = ~np.isnan(want)
+        np.testing.assert_array_equal(np.signbit(got[num]), np.signbit(want[num]),
+                                      err_msg=kernel)
     return got
 
 
 # ---------------------------------------------------------------- buffers
+def test_from_numpy_of_page_locked_memory_is_done_on_return() -> None:
+    # CUDA copies from page-locked memory asynchronously; from_numpy waits for
+    # such a copy, so the caller may overwrite the array once the call returns.
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("page-locked host memory comes from a CUDA build of PyTorch here")
+    n = 1 << 24
+    pinned = torch.arange(n, dtype=torch.float32).pin_memory().numpy()
+    want = pinned.copy()
+    buf = cuda.Array(n, "float32")
+    cuda.from_numpy(pinned, buf)
+    pinned[:] = -1
+    np.testing.assert_array_equal(cuda.to_numpy(buf, (n,), (1,), 0), want)
+
+
 @pytest.mark.parametrize("n", SIZES)
 def test_bool_buffers(n: int) -> None:
     a = values("bool", n, 1)
