@@ -157,5 +157,5 @@ def test_operators_check_like_binary(device):
     other = "cpu" if device == "numpy" else "numpy"
     if other in [b.name for b in nd.list_backends() if b.status == "available"]:
         with pytest.raises(nd.DeviceError, match=f"^sub: operands are on different devices, "
-                           f"{device} .arg 0. and {other} .arg 1."):
+                           f"{dev} .arg 0. and {other} .arg 1."):  # cuda:0, cpu
             f - nd.zeros(3, device=other)

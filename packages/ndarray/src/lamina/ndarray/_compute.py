@@ -21,7 +21,7 @@ from ._checks import (
     normalize_axes,
     normalize_axis,
 )
-from ._dtypes import DEFAULT_FLOAT, DType, bool_, int64, promote_types, scalar_dtype
+from ._dtypes import DEFAULT_FLOAT, DType, bool_, can_cast, int64, promote_types, scalar_dtype
 from ._errors import DeviceError, DTypeError, ShapeError
 from ._interface import KernelTable
 from ._narrow import kernels_for, kernels_of, optional_kernel
@@ -143,36 +143,57 @@ def binary(a: A, b: Any, op: str) -> A:
     return _binary_views(a, b, op, out_dtype, kernels)
 
 
+# The operators' fast paths (see _fast_path).
+_SAME, _VIEWS, _SCALAR = 1, 2, 3
+
+
+def _fast_path(a: A, b: Any) -> int:
+    """Which kernel call an arithmetic operator on float ``a`` and ``b`` can make
+    without ``binary``'s checks (each of them passes by identity tests here):
+
+    * ``_SAME``: ``b`` of ``a``'s class, device, dtype and shape, both compact:
+      one elementwise kernel over the two buffers;
+    * ``_VIEWS``: ``b`` of ``a``'s class, device and dtype otherwise (a
+      broadcast bias or mask, strided views): ``_binary_views``;
+    * ``_SCALAR``: a compact ``a`` and a Python float or int, which keeps
+      ``a``'s dtype (every backend's arithmetic kernels take its float dtypes);
+    * 0: anything else, for ``binary``.
+    """
+    if not a._dtype.is_wide_float:
+        return 0
+    if type(b) is type(a):
+        if a._device is not b._device or a._dtype is not b._dtype:
+            return 0
+        if a._shape == b._shape and (a._compact or a.is_compact()) \
+                and (b._compact or b.is_compact()):
+            return _SAME
+        return _VIEWS
+    if (type(b) is float or type(b) is int) and (a._compact or a.is_compact()):
+        return _SCALAR
+    return 0
+
+
 def binary_operator(op: str) -> Callable[[A, Any], A]:
     """The method behind the operator of ``op`` (``A.__add__`` for "add").
 
-    It runs the common cases itself: float arithmetic between two arrays of
-    one class, device and dtype (compact operands of one shape straight to
-    the kernel, others to ``_binary_views``), or between a compact float
-    array and a Python float or int, where every check of ``binary`` passes
-    by identity tests (every backend's arithmetic kernels take its float
-    dtypes), and hands anything else to ``binary``. An operator on compact
-    operands of one shape then costs one Python frame, one allocation and
-    one kernel call.
+    Float arithmetic takes ``_fast_path``'s kernel call and anything else
+    goes to ``binary``: an operator on compact operands of one shape costs
+    two Python frames, one allocation and one kernel call.
     """
     fast = op in _ARITHMETIC
 
     def method(a: A, b: Any) -> A:
-        if fast and type(b) is type(a) and a._device is b._device and a._dtype is b._dtype \
-                and a._dtype.is_wide_float:
-            if a._shape == b._shape and (a._compact or a.is_compact()) \
-                    and (b._compact or b.is_compact()):
-                out = a._like()
-                a._device.kernels.ewise[op](a._buf, b._buf, out._buf)
-                return out
-            # broadcast (a bias, a mask) or strided operands: binary's checks pass here too
-            return _binary_views(a, b, op, a._dtype)
-        if fast and (type(b) is float or type(b) is int) and a._dtype.is_wide_float \
-                and (a._compact or a.is_compact()):
-            # a Python float or int with a float array keeps the array's dtype
+        path = _fast_path(a, b) if fast else 0
+        if path == _SAME:
+            out = a._like()
+            a._device.kernels.ewise[op](a._buf, b._buf, out._buf)
+            return out
+        if path == _SCALAR:
             out = a._like()
             a._device.kernels.scalar[op](a._buf, b, out._buf)
             return out
+        if path == _VIEWS:
+            return _binary_views(a, b, op, a._dtype)
         return binary(a, b, op)
 
     method.__name__ = method.__qualname__ = op
@@ -186,31 +207,29 @@ def inplace_operator(op: str) -> Callable[[A, Any], A]:
     ``b`` broadcasts to ``a``'s shape, and the result keeps ``a``'s dtype: a
     result that :func:`can_cast` cannot convert to it (``int_array += 0.5``)
     raises DTypeError, one that broadcasts ``a`` up raises ShapeError, both
-    before anything is written. Float arithmetic with a compact ``a`` and a
-    Python number or a compact array of ``a``'s shape, dtype and device is one
-    kernel writing over ``a``'s buffer (the backend interface lets an
-    elementwise kernel's output be its input): an optimizer's ``p -= lr * g``
-    makes no temporary for ``p - lr * g`` and no copy of it into ``p``.
+    before anything is written. Where ``_fast_path`` finds one kernel call
+    over compact buffers, the kernel writes over ``a``'s buffer (the backend
+    interface lets an elementwise kernel's output be its input): an
+    optimizer's ``p -= lr * g`` makes no temporary for ``p - lr * g`` and no
+    copy of it into ``p``.
     """
     fast = op in _ARITHMETIC
 
     def method(a: A, b: Any) -> A:
-        if fast and a._dtype.is_wide_float and (a._compact or a.is_compact()):
-            if type(b) is type(a) and a._device is b._device and a._dtype is b._dtype \
-                    and a._shape == b._shape and (b._compact or b.is_compact()):
-                # Both compact and of one shape: sharing a buffer, they are the same elements.
-                a._device.kernels.ewise[op](a._buf, b._buf, a._buf)
-                return a
-            if type(b) is float or type(b) is int:
-                a._device.kernels.scalar[op](a._buf, b, a._buf)
-                return a
+        path = _fast_path(a, b) if fast else 0
+        if path == _SAME:  # both compact, one shape: sharing a buffer, the same elements
+            a._device.kernels.ewise[op](a._buf, b._buf, a._buf)
+            return a
+        if path == _SCALAR:
+            a._device.kernels.scalar[op](a._buf, b, a._buf)
+            return a
         result = binary(a, b, op)
         if result is NotImplemented:
             return NotImplemented
         if result._shape != a._shape:
             raise ShapeError(f"{op} in place: the result has shape {result._shape} (broadcast), "
                              f"which does not fit into an array of shape {a._shape}")
-        if result._dtype is not a._dtype and result._dtype.category > a._dtype.category:
+        if result._dtype is not a._dtype and not can_cast(result._dtype, a._dtype):
             raise DTypeError(f"{op} in place: the result is {result._dtype.name}, which cannot "
                              f"be cast to the array's {a._dtype.name}")
         a[...] = result
