@@ -66,12 +66,18 @@ INPLACE = [
 @pytest.mark.parametrize("op,ref", INPLACE)
 @pytest.mark.parametrize("other", ["same shape", "broadcast row", "python float", "python int",
                                    "float64 array", "the array itself"])
-@pytest.mark.parametrize("target", ["compact", "transposed view"])
+@pytest.mark.parametrize("target", ["compact", "transposed view", "leading rows"])
 def test_inplace_operators_write_into_the_array(device, op, ref, other, target):
+    # "leading rows" is compact too (element i is its buffer's element i) but
+    # its buffer goes on: the rows after it must keep their values.
     x, y = rand(3, 4), np.where(np.abs(rand(3, 4)) < 0.1, 0.5, rand(3, 4)).astype(np.float32)
-    base = nd.array(x if target == "compact" else x.T.copy(), device=device)
-    a = base if target == "compact" else base.permute((1, 0))
-    alias = base.reshape(12)  # a view of the same storage sees the update
+    rest = np.full((2, 4), 7.0, np.float32)
+    base = nd.array({"compact": x, "transposed view": x.T.copy(),
+                     "leading rows": np.concatenate([x, rest])}[target], device=device)
+    a = base[:3] if target == "leading rows" else base
+    if target == "transposed view":
+        a = base.permute((1, 0))
+    alias = base.reshape(base.size)  # a view of the same storage sees the update
     b = {"same shape": nd.array(y, device=device), "broadcast row": nd.array(y[0], device=device),
          "python float": 0.75, "python int": 3, "float64 array": nd.array(y.astype(np.float64),
                                                                           device=device),
@@ -81,7 +87,9 @@ def test_inplace_operators_write_into_the_array(device, op, ref, other, target):
     out = op(a, b)
     assert out is a and a.dtype == nd.float32
     close(a, expected)
-    close(alias, (expected if target == "compact" else expected.T).reshape(12))
+    seen = {"compact": expected, "transposed view": expected.T,
+            "leading rows": np.concatenate([expected, rest])}[target]
+    close(alias, seen.reshape(-1))
 
 
 def test_inplace_operator_errors_leave_the_array_unchanged(device):

@@ -217,11 +217,13 @@ def inplace_operator(op: str) -> Callable[[A, Any], A]:
 
     def method(a: A, b: Any) -> A:
         path = _fast_path(a, b) if fast else 0
-        if path == _SAME:  # both compact, one shape: sharing a buffer, the same elements
-            a._device.kernels.ewise[op](a._buf, b._buf, a._buf)
-            return a
-        if path == _SCALAR:
-            a._device.kernels.scalar[op](a._buf, b, a._buf)
+        # The kernel writes its output buffer whole: only where a is all of its buffer
+        # (not the leading rows of a longer one) can that buffer be the output.
+        if path and path != _VIEWS and a._buf.size == a.size:
+            if path == _SAME:  # both compact, one shape: sharing a buffer, the same elements
+                a._device.kernels.ewise[op](a._buf, b._buf, a._buf)
+            else:
+                a._device.kernels.scalar[op](a._buf, b, a._buf)
             return a
         result = binary(a, b, op)
         if result is NotImplemented:
