@@ -177,6 +177,33 @@ def test_manual_sgd_updates_the_parameter_in_place() -> None:
     np.testing.assert_allclose(w.detach().numpy(), tw.detach().numpy(), rtol=1e-6)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("target", ["whole", "leading rows", "transposed"])
+def test_optimizer_style_updates_without_grad_match_torch(device: str, target: str) -> None:
+    # What optimizers run under no_grad (the NDArray's in-place operator writes the
+    # storage directly there): values, aliases, version counter and no graph, as torch.
+    rng = np.random.default_rng(0)
+    base_np = rng.standard_normal((5, 3)).astype(np.float32)
+    g_np = rng.standard_normal((3, 3)).astype(np.float32)
+    views = {"whole": lambda b: b, "leading rows": lambda b: b[:3],
+             "transposed": lambda b: b[:3].T}
+    results = []
+    for lib, make in ((ag, lambda a: ag.tensor(a, device=device)), (torch, torch.tensor)):
+        base = make(base_np if target != "whole" else base_np[:3].copy())
+        p = views[target](base)
+        g = make(g_np if target != "transposed" else g_np.T.copy())
+        with lib.no_grad():
+            p.sub_(g, alpha=0.5)
+            p.mul_(0.9)
+            p += g
+            p /= 2
+            p.add_(1.5)
+        assert p._version == base._version == 5
+        assert not p.requires_grad and p.grad_fn is None
+        results.append(base.cpu().numpy() if lib is ag else base.numpy())
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-6)
+
+
 def test_views_write_through_to_their_base() -> None:
     base = ag.zeros(3, 4)
     base[1].add_(5)

@@ -2,7 +2,10 @@
 
 An in-place op computes its result with the out-of-place op, then writes it
 into the tensor's own storage (so views and other aliases of that storage see
-the change) and bumps the tensor's version counter. The checks are PyTorch's:
+the change) and bumps the tensor's version counter. Float arithmetic that
+records nothing (an optimizer's update under ``no_grad``) skips the
+out-of-place result: the NDArray's in-place operator writes the storage
+itself (see ``_direct``). The checks are PyTorch's:
 
 - a leaf that requires grad cannot be modified in place while grad mode is on
   (``with no_grad():`` is how optimizers and the manual SGD idiom
@@ -170,10 +173,43 @@ def bump(t: Tensor) -> None:
     vc.value += 1
 
 
+def _direct(t: Tensor, other: Any) -> Any:
+    """``other`` as the operand of the NDArray's in-place operator on ``t``'s data,
+    or None where the op must go through ``_write``.
+
+    That operator writes into ``t``'s storage itself, with one kernel where it
+    can (``p.sub_(g, alpha=lr)`` under ``no_grad``, ``m.mul_(beta)``). It serves
+    where nothing is recorded (grad mode off, or a tensor that is no view and
+    operands that do not require grad) and nothing can fail: a floating ``t``
+    with a Python number or a tensor of its shape, dtype and device.
+    """
+    if grad_mode._state.enabled and (t._requires_grad or t._base is not None
+                                     or getattr(other, "_requires_grad", False)):
+        return None
+    data = t._data
+    if not data._dtype.is_floating:
+        return None
+    if type(other) is float or type(other) is int:
+        return other
+    if isinstance(other, TensorBase):
+        o = other._data
+        if o._dtype is data._dtype and o._device is data._device and o._shape == data._shape:
+            return o
+    return None
+
+
 # The in-place forms of the op table's ops (mul_, x %= y, exp_, ...) are these two
 # applied to the op's function, set on Tensor by lamina.autograd._ops.table.
-def _binary(t: Tensor, other: Any, op: str, fn: Callable[[Any, Any], Tensor]) -> Tensor:
+def _binary(t: Tensor, other: Any, op: str, fn: Callable[[Any, Any], Tensor],
+            direct: Callable[[NDArray, Any], NDArray] | None = None, alpha: Any = 1) -> Tensor:
+    if direct is not None and (type(alpha) is int or type(alpha) is float):
+        operand = _direct(t, other)
+        if operand is not None:
+            direct(t._data, operand if alpha == 1 else operand * alpha)
+            bump(t)
+            return t
     _check_leaf(t, op)
+    other = _scaled(other, alpha)
     if isinstance(other, NDArray):
         other = make(other)
     return _write(t, fn(t, other), op)
@@ -190,12 +226,12 @@ def _scaled(other: Any, alpha: Any) -> Any:
 
 def add_(t: Tensor, other: Any, alpha: Any = 1) -> Tensor:
     """``t += alpha * other``, broadcast to ``t``'s shape."""
-    return _binary(t, _scaled(other, alpha), "add_", E.add)
+    return _binary(t, other, "add_", E.add, NDArray.__iadd__, alpha)
 
 
 def sub_(t: Tensor, other: Any, alpha: Any = 1) -> Tensor:
     """``t -= alpha * other``."""
-    return _binary(t, _scaled(other, alpha), "sub_", E.sub)
+    return _binary(t, other, "sub_", E.sub, NDArray.__isub__, alpha)
 
 
 def apply_(t: Tensor, op: str, fn: Callable[[Tensor], Tensor]) -> Tensor:

@@ -57,9 +57,10 @@ def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float,
     # A NaN norm scales every gradient by NaN, as PyTorch does: a NaN gradient
     # must not pass through unscaled as if it were small.
     if coef < 1.0 or math.isnan(coef):
-        for p in params:
-            if p.grad is not None:
-                p.grad._data = p.grad._data * coef
+        with autograd.no_grad():  # in place, as PyTorch's: views of a gradient see it
+            for p in params:
+                if p.grad is not None:
+                    p.grad.mul_(coef)
     return autograd.tensor(total)
 
 

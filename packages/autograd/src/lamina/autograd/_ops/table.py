@@ -139,15 +139,17 @@ def _reflected(function: Callable[[Any, Any], Tensor]) -> Callable[[Tensor, Any]
     return reflected
 
 
-def _in_place(name: str, function: Callable[..., Any], arity: int) -> Callable[..., Any]:
-    """``t.NAME(...)``: the out-of-place ``function`` written into ``t`` (see _inplace)."""
+def _in_place(name: str, function: Callable[..., Any], arity: int,
+              direct: Callable[[NDArray, Any], NDArray] | None = None) -> Callable[..., Any]:
+    """``t.NAME(...)``: the out-of-place ``function`` written into ``t`` (see _inplace);
+    ``direct``, the NDArray's in-place operator, where nothing needs recording."""
     from .. import _inplace  # loaded by install() time; it imports this package
 
     if arity == 2:
         binary = _inplace._binary
 
         def method(self: Tensor, other: Any) -> Tensor:
-            return binary(self, other, name, function)
+            return binary(self, other, name, function, direct)
     else:
         unary = _inplace._unary
 
@@ -182,7 +184,8 @@ def install(cls: type[Tensor]) -> None:
         if op.logical:
             put(op.logical, FUNCTIONS[op.logical])
         if _has_in_place(op):
-            method = _in_place(f"{name}_", fn, op.arity)
+            direct = getattr(NDArray, f"__i{op.operator}__") if op.fast and op.operator else None
+            method = _in_place(f"{name}_", fn, op.arity, direct)
             put(f"{name}_", method)
             if op.operator and op.arity == 2:
                 put(f"__i{op.operator}__", method)
