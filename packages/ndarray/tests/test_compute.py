@@ -92,6 +92,25 @@ def test_inplace_operators_write_into_the_array(device, op, ref, other, target):
     close(alias, seen.reshape(-1))
 
 
+@pytest.mark.parametrize("target", ["compact", "transposed view", "leading rows"])
+@pytest.mark.parametrize("other", ["same shape", "broadcast row", "python float"])
+def test_add_scaled_is_the_operators_bit_for_bit(device, target, other):
+    x, y = rand(3, 4), rand(3, 4)
+    base = nd.array(np.concatenate([x, x]) if target == "leading rows" else x, device=device)
+    a = base[:3] if target == "leading rows" else base
+    if target == "transposed view":
+        a = base.permute((1, 0))
+    b = {"same shape": y if target != "transposed view" else y.T.copy(),
+         "broadcast row": y[0, :a.shape[1]], "python float": 0.75}[other]
+    b = b if other == "python float" else nd.array(b, device=device)
+    want = (a + b * -0.3).numpy()  # b * alpha rounded, then the add
+    out = nd.add_scaled_(a, b, -0.3)
+    assert out is a
+    np.testing.assert_array_equal(a.numpy(), want)
+    if target == "leading rows":  # the rows after the view keep their values
+        np.testing.assert_array_equal(base.numpy()[3:], x)
+
+
 def test_inplace_operator_errors_leave_the_array_unchanged(device):
     a = nd.array(np.arange(3), device=device)
     a += 2  # int64 stays int64

@@ -201,11 +201,17 @@ def _direct(t: Tensor, other: Any) -> Any:
 # The in-place forms of the op table's ops (mul_, x %= y, exp_, ...) are these two
 # applied to the op's function, set on Tensor by lamina.autograd._ops.table.
 def _binary(t: Tensor, other: Any, op: str, fn: Callable[[Any, Any], Tensor],
-            direct: Callable[[NDArray, Any], NDArray] | None = None, alpha: Any = 1) -> Tensor:
+            direct: Callable[..., NDArray] | None = None, alpha: Any = 1) -> Tensor:
+    """``t OP= alpha * other`` (alpha: add_ and sub_ only); ``direct`` writes
+    ``t``'s data itself where ``_direct`` allows, called ``(data, operand)``, or
+    ``(data, operand, alpha)`` for an alpha other than 1."""
     if direct is not None and (type(alpha) is int or type(alpha) is float):
         operand = _direct(t, other)
         if operand is not None:
-            direct(t._data, operand if alpha == 1 else operand * alpha)
+            if alpha == 1:
+                direct(t._data, operand)
+            else:
+                direct(t._data, operand, alpha)
             bump(t)
             return t
     _check_leaf(t, op)
@@ -226,12 +232,16 @@ def _scaled(other: Any, alpha: Any) -> Any:
 
 def add_(t: Tensor, other: Any, alpha: Any = 1) -> Tensor:
     """``t += alpha * other``, broadcast to ``t``'s shape."""
-    return _binary(t, other, "add_", E.add, NDArray.__iadd__, alpha)
+    return _binary(t, other, "add_", E.add, nd.add_scaled_, alpha)
+
+
+def _sub_scaled(a: NDArray, b: Any, alpha: float = 1.0) -> NDArray:
+    return a.__isub__(b) if alpha == 1 else nd.add_scaled_(a, b, -alpha)
 
 
 def sub_(t: Tensor, other: Any, alpha: Any = 1) -> Tensor:
     """``t -= alpha * other``."""
-    return _binary(t, other, "sub_", E.sub, NDArray.__isub__, alpha)
+    return _binary(t, other, "sub_", E.sub, _sub_scaled, alpha)
 
 
 def apply_(t: Tensor, op: str, fn: Callable[[Tensor], Tensor]) -> Tensor:

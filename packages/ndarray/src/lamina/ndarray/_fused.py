@@ -7,7 +7,8 @@ allocates and the others update that new buffer in place, which the backend
 interface allows for elementwise kernels (``out`` may be an input). Nothing
 else holds the buffer, so no caller can see a half-done result.
 ``adam_step`` (a dozen steps) is one pass of the backend's optional
-``adam_step`` kernel where it has one, else the composite.
+``adam_step`` kernel where it has one, else the composite; ``add_scaled_``
+(an optimizer's ``p -= lr * g``) is one ``ewise_program`` pass into ``p``.
 
 ``gelu`` and ``gelu_backward`` run as one ``ewise_program`` call where the
 device has that optional kernel for the dtype: the same kernels in the same
@@ -113,6 +114,35 @@ def _run_program(arrays: list[NDArray], program: Program) -> bool:
             return False
     kernel([x._buf for x in arrays], program[0], program[1], n)
     return True
+
+
+# a += alpha * b on buffers (a, b): b * alpha rounded, then the add, into a.
+_ADD_SCALED_CODE = _assemble(("scalar_mul", T0, 1, 0.0), ("add", 0, 0, T0))
+
+
+def add_scaled_(a: NDArray, b: Any, alpha: float = 1.0) -> NDArray:
+    """``a += alpha * b`` in place (``torch.Tensor.add_(b, alpha=alpha)``); returns ``a``.
+
+    ``b``, an NDArray or a number, must give a result that fits ``a`` (as
+    ``a += b``: the same errors). For ``b`` of ``a``'s shape, dtype and
+    device and both compact, it is one ``ewise_program`` pass where the
+    device has one (an optimizer's ``p -= lr * g`` reads and writes ``p``
+    once): bit for bit ``b * alpha`` rounded, then the add, as elsewhere.
+
+    Example:
+        >>> import lamina.ndarray as nd
+        >>> p = nd.array([1.0, 2.0], device="numpy")
+        >>> add_scaled_(p, nd.array([10.0, 10.0], device="numpy"), -0.5).tolist()
+        [-4.0, -3.0]
+    """
+    if alpha == 1:
+        return a.__iadd__(b)
+    if type(b) is type(a) and b._shape == a._shape and b._dtype is a._dtype \
+            and b._device is a._device and a._dtype.is_floating:
+        code, _, kernels = _ADD_SCALED_CODE
+        if _run_program([a, b], (code, np.asarray([alpha], np.float64), kernels)):
+            return a
+    return a.__iadd__(b * alpha)
 
 
 def linear(x: NDArray, weight: NDArray, bias: NDArray | None = None) -> NDArray:

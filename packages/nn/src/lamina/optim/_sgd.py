@@ -67,5 +67,5 @@ class SGD(Optimizer):
                 buf = buf * momentum + grad
             state["momentum_buffer"] = buf
             grad = grad + buf * momentum if group["nesterov"] else buf
-        p -= grad * group["lr"]  # in place: no p - lr * g temporary, no copy of it into p
-        return p
+        # in place, one pass where the device has ewise_program: no lr * g temporary
+        return nd.add_scaled_(p, grad, -group["lr"])
