@@ -165,6 +165,8 @@ PYBIND11_MODULE(_core, m) {
   LAMINA_DEF(reduce_sum_axis, "a"_a, "out"_a, "outer"_a, "size"_a, "inner"_a,
              "out[o, i] = sum_k a[o, k, i]");
   LAMINA_DEF(softmax_last, "a"_a, "out"_a, "size"_a, "row-wise softmax of (rows, size)");
+  LAMINA_DEF(log_softmax_backward_last, "g"_a, "out"_a, "grad_a"_a, "size"_a,
+             "grad_a = g - exp(out) * rowsum(g): a row-wise log-softmax's backward, out its output");
   LAMINA_DEF(logsumexp_last, "a"_a, "out"_a, "size"_a, "row-wise stable log(sum(exp(a)))");
   LAMINA_DEF(layer_norm_last, "a"_a, "weight"_a, "bias"_a, "out"_a, "mean"_a, "rstd"_a, "size"_a,
              "eps"_a, "row-wise LayerNorm of (rows, size); mean and rstd (rows,) for the backward");

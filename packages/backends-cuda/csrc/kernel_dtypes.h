@@ -51,6 +51,7 @@ constexpr DTypes with_narrow(DTypes set) { return (set & 0b0001) ? (set | kNarro
   X(reduce_argmax, kNumbers) X(reduce_prod, kNumbers) X(reduce_sum_axis, kNumbers | kNarrow) \
   X(cumsum_last, kNumbers) X(softmax_last, kFloats | kNarrow)                                \
   X(logsumexp_last, kFloats | kNarrow) X(sort_last, kAllDTypes) X(multinomial_last, kFloats) \
+  X(log_softmax_backward_last, kFloats)                                                      \
   X(layer_norm_last, kFloats | kNarrow) X(index_gather, kAllDTypes)                          \
   X(index_scatter_add, kAllDTypes) X(index_copy, kAllDTypes)                                 \
   X(matmul, kFloats | kNarrow) X(matmul_batched, kFloats | kNarrow)                          \

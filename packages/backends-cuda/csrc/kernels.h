@@ -57,6 +57,7 @@ void reduce_argmax(const Array& a, Array& out, int64_t size);
 void reduce_prod(const Array& a, Array& out, int64_t size);
 void reduce_sum_axis(const Array& a, Array& out, int64_t outer, int64_t size, int64_t inner);
 void softmax_last(const Array& a, Array& out, int64_t size);
+void log_softmax_backward_last(const Array& g, const Array& out, Array& grad_a, int64_t size);
 void logsumexp_last(const Array& a, Array& out, int64_t size);
 // LayerNorm of rows (biased variance); also writes each row's mean and 1/sqrt(var + eps).
 void layer_norm_last(const Array& a, const Array& weight, const Array& bias, Array& out,

@@ -1,6 +1,7 @@
 // reduce.cu: reductions over the contiguous last axis (reduce_sum, reduce_max,
 // reduce_min, reduce_argmax, reduce_prod), over a middle axis (reduce_sum_axis),
-// and the fused row kernels softmax_last, logsumexp_last and layer_norm_last.
+// and the fused row kernels softmax_last, logsumexp_last, layer_norm_last and
+// log_softmax_backward_last.
 // Dtypes as kernel_dtypes.h lists: the fused kernels take floats; sums,
 // products and argmax also int64 (wrapping); max and min every dtype (bool's
 // max is any, its min all). The sums (reduce_sum, reduce_sum_axis), max, min
@@ -436,6 +437,30 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// grad_a[r, k] = g[r, k] - exp(out[r, k]) * sum_k g[r, k]: the backward of a
+// row-wise log-softmax whose output is out. One read of g for the sum (AccFor:
+// double for float32, as the cpu backend's), then g again and out for the result.
+template <class T, int GROUP>
+__global__ void __launch_bounds__(kThreads)
+    log_softmax_backward_last_kernel(const T* __restrict__ g, const T* __restrict__ out,
+                                     T* __restrict__ grad_a, int64_t rows, int64_t row_size) {
+  using C = ValueOf<T>;
+  constexpr int kGroups = kThreads / GROUP;
+  const int lane = threadIdx.x % GROUP;
+  for (int64_t r0 = blockIdx.x * static_cast<int64_t>(kGroups); r0 < rows;
+       r0 += static_cast<int64_t>(gridDim.x) * kGroups) {  // block-uniform: see group_reduce
+    const int64_t r = r0 + (GROUP < kThreads ? threadIdx.x / GROUP : 0);
+    const bool active = GROUP == kThreads || r < rows;  // a whole block's row always is
+    const int64_t size = active ? row_size : 0;         // an empty row for a group without one
+    const T* pg = g + r * size;
+    AccFor<T> s = 0;
+    for (int64_t k = lane; k < size; k += GROUP) s += widen(pg[k]);
+    const C total = static_cast<C>(group_reduce<GROUP, SumOp<C>>(s));
+    for (int64_t k = lane; k < size; k += GROUP)
+      grad_a[r * size + k] = round_to<T>(widen(pg[k]) - exp(widen(out[r * size + k])) * total);
+  }
+}
+
 void softmax_last(const Array& a, Array& out, int64_t size) {
   require_same_dtype("softmax_last", {&a, &out});
   require_nonneg("softmax_last", "size", size);
@@ -499,6 +524,31 @@ void layer_norm_last(const Array& a, const Array& weight, const Array& bias, Arr
                   ctx.stream, a.data<T>(), weight.data<T>(), bias.data<T>(), out.data<T>(),
                   mean.data<T>(), rstd.data<T>(), rows, size, eps);
     check_launch("layer_norm_last_kernel", ctx.stream);
+  });
+}
+
+
+void log_softmax_backward_last(const Array& g, const Array& out, Array& grad_a, int64_t size) {
+  const char* op = "log_softmax_backward_last";
+  require_same_dtype(op, {&g, &out, &grad_a});
+  require_dtype(op, grad_a.dtype(), kernel_dtypes::log_softmax_backward_last);
+  require_nonneg(op, "size", size);
+  const int64_t rows = size ? grad_a.size() / size : 0;
+  if ((size && grad_a.size() % size) || (!size && grad_a.size()))
+    value_error(op, ": grad_a has ", grad_a.size(), " elements, not a multiple of size ", size);
+  if (g.size() < rows * size || out.size() < rows * size)
+    value_error(op, ": g and out have ", g.size(), " and ", out.size(), " elements, expected ",
+                rows, "x", size);
+  const Launch ctx = launch_on(op, {&g, &out, &grad_a});
+  if (rows == 0) return;
+  dispatch<kernel_dtypes::log_softmax_backward_last>(op, grad_a.dtype(), [&](auto t) {
+    using T = decltype(t);
+    const bool warp = size <= kWarpRowMax;
+    const auto kernel = warp ? &log_softmax_backward_last_kernel<T, 32>
+                             : &log_softmax_backward_last_kernel<T, kThreads>;
+    launch_kernel(kernel, grid_for(warp ? (rows + 7) / 8 : rows, ctx.device, 1), kThreads, 0,
+                  ctx.stream, g.data<T>(), out.data<T>(), grad_a.data<T>(), rows, size);
+    check_launch("log_softmax_backward_last_kernel", ctx.stream);
   });
 }
 

@@ -196,6 +196,27 @@ def test_softmax_logsumexp(rows: int, size: int, dtype: str) -> None:
     check("logsumexp_last", [a, "OUT", size], (rows, dtype), SUM_TOL[dtype])
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("rows,size", [(1, 1), (33, 10), (4, 512), (3, 513), (2, 40_000)])
+def test_log_softmax_backward(rows: int, size: int, dtype: str) -> None:
+    x = rand((rows, size), dtype, 14, -20, 20).astype(np.float64)
+    out = (x - x.max(1, keepdims=True))
+    out = (out - np.log(np.exp(out).sum(1, keepdims=True))).astype(dtype).reshape(-1)
+    g = rand(rows * size, dtype, 15)
+    check("log_softmax_backward_last", [g, out, "OUT", size], (rows * size, dtype),
+          SUM_TOL[dtype])
+
+
+def test_log_softmax_backward_errors() -> None:
+    f32 = lambda n: cuda.Array(n, "float32")  # noqa: E731
+    with pytest.raises(ValueError, match="log_softmax_backward_last: grad_a has 7 elements"):
+        cuda.log_softmax_backward_last(f32(6), f32(6), f32(7), 3)
+    with pytest.raises(ValueError, match="log_softmax_backward_last: g and out have 5 and 6"):
+        cuda.log_softmax_backward_last(f32(5), f32(6), f32(6), 3)
+    with pytest.raises(TypeError, match="log_softmax_backward_last"):
+        cuda.log_softmax_backward_last(*(cuda.Array(6, "int64") for _ in range(3)), 3)
+
+
 def _layer_norm_ref(a: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """out, mean and rstd of a (rows, size) in float64, variance in a second pass."""
