@@ -51,6 +51,10 @@ step() {  # step NAME COMMAND...: run, log, record the status (with its seconds)
   return 0
 }
 
+# The lent GPU machines run commands as root and their mpi4py is Open MPI's, whose
+# mpiexec refuses root unless told (the nn suite's distributed tests start it).
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
 have_tests() { [ -f "packages/$1/pyproject.toml" ] && [ -d "packages/$1/tests" ]; }
 
 workers() {  # pytest arguments for $JOBS xdist workers, when asked for and installed
