@@ -532,13 +532,8 @@ void log_softmax_backward_last(const Array& g, const Array& out, Array& grad_a, 
   const char* op = "log_softmax_backward_last";
   require_same_dtype(op, {&g, &out, &grad_a});
   require_dtype(op, grad_a.dtype(), kernel_dtypes::log_softmax_backward_last);
-  require_nonneg(op, "size", size);
-  const int64_t rows = size ? grad_a.size() / size : 0;
-  if ((size && grad_a.size() % size) || (!size && grad_a.size()))
-    value_error(op, ": grad_a has ", grad_a.size(), " elements, not a multiple of size ", size);
-  if (g.size() < rows * size || out.size() < rows * size)
-    value_error(op, ": g and out have ", g.size(), " and ", out.size(), " elements, expected ",
-                rows, "x", size);
+  const int64_t rows =
+      checks::check_log_softmax_backward(op, g.size(), out.size(), grad_a.size(), size);
   const Launch ctx = launch_on(op, {&g, &out, &grad_a});
   if (rows == 0) return;
   dispatch<kernel_dtypes::log_softmax_backward_last>(op, grad_a.dtype(), [&](auto t) {

@@ -235,6 +235,22 @@ inline void check_rnn_cell(const char* op, int64_t step, int64_t batch, int64_t 
   }
 }
 
+// ---------------------------------------------------------------- row kernels
+// log_softmax_backward_last(g, out, grad_a, size): grad_a holds whole rows of
+// size elements (none when size is 0), g and out at least as many. Returns the
+// number of rows.
+inline int64_t check_log_softmax_backward(const char* op, int64_t g_size, int64_t out_size,
+                                          int64_t grad_size, int64_t size) {
+  require_nonneg(op, "size", size);
+  const int64_t rows = size ? grad_size / size : 0;
+  if ((size && grad_size % size) || (!size && grad_size))
+    value_error(op, ": grad_a has ", grad_size, " elements, not a multiple of size ", size);
+  if (g_size < rows * size || out_size < rows * size)
+    value_error(op, ": g and out have ", g_size, " and ", out_size, " elements, expected ", rows,
+                "x", size);
+  return rows;
+}
+
 // ---------------------------------------------------------------- batch norm
 // The layout of batch_norm_stats, batch_norm_apply and batch_norm_backward:
 // buffers read from element 0 as compact (n, c, s) (full) or (c,) (per channel).
