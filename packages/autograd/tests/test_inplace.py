@@ -204,6 +204,27 @@ def test_optimizer_style_updates_without_grad_match_torch(device: str, target: s
     np.testing.assert_allclose(results[0], results[1], rtol=1e-6)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_each_grad_is_its_own_writable_storage(device: str) -> None:
+    # a + b hands both the same gradient and x.sum() a broadcast one: as in torch,
+    # each .grad can be changed in place without touching another's.
+    rng = np.random.default_rng(1)
+    a_np, b_np = rng.standard_normal((2, 3)).astype(np.float32), rng.standard_normal(3)
+    grads = []
+    for lib, make in ((ag, lambda v: ag.tensor(v.astype(np.float32), requires_grad=True,
+                                              device=device)),
+                      (torch, lambda v: torch.tensor(v.astype(np.float32), requires_grad=True))):
+        a, b, c = make(a_np), make(b_np), make(b_np)
+        ((a + b).sum() + (b * c).sum() + c.sum()).backward()
+        with lib.no_grad():
+            a.grad.mul_(2.0)
+            b.grad.add_(1.0)
+            c.grad.mul_(-1.0)
+        grads.append([t.grad.cpu().numpy() if lib is ag else t.grad.numpy() for t in (a, b, c)])
+    for ours, theirs in zip(*grads):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+
+
 def test_views_write_through_to_their_base() -> None:
     base = ag.zeros(3, 4)
     base[1].add_(5)

@@ -137,6 +137,7 @@ def run_backward(pairs: list[tuple[TensorBase, TensorBase]], retain_graph: bool,
     pending: dict[int, TensorBase] = {}
     owned: dict[int, TensorBase] = {}  # key -> a gradient this pass made, safe to add into
     keep: dict[int, Any] = {}  # ids stay valid only while their objects live
+    handed: set[tuple[int, int]] = set()  # (buffer, offset) of each gradient stored in a .grad
     previous = grad_mode._state.enabled
     grad_mode._state.enabled = create_graph
     try:
@@ -159,7 +160,7 @@ def run_backward(pairs: list[tuple[TensorBase, TensorBase]], retain_graph: bool,
                     if id(node) in capture:
                         _accumulate(captured, id(node), grad)
                 elif node._retained is not None:
-                    _store_grad(node._retained(), grad, create_graph)
+                    _store_grad(node._retained(), grad, create_graph, handed)
                 if node.add_grad_into is not None and not create_graph \
                         and _function.observer is None and grad._data._dtype is node.dtypes[0]:
                     edge = node.next[0]
@@ -194,10 +195,10 @@ def run_backward(pairs: list[tuple[TensorBase, TensorBase]], retain_graph: bool,
                 for key in flush_after[index]:
                     if key in leaves:
                         owned.pop(key, None)
-                        _store_grad(keep[key], leaves.pop(key), create_graph)
+                        _store_grad(keep[key], leaves.pop(key), create_graph, handed)
         for key, grad in leaves.items():
             if capture is None:
-                _store_grad(keep[key], grad, create_graph)
+                _store_grad(keep[key], grad, create_graph, handed)
             elif key in capture:
                 _accumulate(captured, key, grad)
     finally:
@@ -218,12 +219,27 @@ def _last_uses(order: list[Function]) -> dict[int, list[int]]:
     return after
 
 
-def _store_grad(tensor: TensorBase | None, grad: TensorBase, create_graph: bool) -> None:
-    """Accumulates into ``tensor.grad`` (PyTorch: sum across backward calls)."""
+def _store_grad(tensor: TensorBase | None, grad: TensorBase, create_graph: bool,
+                handed: set[tuple[int, int]]) -> None:
+    """Accumulates into ``tensor.grad`` (PyTorch: sum across backward calls).
+
+    Each ``.grad`` gets its own writable storage, as in PyTorch: a rule can
+    hand one array to several inputs (``a + b`` gives both the same gradient,
+    as do an RNN's two biases), so an array already stored in this pass is
+    copied, or an in-place op on one ``.grad`` (``p.grad.mul_(c)``) would
+    change the other; a broadcast view (``x.sum()``'s gradient) is copied too,
+    since nothing can be written through it.
+    """
     if tensor is None:
         return
     if not create_graph:
-        grad = make(grad._data)  # detached (a fresh gradient: no counter to share)
+        data = grad._data
+        where = (id(data._buf), data._offset)
+        if where in handed or (0 in data._strides and data.size > 1):
+            data = data.copy()
+            where = (id(data._buf), 0)
+        handed.add(where)
+        grad = make(data)  # detached (a fresh gradient: no counter to share)
     tensor.grad = grad if tensor.grad is None else tensor.grad + grad
     if tensor.grad_fn is None and tensor._post_hooks:
         for hook in list(tensor._post_hooks.values()):
