@@ -339,6 +339,23 @@ void reduce_sum_axis(const Array& a, Array& out, int64_t outer, int64_t size, in
 // ---------------------------------------------------------------- fused row kernels
 namespace {
 
+// Calls body(r, size, lane, active) for every row r of a (rows, row_size)
+// array, GROUP threads (lanes) to a row, kThreads / GROUP rows per block and
+// pass. The loop is block-uniform, as group_reduce needs: a group past the last
+// row takes part with an empty row (size 0, active false). A whole block's row
+// (GROUP == kThreads) always is active.
+template <int GROUP, class Body>
+__device__ __forceinline__ void for_each_row(int64_t rows, int64_t row_size, Body body) {
+  constexpr int kGroups = kThreads / GROUP;
+  const int lane = threadIdx.x % GROUP;
+  for (int64_t r0 = blockIdx.x * static_cast<int64_t>(kGroups); r0 < rows;
+       r0 += static_cast<int64_t>(gridDim.x) * kGroups) {
+    const int64_t r = r0 + (GROUP < kThreads ? threadIdx.x / GROUP : 0);
+    const bool active = GROUP == kThreads || r < rows;
+    body(r, active ? row_size : 0, lane, active);
+  }
+}
+
 // Row max (NaN propagating) then sum of exp(x - shift) over one row, by a
 // group, in T's compute type C (float for the 16-bit floats).
 template <int GROUP, class T, class C = ValueOf<T>>
@@ -360,13 +377,7 @@ template <class T, int GROUP>
 __global__ void __launch_bounds__(kThreads)
     softmax_last_kernel(const T* __restrict__ a, T* __restrict__ out, int64_t rows,
                         int64_t row_size) {
-  constexpr int kGroups = kThreads / GROUP;
-  const int lane = threadIdx.x % GROUP;
-  for (int64_t r0 = blockIdx.x * static_cast<int64_t>(kGroups); r0 < rows;
-       r0 += static_cast<int64_t>(gridDim.x) * kGroups) {  // block-uniform: see group_reduce
-    const int64_t r = r0 + (GROUP < kThreads ? threadIdx.x / GROUP : 0);
-    const bool active = GROUP == kThreads || r < rows;  // a whole block's row always is
-    const int64_t size = active ? row_size : 0;         // an empty row for a group without one
+  for_each_row<GROUP>(rows, row_size, [&](int64_t r, int64_t size, int lane, bool /*active*/) {
     const T* p = a + r * size;
     using C = ValueOf<T>;
     C shift;
@@ -375,7 +386,7 @@ __global__ void __launch_bounds__(kThreads)
     const C inv = static_cast<C>(1.0 / total);
     for (int64_t k = lane; k < size; k += GROUP)
       out[r * size + k] = round_to<T>(exp(widen(p[k]) - shift) * inv);
-  }
+  });
 }
 
 // out[r] = log(sum_k exp(a[r, k] - s)) + s with s the row max, or 0 if it is not finite.
@@ -383,19 +394,13 @@ template <class T, int GROUP>
 __global__ void __launch_bounds__(kThreads)
     logsumexp_last_kernel(const T* __restrict__ a, T* __restrict__ out, int64_t rows,
                           int64_t row_size) {
-  constexpr int kGroups = kThreads / GROUP;
-  const int lane = threadIdx.x % GROUP;
-  for (int64_t r0 = blockIdx.x * static_cast<int64_t>(kGroups); r0 < rows;
-       r0 += static_cast<int64_t>(gridDim.x) * kGroups) {  // block-uniform: see group_reduce
-    const int64_t r = r0 + (GROUP < kThreads ? threadIdx.x / GROUP : 0);
-    const bool active = GROUP == kThreads || r < rows;  // a whole block's row always is
-    const int64_t size = active ? row_size : 0;         // an empty row for a group without one
+  for_each_row<GROUP>(rows, row_size, [&](int64_t r, int64_t size, int lane, bool active) {
     using C = ValueOf<T>;
     C shift;
     AccFor<T> total;
     row_stats<GROUP>(a + r * size, size, lane, true, &shift, &total);
     if (active && lane == 0) out[r] = round_to<T>(static_cast<C>(log(total)) + shift);
-  }
+  });
 }
 
 // out[r, k] = (a[r, k] - mean[r]) * rstd[r] * weight[k] + bias[k] with the row's
@@ -408,13 +413,7 @@ __global__ void __launch_bounds__(kThreads)
                            T* __restrict__ rstd, int64_t rows, int64_t row_size, double eps) {
   using C = ValueOf<T>;
   using Acc = AccFor<T>;
-  constexpr int kGroups = kThreads / GROUP;
-  const int lane = threadIdx.x % GROUP;
-  for (int64_t r0 = blockIdx.x * static_cast<int64_t>(kGroups); r0 < rows;
-       r0 += static_cast<int64_t>(gridDim.x) * kGroups) {  // block-uniform: see group_reduce
-    const int64_t r = r0 + (GROUP < kThreads ? threadIdx.x / GROUP : 0);
-    const bool active = GROUP == kThreads || r < rows;  // a whole block's row always is
-    const int64_t size = active ? row_size : 0;         // an empty row for a group without one
+  for_each_row<GROUP>(rows, row_size, [&](int64_t r, int64_t size, int lane, bool active) {
     const T* p = a + r * size;
     Acc s = 0;
     for (int64_t k = lane; k < size; k += GROUP) s += widen(p[k]);
@@ -434,7 +433,7 @@ __global__ void __launch_bounds__(kThreads)
       mean[r] = round_to<T>(mu);
       rstd[r] = round_to<T>(inv);
     }
-  }
+  });
 }
 
 // grad_a[r, k] = g[r, k] - exp(out[r, k]) * sum_k g[r, k]: the backward of a
@@ -445,20 +444,14 @@ __global__ void __launch_bounds__(kThreads)
     log_softmax_backward_last_kernel(const T* __restrict__ g, const T* __restrict__ out,
                                      T* __restrict__ grad_a, int64_t rows, int64_t row_size) {
   using C = ValueOf<T>;
-  constexpr int kGroups = kThreads / GROUP;
-  const int lane = threadIdx.x % GROUP;
-  for (int64_t r0 = blockIdx.x * static_cast<int64_t>(kGroups); r0 < rows;
-       r0 += static_cast<int64_t>(gridDim.x) * kGroups) {  // block-uniform: see group_reduce
-    const int64_t r = r0 + (GROUP < kThreads ? threadIdx.x / GROUP : 0);
-    const bool active = GROUP == kThreads || r < rows;  // a whole block's row always is
-    const int64_t size = active ? row_size : 0;         // an empty row for a group without one
+  for_each_row<GROUP>(rows, row_size, [&](int64_t r, int64_t size, int lane, bool /*active*/) {
     const T* pg = g + r * size;
     AccFor<T> s = 0;
     for (int64_t k = lane; k < size; k += GROUP) s += widen(pg[k]);
     const C total = static_cast<C>(group_reduce<GROUP, SumOp<C>>(s));
     for (int64_t k = lane; k < size; k += GROUP)
       grad_a[r * size + k] = round_to<T>(widen(pg[k]) - exp(widen(out[r * size + k])) * total);
-  }
+  });
 }
 
 void softmax_last(const Array& a, Array& out, int64_t size) {

@@ -97,7 +97,8 @@ _GELU_GRAD_PROGRAM = {
 
 
 def _run_program(arrays: list[NDArray], program: Program) -> bool:
-    """Runs ``program`` over ``arrays`` (one dtype and size; the last is a new result)
+    """Runs ``program`` over ``arrays`` (one dtype and size; the program's code says
+    which it writes: a new result, or an operand in place as ``add_scaled_``'s first)
     with the device's ``ewise_program``; False, running nothing, where that cannot be
     (no such kernel, or no kernel of one of its ops, for the dtype; an operand that
     does not start its buffer)."""
