@@ -58,6 +58,18 @@ def machine() -> dict[str, object]:
     return info
 
 
+def machine_line(note: str = "") -> str:
+    """One line for a result file's header: CPU model, cores (with ``note``, e.g.
+    ``"shared"``), Python and the kernel paths Lamina ran, e.g. ``AMD EPYC (family 25
+    model 1), 2 cores, Python 3.11.7; Lamina kernels avx2, GEMM avx2_fma_6x16``."""
+    info = machine()
+    line = f"{info['cpu']}, {info['cores']} cores" + (f" ({note})" if note else "") \
+        + f", Python {info['python']}"
+    if "lamina_isa" in info:
+        line += f"; Lamina kernels {info['lamina_isa']}, GEMM {info['lamina_gemm_kernel']}"
+    return line
+
+
 def _cpu_name() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -41,6 +40,7 @@ _set_threads_from_argv()
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from _machine import machine_line  # noqa: E402
 from lamina import autograd, nn, optim  # noqa: E402
 from lamina.data import DataLoader  # noqa: E402
 from lamina.models.recipes.cifar10 import (  # noqa: E402
@@ -308,8 +308,7 @@ def main() -> None:
               "device": getattr(device, "name", str(device)),
               "torch_version": torch.__version__, "torch_threads": args.threads,
               "lamina_threads": os.environ.get("LAMINA_NUM_THREADS"),
-              "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores "
-                         f"(shared with other jobs), Python {platform.python_version()}"}
+              "machine": machine_line("shared with other jobs")}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     for epoch in range(1, args.epochs + 1):

@@ -17,7 +17,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import statistics
 import time
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from _machine import machine_line
 from lamina import autograd, nn, optim
 from lamina.data import DataLoader, TensorDataset
 from lamina.models import evaluate, train_epoch
@@ -188,8 +188,7 @@ def main() -> None:
               "batch_size": args.batch_size, "lr": args.lr, "optimizer": "Adam + OneCycleLR",
               "seed": args.seed, "device": device, "torch_version": torch.__version__,
               "threads": args.threads, "date": datetime.date.today().isoformat(),
-              "machine": f"{platform.processor() or platform.machine()}, "
-                         f"{os.cpu_count()} cores, Python {platform.python_version()}"}
+              "machine": machine_line()}
     runners = {"lamina": run_lamina(args, data, init)}
     if not args.skip_torch:
         runners["pytorch"] = run_torch(args, data, init)

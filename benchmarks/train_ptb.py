@@ -28,7 +28,6 @@ os.environ.setdefault("LAMINA_NUM_THREADS", "1")
 import argparse  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
-import platform  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -36,6 +35,7 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from _machine import machine_line  # noqa: E402
 from lamina import autograd, optim  # noqa: E402
 from lamina.data import PTB, BPTTBatches, batchify  # noqa: E402
 from lamina.models import LanguageModel, evaluate_lm, train_lm_epoch  # noqa: E402
@@ -194,8 +194,7 @@ def main() -> None:
                           if args.framework == "both" else
                           "The two frameworks trained concurrently, one process each on its own "
                           "core.",
-              "machine": f"{platform.processor() or platform.machine()}, "
-                         f"{os.cpu_count()} cores (shared), Python {platform.python_version()}"}
+              "machine": machine_line("shared")}
     names = ("lamina", "pytorch") if args.framework == "both" else (args.framework,)
     results: dict[str, list] = {name: [] for name in names}
     out = Path(args.out)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -33,6 +32,7 @@ sys.path.insert(0, str(HERE.parent / "packages" / "nn" / "tests"))  # the PyTorc
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from _machine import machine_line  # noqa: E402
 from _torch_gpt import TorchGPT  # noqa: E402
 from lamina import autograd, nn, optim  # noqa: E402
 from lamina.data import Shakespeare  # noqa: E402
@@ -179,8 +179,7 @@ def main() -> None:
               "iters": args.iters, "iters_done": 0, "batch_size": args.batch_size,
               "val_batches": args.val_batches, "block_iters": args.block_iters,
               "threads": args.threads, "torch_version": torch.__version__,
-              "machine": f"{platform.machine()}, {os.cpu_count()} cores (shared), "
-                         f"Python {platform.python_version()}"}
+              "machine": machine_line("shared")}
     curves: dict[str, list[dict[str, float]]] = {"lamina": [], "pytorch": []}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
