@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -45,7 +46,8 @@ def test_mismatched_calls_raise_on_every_rank_and_nan_propagates(nproc: int) -> 
 
 def test_checks_switch_must_agree_across_ranks() -> None:
     code = ("import os\n"
-            "os.environ['LAMINA_DISTRIBUTED_CHECKS'] = os.environ['PMI_RANK']\n"
+            "from mpi4py import MPI\n"  # the rank, from any MPI (PMI_RANK is MPICH's)
+            "os.environ['LAMINA_DISTRIBUTED_CHECKS'] = str(MPI.COMM_WORLD.Get_rank())\n"
             "import lamina.distributed as d\n"
             "try:\n    d.init_process_group()\n"
             "except RuntimeError as e:\n    print(e)\n")
@@ -66,7 +68,8 @@ def test_ddp_matches_one_process(nproc: int, tmp_path: Path) -> None:
 # only a fallback, long enough that a busy machine never lets rank 0 time out first.
 @pytest.mark.parametrize("mode, timeout, message", [
     ("raise", 20, "rank 1 of 2: uncaught ValueError: simulated failure in rank 1"),
-    ("kill", 20, "BAD TERMINATION"),  # mpiexec reports the dead process (PID and signal)
+    # mpiexec reports the dead process: MPICH's "BAD TERMINATION", Open MPI's "exited on signal"
+    ("kill", 20, "BAD TERMINATION|exited on\\s+signal 9"),
     ("exit", 5, "rank 1 of 2: exit (this rank is exiting while other ranks"),
     ("hang", 5, "rank 0 of 2: all_reduce did not complete within 5 s"),
 ])
@@ -76,7 +79,8 @@ def test_failed_rank_ends_the_job_in_bounded_time(mode: str, timeout: int, messa
     took = time.monotonic() - start
     assert result.returncode != 0
     assert "finished without noticing" not in result.stdout
-    assert message in result.stdout + result.stderr, result.stdout + result.stderr
+    pattern = message if mode == "kill" else re.escape(message)
+    assert re.search(pattern, result.stdout + result.stderr), result.stdout + result.stderr
     assert took < 30, f"the job took {took:.0f} s to end"
 
 
@@ -203,7 +207,8 @@ def _metrics(line: str) -> list[float]:
 @pytest.mark.parametrize("mode", ["finish", "exit0"])
 def test_launch_fails_when_a_rank_exits_early_with_status_0(mode: str) -> None:
     """Issue 31: MPICH's mpiexec exits 0 when a rank leaves early with status 0 (it ends
-    the others silently); the launcher of lamina-train --nproc must fail and name it."""
+    the others silently); the launcher of lamina-train --nproc must fail and name it.
+    (Open MPI's fails by itself, naming the rank.)"""
     import subprocess
     import sys
 
@@ -219,6 +224,8 @@ def test_launch_fails_when_a_rank_exits_early_with_status_0(mode: str) -> None:
     assert result.returncode == 1, result.stdout + result.stderr
     # rank 0's end follows rank 1's at once: a launcher slow to look may see both together.
     # mpiexec either reports success or, when it kills rank 0 first, exits with SIGKILL's 9.
+    if re.search(r"process rank 1 with PID \d+ on node \S+ exiting\s+improperly", result.stderr):
+        return  # Open MPI's launcher notices it itself, names the rank and fails
     if "mpiexec reported success" in result.stderr:
         status = " with status 0"
     else:

@@ -10,6 +10,7 @@ saying so fails the launch, named in the message.
 
 from __future__ import annotations
 
+import functools
 import os
 import selectors
 import shutil
@@ -48,12 +49,28 @@ def mpiexec_command(nproc: int, args: list[str]) -> list[str]:
         args: what follows ``python``, e.g. ``["-m", "lamina.models", ...]``.
 
     Returns:
-        ``[mpiexec, -n, nproc, python, *args]``; for several machines, run
-        MPI's launcher yourself with a hostfile (``mpiexec -f hosts -n 8 ...``).
+        ``[mpiexec, -n, nproc, python, *args]``, with ``--oversubscribe`` after
+        ``nproc`` for Open MPI's launcher, which otherwise refuses more ranks than
+        cores (MPICH's allows them); for several machines, run MPI's launcher
+        yourself with a hostfile (``mpiexec -f hosts -n 8 ...``).
     """
     if not isinstance(nproc, int) or nproc < 1:
         raise ValueError(f"mpiexec_command: nproc must be an integer >= 1, got {nproc!r}")
-    return [mpiexec_path(), "-n", str(nproc), sys.executable, *args]
+    launcher = mpiexec_path()
+    extra = ["--oversubscribe"] if _is_open_mpi(launcher) else []
+    return [launcher, "-n", str(nproc), *extra, sys.executable, *args]
+
+
+@functools.cache
+def _is_open_mpi(mpiexec: str) -> bool:
+    """Whether ``mpiexec`` is Open MPI's: its ``--version`` says ``(Open MPI)`` (5.x) or
+    ``(OpenRTE)`` (4.x); MPICH's says ``HYDRA``."""
+    try:
+        out = subprocess.run([mpiexec, "--version"], capture_output=True, text=True,
+                             timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "Open MPI" in out or "OpenRTE" in out
 
 
 def run_checked(nproc: int, args: list[str], what: str) -> int:
