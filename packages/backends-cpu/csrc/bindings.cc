@@ -59,7 +59,8 @@ py::dict kernel_dtypes() {
     add(name, kRowDtypes);
   add("layer_norm_backward_last", kLayerNormBackwardDtypes);
   add("log_softmax_backward_last", kLogSoftmaxBackwardDtypes);
-  for (const char* name : {"im2col", "col2im", "adam_step"}) add(name, kFusedDtypes);
+  for (const char* name : {"im2col", "col2im", "adam_step", "gelu", "gelu_backward"})
+    add(name, kFusedDtypes);
   for (const char* name : {"lstm_cell", "lstm_cell_backward", "gru_cell", "gru_cell_backward"})
     add(name, kRnnDtypes);
   for (const char* name : {"batch_norm_stats", "batch_norm_apply", "batch_norm_backward"})
@@ -252,6 +253,8 @@ PYBIND11_MODULE(_core, m) {
   m.def("matmul_batched_strided", &matmul_batched_strided, nogil());
   m.def("im2col", &im2col, nogil());
   m.def("adam_step", &adam_step, nogil());
+  m.def("gelu", &gelu, nogil());
+  m.def("gelu_backward", &gelu_backward, nogil());
   m.def("col2im", &col2im, nogil());
 
   // recurrent cells (rnn.cc)

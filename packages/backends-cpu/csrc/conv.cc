@@ -60,9 +60,6 @@ T* padded_scratch(std::size_t n) {
   return buf.data();
 }
 
-// Calls body(std::integral_constant<int, KW>) with KW = kw when the kernel is
-// 1, 3, 5 or 7 wide without dilation (the inner row loops then unroll), else
-// KW = 0 (kw and dw read at run time).
 // f(ni, staged) for every image ni, whole images per thread, where staged is
 // the thread's (C, H + 2ph, W + 2pw) buffer for a zero-padded copy (nullptr
 // without padding): the staged paths of im2col and col2im.
@@ -77,6 +74,9 @@ void for_images_staged(const ConvGeom& g, F&& f) {
   }, 1);
 }
 
+// Calls body(std::integral_constant<int, KW>) with KW = kw when the kernel is
+// 1, 3, 5 or 7 wide without dilation (the inner row loops then unroll), else
+// KW = 0 (kw and dw read at run time).
 template <class F>
 void with_kernel_width(const ConvGeom& g, F&& body) {
   if (g.dw == 1 && g.kw == 3) return body(std::integral_constant<int, 3>{});

@@ -1,6 +1,6 @@
 // ewise_isa.h: the body of ewise_avx2.cc and ewise_avx512.cc, each of which
 // defines LAMINA_ISA (avx2 or avx512) and includes this once: the float32
-// exp, tanh and erf (exp_simd.h) compiled for that ISA and, where
+// exp, tanh, erf and GELU (exp_simd.h) compiled for that ISA and, where
 // LAMINA_ISA_LOOPS is defined (AVX2 only), the generic loops (ewise_loops.h),
 // all put into that ISA's table by fill_ewise (isa_table.h). The AVX-512
 // copy of the loops was measured no faster in cache and 6-18% slower on
@@ -29,6 +29,10 @@ void fill_ewise(IsaKernels& k) {
   k.f32.unary[ops::kOpId<ops::Exp>] = &exp_f32;
   k.f32.unary[ops::kOpId<ops::Tanh>] = &tanh_f32;
   k.f32.unary[ops::kOpId<ops::Erf>] = &erf_f32;
+  k.f32.gelu[0] = &gelu_f32<false>;
+  k.f32.gelu[1] = &gelu_f32<true>;
+  k.f32.gelu_backward[0] = &gelu_backward_f32<false>;
+  k.f32.gelu_backward[1] = &gelu_backward_f32<true>;
 }
 
 }  // namespace LAMINA_ISA

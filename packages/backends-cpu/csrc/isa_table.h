@@ -49,6 +49,10 @@ struct TypeKernels {
                          T* mean, T* rstd) = nullptr;
   void (*layer_norm_backward_row)(const T* g, const T* x, const T* w, T mu, T inv, T* dx,
                                   T* dw, T* db, int64_t n) = nullptr;
+  // GELU and its backward in one pass (exp_simd.h), [0] the erf form, [1] the
+  // tanh form; float32 only, null below AVX2 (gelu.cc then runs its scalar loop)
+  void (*gelu[2])(const T* x, T* out, int64_t n) = {};
+  void (*gelu_backward[2])(const T* x, const T* g, T* out, int64_t n) = {};
   // The GEMM kernels of each register tile this ISA runs (gemm.h), by Tile.
   IsaGemm<T> gemm[kTiles] = {};
 };

@@ -121,6 +121,11 @@ void matmul_batched_strided(const Array& a, const Array& b, Array& out, const Sh
                             int64_t m, int64_t n, int64_t p, int64_t a_offset,
                             const Shape& a_strides, int64_t b_offset, const Shape& b_strides);
 // optim.cc: one Adam/AdamW step; the *_out buffers may be the inputs.
+// GELU (approximate "none": erf form; tanh: the tanh form) and its backward,
+// out[i] = gelu(a[i]) and out[i] = g[i] * gelu'(a[i]) for i < out.size(), in
+// one pass: the float steps of lamina.ndarray's ewise_program listings (gelu.cc).
+void gelu(const Array& a, Array& out, bool tanh);
+void gelu_backward(const Array& a, const Array& g, Array& out, bool tanh);
 void adam_step(const Array& param, const Array& grad, const Array& exp_avg,
                const Array& exp_avg_sq, Array& param_out, Array& exp_avg_out,
                Array& exp_avg_sq_out, double beta1, double beta2, double eps,
@@ -184,7 +189,7 @@ constexpr DTypeMask kCumsumDtypes = kNumbers;
 constexpr DTypeMask kSortDtypes = kAllDtypes;
 constexpr DTypeMask kMultinomialDtypes = kFloats;  // of probs
 constexpr DTypeMask kProgramDtypes = kFloats;
-constexpr DTypeMask kFusedDtypes = kFloats;  // im2col, col2im, adam_step
+constexpr DTypeMask kFusedDtypes = kFloats;  // im2col, col2im, adam_step, gelu(_backward)
 constexpr DTypeMask kRowDtypes = kFloats | kNarrow;  // softmax, logsumexp, layer norm
 // LayerNorm's backward: float32 and float64 (a 16-bit one runs on widened copies)
 constexpr DTypeMask kLayerNormBackwardDtypes = kFloats;

@@ -53,6 +53,11 @@ CASES = [
     (ValueError, "logsumexp_last", lambda: cpu.logsumexp_last(arr(6), arr(3), 3)),
     (ValueError, "layer_norm_last",
      lambda: cpu.layer_norm_last(arr(6), arr(3), arr(3), arr(6), arr(2), arr(3), 3, 1e-5)),
+    (ValueError, "gelu", lambda: cpu.gelu(arr(3), arr(4), False)),  # a shorter than out
+    (TypeError, "gelu", lambda: cpu.gelu(arr(4, "int64"), arr(4, "int64"), False)),
+    (TypeError, "gelu_backward", lambda: cpu.gelu_backward(arr(4), arr(4, "float64"), arr(4),
+                                                           True)),
+    (ValueError, "gelu_backward", lambda: cpu.gelu_backward(arr(4), arr(3), arr(4), False)),
     (ValueError, "log_softmax_backward_last",  # grad_a of 7, rows of 3
      lambda: cpu.log_softmax_backward_last(arr(6), arr(6), arr(7), 3)),
     (ValueError, "log_softmax_backward_last",  # g shorter than the 2 rows of out

@@ -240,6 +240,32 @@ def test_erf(dtype: str, size: int) -> None:
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("size", [1, 7, 8, 9, 33, 70_001])
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_is_its_program_bit_for_bit(dtype: str, size: int, approximate: str) -> None:
+    # gelu and gelu_backward run the steps of ewise_program's GELU listings in one
+    # pass: the same bits, on the vector path, its scalar lanes (NaN, exp's range
+    # ending near |x| = 13.2, erf's clamp at 4, tanh's branch at 0.625) and the tail.
+    from lamina import ndarray as nd
+    from lamina.ndarray import _fused
+
+    edges = [0.0, -0.0, np.nan, np.inf, -np.inf, 1e-30, 0.624, 0.626, 0.999, 1.0, 3.9, 4.0,
+             5.66, -5.66, 13.19, 13.2, -13.2, 20.0, -100.0, 1e30, -1e30]
+    a = np.concatenate([edges, rand(size, dtype, 20, -6, 6)]).astype(dtype)[:size]
+    g = rand(a.size, dtype, 21)
+    x, dy = nd.array(a, device="cpu"), nd.array(g, device="cpu")
+    for name, operands, listing in (
+            ("gelu", [x], _fused._GELU_PROGRAM), ("gelu_backward", [x, dy],
+                                                  _fused._GELU_GRAD_PROGRAM)):
+        fused = cpu.Array(a.size, dtype)
+        getattr(cpu, name)(*[o._buf for o in operands], fused, approximate == "tanh")
+        steps = x._like()
+        assert _fused._run_program([*operands, steps], listing[approximate])
+        np.testing.assert_array_equal(host(cpu, fused).view(np.uint8),
+                                      steps.numpy().view(np.uint8), err_msg=name)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
 def test_softmax_logsumexp_infinite_rows(dtype: str) -> None:
     a = np.array([-np.inf, -np.inf, -np.inf, 1, np.inf, 2, -np.inf, 0, 1, np.nan, 1, 2],
                  dtype=dtype)

@@ -117,6 +117,23 @@ def _run_program(arrays: list[NDArray], program: Program) -> bool:
     return True
 
 
+def _run_gelu_kernel(name: str, arrays: list[NDArray], approximate: str) -> bool:
+    """Runs the device's optional ``gelu`` or ``gelu_backward`` kernel over ``arrays``
+    (one dtype and size, the last the result): the steps of the ``ewise_program``
+    listings below in one pass. False, running nothing, where the device lacks it for
+    the dtype or an operand does not start its buffer compactly."""
+    first = arrays[0]
+    device = first._device
+    kernel = getattr(device.kernels, name)
+    if kernel is None or first._dtype.name not in device.kernel_dtypes.get(name, ()):
+        return False
+    for x in arrays:
+        if x._offset or not (x._compact or x.is_compact()):
+            return False
+    kernel(*[x._buf for x in arrays], approximate == "tanh")
+    return True
+
+
 # a += alpha * b on buffers (a, b): b * alpha rounded, then the add, into a.
 _ADD_SCALED_CODE = _assemble(("scalar_mul", T0, 1, 0.0), ("add", 0, 0, T0))
 
@@ -212,7 +229,8 @@ def gelu(a: NDArray, approximate: str = "none") -> NDArray:
         a = a.astype(DEFAULT_FLOAT)
     src = a if a._compact else a.compact()
     out = src._like()
-    if _run_program([src, out], _GELU_PROGRAM[approximate]):
+    if _run_gelu_kernel("gelu", [src, out], approximate) \
+            or _run_program([src, out], _GELU_PROGRAM[approximate]):
         return out
     kernels = kernels_of(a, "ewise_mul", "gelu")
     ewise, scalar = kernels.ewise, kernels.scalar
@@ -256,7 +274,8 @@ def gelu_backward(a: NDArray, grad: NDArray, approximate: str = "none") -> NDArr
                          f"{grad._dtype.name} differ in dtype")
     if a._dtype.is_floating:
         out = a._like()
-        if _run_program([a, grad, out], _GELU_GRAD_PROGRAM[approximate]):
+        if _run_gelu_kernel("gelu_backward", [a, grad, out], approximate) \
+                or _run_program([a, grad, out], _GELU_GRAD_PROGRAM[approximate]):
             return out
     return grad * gelu_slope(a, approximate)
 

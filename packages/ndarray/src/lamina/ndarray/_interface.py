@@ -151,6 +151,9 @@ class KernelTable:
     layer_norm_last: Kernel | None = _optional()
     layer_norm_backward_last: Kernel | None = _optional()  # the backward of layer_norm_last
     log_softmax_backward_last: Kernel | None = _optional()  # of a row-wise log-softmax
+    # GELU and its backward in one pass (else an ewise_program, else op by op)
+    gelu: Kernel | None = _optional()
+    gelu_backward: Kernel | None = _optional()
     im2col: Kernel | None = _optional()
     col2im: Kernel | None = _optional()
     # v2.1 recurrent cells: one time step of an LSTM or GRU layer, forward and backward,

@@ -56,6 +56,34 @@ def test_log_softmax_backward_last(lamina_backend, lamina_float, shape):
                  "large" if size >= 10_000 else "reduce", "log_softmax_backward_last")
 
 
+def _gelu_want(x: np.ndarray, g: np.ndarray | None, tanh: bool) -> np.ndarray:
+    """GELU (or g * GELU') of ``x`` in float64, libm's erf and tanh."""
+    w = x.astype(np.float64)
+    if tanh:
+        u = math.sqrt(2 / math.pi) * (w + 0.044715 * w ** 3)
+        t = np.tanh(u)
+        value, slope = 0.5 * w * (1 + t), 0.5 * (1 + t) + 0.5 * w * (1 - t * t) * math.sqrt(
+            2 / math.pi) * (1 + 3 * 0.044715 * w * w)
+    else:
+        cdf = 0.5 * (1 + np.array([math.erf(v / math.sqrt(2)) for v in w.tolist()]))
+        value, slope = w * cdf, cdf + w * np.exp(-0.5 * w * w) / math.sqrt(2 * math.pi)
+    return (value if g is None else g.astype(np.float64) * slope).astype(x.dtype)
+
+
+@pytest.mark.parametrize("size", [1, 9, 1000, LARGE], ids=str)
+@pytest.mark.parametrize("tanh", [False, True], ids=["erf", "tanh"])
+def test_gelu(lamina_backend, lamina_float, size, tanh):
+    _need(lamina_backend, "gelu")
+    _need(lamina_backend, "gelu_backward")
+    x = sample(lamina_float, size, 12, -8, 8)
+    g = sample(lamina_float, size, 13)
+    kind = "large" if size >= 10_000 else "ewise"
+    got = call(lamina_backend, "gelu", [x, OUT, tanh], (size, lamina_float))
+    assert_close(got, _gelu_want(x, None, tanh), kind, "gelu")
+    got = call(lamina_backend, "gelu_backward", [x, g, OUT, tanh], (size, lamina_float))
+    assert_close(got, _gelu_want(x, g, tanh), kind, "gelu_backward")
+
+
 def test_softmax_rows_sum_to_one(lamina_backend, lamina_float):
     _need(lamina_backend, "softmax_last")
     a = sample(lamina_float, (5, 9), 2, -80, 80)
