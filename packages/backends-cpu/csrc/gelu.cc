@@ -2,10 +2,9 @@
 // lamina.ndarray runs GELU as an ewise_program of eleven steps (mul, erf, add,
 // ...); these run the same steps, each rounded as its own kernel would, in
 // registers: the unfused result bit for bit at 1.3-1.4x the program's speed
-// (exp_simd.h has the figures). float32 takes
-// the ISA's vector loops (exp_simd.h) where the machine has AVX2; float64, and
-// float32 below AVX2, the scalar loop below, whose libm calls are the unary
-// kernels' there.
+// (exp_simd.h has the figures). float32 takes the ISA's vector loops
+// (exp_simd.h) where the machine has AVX2; float64, and float32 below AVX2,
+// the scalar loop below, whose libm calls are the unary kernels' there.
 #include <cmath>
 
 #include "isa_table.h"
