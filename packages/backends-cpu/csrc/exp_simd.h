@@ -169,7 +169,7 @@ inline Vec<float>::V rounded(Vec<float>::V v) {
 
 // The constants as the program's scalars: Python's doubles rounded to float.
 struct GeluConstants {
-  static constexpr float kSqrtHalf = float(0.7071067811865476);       // 1 / sqrt(2)
+  static constexpr float kSqrtHalf = float(0.7071067811865475);       // 1 / sqrt(2)
   static constexpr float kInvSqrt2Pi = float(0.3989422804014327);     // 1 / sqrt(2 pi)
   static constexpr float kSqrt2OverPi = float(0.7978845608028654);    // sqrt(2 / pi)
   static constexpr float kCubic = float(0.044715);

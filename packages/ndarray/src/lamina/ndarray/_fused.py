@@ -110,11 +110,16 @@ def _run_program(arrays: list[NDArray], program: Program) -> bool:
     for name in program[2]:
         if dtype not in listed.get(name, ()):
             return False
-    for x in arrays:
-        if x._offset or not (x._compact or x.is_compact()):
-            return False
+    if not _whole_buffers(arrays):
+        return False
     kernel([x._buf for x in arrays], program[0], program[1], n)
     return True
+
+
+def _whole_buffers(arrays: list[NDArray]) -> bool:
+    """Whether every array lies compactly from the start of its buffer, where a
+    kernel over flat buffers reads and writes it."""
+    return all(not x._offset and (x._compact or x.is_compact()) for x in arrays)
 
 
 def _run_gelu_kernel(name: str, arrays: list[NDArray], approximate: str) -> bool:
@@ -125,11 +130,9 @@ def _run_gelu_kernel(name: str, arrays: list[NDArray], approximate: str) -> bool
     first = arrays[0]
     device = first._device
     kernel = getattr(device.kernels, name)
-    if kernel is None or first._dtype.name not in device.kernel_dtypes.get(name, ()):
+    if kernel is None or first._dtype.name not in device.kernel_dtypes.get(name, ()) \
+            or not _whole_buffers(arrays):
         return False
-    for x in arrays:
-        if x._offset or not (x._compact or x.is_compact()):
-            return False
     kernel(*[x._buf for x in arrays], approximate == "tanh")
     return True
 
