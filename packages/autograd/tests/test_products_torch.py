@@ -51,6 +51,10 @@ PRODUCTS = [
     ("diagonal", lambda lib, x: lib.diagonal(x, 1, 2, 0), [(3, 2, 4)]),
     ("diagonal_method", lambda lib, x: x.diagonal(-1, -1, -2), [(2, 3, 3)]),
     ("trace", lambda lib, x: x.trace(), [(3, 4)]),
+    # transposed operands, whose gradients are computed in their layout
+    ("matmul_transposed", lambda lib, a, b: a.mT @ b.mT, [(3, 2), (4, 3)]),
+    ("matmul_broadcast_transposed", lambda lib, w, c: w @ c.mT, [(3, 4), (2, 5, 4)]),
+    ("matmul_batch_times_transposed", lambda lib, x, w: x @ w.mT, [(2, 5, 4), (3, 4)]),
 ]
 
 EINSUMS = [
@@ -185,6 +189,8 @@ GRADCHECKS = [
     ("norm_half", lambda x: ag.norm(x, 0.5, dim=0), [(2, 3)]),
     ("tril_diag", lambda x: x.tril(-1) + ag.diag(x.diagonal()), [(3, 3)]),
     ("outer_dot", lambda a, b: ag.outer(a, b) * ag.dot(a, a), [(3,), (2,)]),
+    ("matmul_transposed", lambda a, b: (a.mT @ b.mT) * a.sum(), [(3, 2), (4, 3)]),
+    ("matmul_broadcast_transposed", lambda w, c: w @ c.mT, [(3, 4), (2, 5, 4)]),
 ]
 
 
@@ -200,6 +206,28 @@ def test_gradcheck_first_and_second_order(name, f, shapes):
         return ag.grad((f(*ys) * cot).sum(), ys, create_graph=True)
 
     assert ag.gradcheck(first_order, xs, atol=1e-4)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_matmul_gradient_of_a_transposed_operand_arrives_compact(device):
+    """The gradient of x.mT is computed transposed, so x's gradient is compact and
+    whatever consumes it next (a reshape, an accumulation) needs no copy, as in torch."""
+    rng = np.random.default_rng(4)
+    a, b = (ag.tensor(rng.standard_normal(s), dtype="float32", device=device,
+                      requires_grad=True) for s in [(6, 5), (2, 4, 5)])
+    layouts = []
+    for f in (lambda x, y: x @ y.mT, lambda x, y: y @ x.mT):  # each transposed on the right
+        a2, b2 = a * 1.0, b * 1.0
+        a2.retain_grad()
+        b2.retain_grad()
+        f(a2, b2).sum().backward()
+        layouts += [a2.grad._data.is_compact(), b2.grad._data.is_compact()]
+    assert layouts == [True] * 4
+    ta, tb = (torch.tensor(t.detach().numpy(), requires_grad=True) for t in (a, b))
+    (ta @ tb.mT).sum().backward()
+    (tb @ ta.mT).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy(), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -233,6 +233,39 @@ def test_linear_errors(device, shapes, message):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("weight_decay", [0.0, 0.1])
+def test_adadelta_step_program_and_composite_agree(device, dtype, weight_decay):
+    # One ewise_program pass and the kernels op by op round each step alike.
+    dev = nd.get_device(device)
+    if dtype not in dev.dtypes:
+        pytest.skip(f"{device} has no {dtype}")
+    rng = np.random.default_rng(5)
+    p0, g, v, u = (rng.uniform(0 if i > 1 else -1, 1, (5, 37)).astype(dtype) for i in range(4))
+    kw = dict(lr=0.5, rho=0.9, eps=1e-6, weight_decay=weight_decay)
+    results = []
+    for program in (True, False):
+        table = dev.kernels
+        if not program:
+            dev.kernels = dataclasses.replace(table, ewise_program=None)
+        try:
+            arrays = [nd.array(a, device=device) for a in (p0, g, v, u)]
+            out = nd.adadelta_step_(*arrays, **kw)
+        finally:
+            dev.kernels = table
+        assert out[0] is arrays[0]  # in place
+        np.testing.assert_array_equal(arrays[2].numpy(), v)  # the old state is kept
+        results.append([x.numpy() for x in out])
+    for name, a, b in zip(("param", "square_avg", "acc_delta"), *results, strict=True):
+        np.testing.assert_array_equal(a, b, err_msg=name)
+    g64 = g.astype(np.float64) + weight_decay * p0
+    v64 = 0.9 * v + 0.1 * g64**2
+    d64 = np.sqrt(u + 1e-6) / np.sqrt(v64 + 1e-6) * g64
+    want = (p0 - 0.5 * d64, v64, 0.9 * u + 0.1 * d64**2)
+    for got, ref in zip(results[0], want, strict=True):
+        np.testing.assert_allclose(got, ref.astype(dtype), rtol=2e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("variant", ["adam", "adam l2", "adamw", "amsgrad"])
 def test_adam_step_kernel_and_composite_agree(device, dtype, variant):
     # The backend's one-pass kernel and the composite of scalar and elementwise

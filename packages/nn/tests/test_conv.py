@@ -24,6 +24,7 @@ GRID = [
     (3, 2, 3, 1, "same", 2, False, (1, 3, 7, 7)),
     (2, 2, 3, 1, "valid", 1, True, (2, 2, 5, 5)),
     (4, 6, 7, 4, 3, 1, True, (3, 4, 32, 32)),
+    (8, 16, 3, 1, 1, 1, True, (2, 8, 16, 16)),  # one GEMM per image (256 pixels, 72 taps)
     (3, 4, 3, 1, 1, 1, True, (0, 3, 8, 8)),  # an empty batch: zero weight and bias grads
     (2, 3, 3, 2, 0, 2, False, (0, 2, 9, 9)),
 ]

@@ -76,7 +76,7 @@ from ._dtypes import (
     result_type,
 )
 from ._errors import DeviceError, DTypeError, ShapeError
-from ._fused import adam_step, add_scaled_, gelu, gelu_backward, linear
+from ._fused import adadelta_step_, adam_step, add_scaled_, gelu, gelu_backward, linear
 from ._include import get_include
 from ._indexing import (
     along_positions,
@@ -119,8 +119,8 @@ __version__ = "0.1.0"
 __all__ = [
     "API_MINOR_VERSION", "API_VERSION", "along_positions", "BackendInfo", "BackendProtocol",
     "DType", "DTypeError", "Device", "DeviceError", "KernelTable", "NDArray", "ShapeError",
-    "adam_step", "add_scaled_", "arange", "argmax", "array", "as_dtype", "bool", "bool_",
-    "boolean_mask",
+    "adadelta_step_", "adam_step", "add_scaled_", "arange", "argmax", "array", "as_dtype",
+    "bool", "bool_", "boolean_mask",
     "broadcast_shapes",
     "buffer_positions", "can_cast", "check_device_dtype", "check_kernel_dtype",
     "check_same_device_dtype", "col2im", "concatenate", "conv_output_size", "cumsum",

@@ -8,7 +8,8 @@ interface allows for elementwise kernels (``out`` may be an input). Nothing
 else holds the buffer, so no caller can see a half-done result.
 ``adam_step`` (a dozen steps) is one pass of the backend's optional
 ``adam_step`` kernel where it has one, else the composite; ``add_scaled_``
-(an optimizer's ``p -= lr * g``) is one ``ewise_program`` pass into ``p``.
+(an optimizer's ``p -= lr * g``) and ``adadelta_step_`` (sixteen steps) are
+each one ``ewise_program`` pass that updates ``p`` in place.
 
 ``gelu`` and ``gelu_backward`` run as one ``ewise_program`` call where the
 device has that optional kernel for the dtype: the same kernels in the same
@@ -292,6 +293,61 @@ def gelu_slope(a: Any, approximate: str = "none") -> Any:
         return (t + 1) * 0.5 + a * 0.5 * (1 - t * t) * du
     pdf = (a * a * -0.5).exp() * _INV_SQRT_2PI
     return ((a * _SQRT_HALF).erf() + 1) * 0.5 + a * pdf
+
+
+def _adadelta_program(lr: float, rho: float, eps: float, weight_decay: float) -> Program:
+    """adadelta_step_'s composite as an ``ewise_program`` on buffers (param, grad,
+    square_avg, acc_delta, square_avg out, acc_delta out), param updated in place."""
+    g = 1
+    decay: tuple[tuple[Any, ...], ...] = ()
+    if weight_decay:
+        g, decay = T0, (("scalar_mul", T0, 0, weight_decay), ("add", T0, 1, T0))
+    return _assemble(
+        *decay,
+        ("scalar_mul", 4, 2, rho), ("mul", T1, g, g), ("scalar_mul", T1, T1, 1.0 - rho),
+        ("add", 4, 4, T1),                                                    # square_avg
+        ("scalar_add", T1, 3, eps), ("sqrt", T1, T1), ("scalar_add", T2, 4, eps),
+        ("sqrt", T2, T2), ("div", T1, T1, T2), ("mul", T1, T1, g),            # delta
+        ("scalar_mul", 5, 3, rho), ("mul", T2, T1, T1), ("scalar_mul", T2, T2, 1.0 - rho),
+        ("add", 5, 5, T2),                                                    # acc_delta
+        ("scalar_mul", T2, T1, lr), ("sub", 0, 0, T2))                        # param
+
+
+def adadelta_step_(param: NDArray, grad: NDArray, square_avg: NDArray, acc_delta: NDArray, *,
+                   lr: float, rho: float, eps: float, weight_decay: float = 0.0
+                   ) -> tuple[NDArray, NDArray, NDArray]:
+    """One Adadelta update, as ``torch.optim.Adadelta``; ``param`` changes in place.
+
+    With ``g = grad`` (all arrays of the parameter's shape)::
+
+        weight_decay:  g = g + param * weight_decay
+        v = square_avg * rho + g * g * (1 - rho)
+        d = sqrt(acc_delta + eps) / sqrt(v + eps) * g
+        u = acc_delta * rho + d * d * (1 - rho)
+        param = param - d * lr
+
+    One ``ewise_program`` pass where the device has one (compact float operands
+    of one dtype: sixteen steps read and write memory once); otherwise the
+    same kernels op by op, bit for bit the same.
+
+    Returns:
+        ``(param, v, u)``: ``param`` itself and new state arrays (the old ones
+        are left as they were).
+    """
+    arrays = [param, grad, square_avg, acc_delta]
+    if param._dtype.is_floating and all(
+            x._dtype is param._dtype and x._device is param._device and x._shape == param._shape
+            for x in arrays):
+        v, u = param._like(), param._like()
+        if _run_program([*arrays, v, u], _adadelta_program(lr, rho, eps, weight_decay)):
+            return param, v, u
+    if weight_decay:
+        grad = grad + param * weight_decay
+    v = square_avg * rho + grad * grad * (1.0 - rho)
+    d = (acc_delta + eps).sqrt() / (v + eps).sqrt() * grad
+    u = acc_delta * rho + d * d * (1.0 - rho)
+    param -= d * lr
+    return param, v, u
 
 
 def adam_step(param: NDArray, grad: NDArray, exp_avg: NDArray, exp_avg_sq: NDArray, *,

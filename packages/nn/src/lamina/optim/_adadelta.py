@@ -56,9 +56,8 @@ class Adadelta(Optimizer):
             state["square_avg"] = nd.zeros(*p.shape, dtype=p.dtype, device=p.device)
             state["acc_delta"] = nd.zeros(*p.shape, dtype=p.dtype, device=p.device)
         state["step"] += 1
-        if group["weight_decay"]:
-            grad = grad + p * group["weight_decay"]
-        sq = state["square_avg"] = state["square_avg"] * rho + grad * grad * (1.0 - rho)
-        delta = (state["acc_delta"] + eps).sqrt() / (sq + eps).sqrt() * grad
-        state["acc_delta"] = state["acc_delta"] * rho + delta * delta * (1.0 - rho)
-        return p - delta * group["lr"]
+        # p in place, in one pass where the device has ewise_program
+        p, state["square_avg"], state["acc_delta"] = nd.adadelta_step_(
+            p, grad, state["square_avg"], state["acc_delta"], lr=group["lr"], rho=rho, eps=eps,
+            weight_decay=group["weight_decay"])
+        return p

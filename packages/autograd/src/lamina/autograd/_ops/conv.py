@@ -149,6 +149,11 @@ def _grouped_matmul(rows: Tensor, blocks: Tensor) -> Tensor:
     return per_group.permute(1, 0, 2).reshape(m, g * p)
 
 
+# conv2d's per-image GEMM runs where the output has at least this many pixels
+# and each pixel this many taps (C * KH * KW); see conv2d.
+_NCHW_MIN_PIXELS, _NCHW_MIN_TAPS = 128, 64
+
+
 def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
     """2-D cross-correlation, as ``torch.nn.functional.conv2d``.
@@ -167,6 +172,8 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 
         ``(N, O, OH, OW)`` with ``OH = (H + 2*ph - dh*(KH-1) - 1) // sh + 1``.
     """
     _check_conv_shapes(x, weight, _check_groups("conv2d", groups))
+    if bias is not None and bias.shape != (weight.shape[0],):
+        raise ShapeError(f"conv2d: bias has shape {bias.shape}, expected ({weight.shape[0]},)")
     params: tuple[Pair, ...] = (
         pair(weight.shape[2:], "conv2d", "kernel", 1), pair(stride, "conv2d", "stride", 1),
         pair(padding, "conv2d", "padding", 0), pair(dilation, "conv2d", "dilation", 1))
@@ -176,6 +183,16 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 
     cols = Im2Col.apply(x, kernel=params[0], stride=params[1], padding=params[2],
                         dilation=params[3])
     taps = x.shape[1] * weight.shape[2] * weight.shape[3]  # not -1: N may be 0
+    if groups == 1 and oh * ow >= _NCHW_MIN_PIXELS and taps >= _NCHW_MIN_TAPS:
+        # Each image as (O, taps) @ (taps, OH*OW): the product is NCHW as it
+        # stands, so neither pass transposes the output or its gradient (a
+        # copy each way of the whole activation). Thinner per-image GEMMs run
+        # slower than the one tall GEMM below. Zen 3, 1 thread, fwd+bwd:
+        # 32 -> 64 channels on 26 x 26, batch 64, went from 104 to 96 ms this
+        # way; 3 -> 16 on 32 x 32 (27 taps) would go from 4.3 to 5.6 ms.
+        out = weight.reshape(o, taps) @ cols.reshape(n, oh * ow, taps).mT
+        out = out.reshape(n, o, oh, ow)
+        return out if bias is None else out + bias.reshape(o, 1, 1)
     cols = cols.reshape(n * oh * ow, taps)
     if groups == 1:
         rows = cols @ weight.reshape(o, taps).mT  # (N*OH*OW, O)
@@ -185,8 +202,6 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 
         rows = _grouped_matmul(cols, blocks)
     if bias is None:
         return rows.reshape(n, oh, ow, o).permute(0, 3, 1, 2)
-    if bias.shape != (o,):
-        raise ShapeError(f"conv2d: bias has shape {bias.shape}, expected ({o},)")
     # The bias joins the rows, where it is a contiguous broadcast (its gradient a
     # sum over rows), and one transposing copy then lays the output out NCHW: an
     # add reading the permuted rows ran at a third of that speed.

@@ -44,19 +44,28 @@ class Matmul(Function):
         else:
             g2 = g.unsqueeze(-1) if b.ndim == 1 else g
         ga = gb = None
+        # A gradient takes its operand's layout: for a transposed operand (a
+        # view such as x.mT) the transposed product is computed, whose .mT
+        # is compact once the view's own backward transposes it back, so no
+        # transposing copy follows (PyTorch's rule too). Same GEMM, same cost.
         if need_a:
-            ga = g2 @ b2.mT
+            ga = (b2 @ g2.mT).transpose(-2, -1) if _transposed(a2) else g2 @ b2.mT
             ga = ga.squeeze(-2) if a.ndim == 1 else ga
         if need_b:
             if b2.ndim == 2 and a2.ndim > 2:
                 # (*B, N, K) @ (K, M), a Linear on a batch of sequences: dB sums
                 # A^T dC over every batch, which is one (K, B*N) @ (B*N, M) GEMM
                 # rather than B small ones and a reduction of B partial results.
-                gb = a2.reshape(-1, a2.shape[-1]).mT @ g2.reshape(-1, g2.shape[-1])
-            else:
-                gb = a2.mT @ g2
+                a2, g2 = a2.reshape(-1, a2.shape[-1]), g2.reshape(-1, g2.shape[-1])
+            gb = (g2.mT @ a2).transpose(-2, -1) if _transposed(b2) else a2.mT @ g2
             gb = gb.squeeze(-1) if b.ndim == 1 else gb
         return ga, gb
+
+
+def _transposed(t: TensorBase) -> bool:
+    """Whether t's last two dims are a transposed compact matrix (column stride 1)."""
+    shape, strides = t._data.shape, t._data.strides
+    return len(shape) >= 2 and shape[-1] > 1 and shape[-2] > 1 and strides[-2] == 1
 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
