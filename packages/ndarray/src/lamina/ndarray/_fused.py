@@ -19,6 +19,7 @@ and written once rather than once per step (its backward has about fifteen).
 
 from __future__ import annotations
 
+import functools
 import math
 from math import prod
 from typing import TYPE_CHECKING, Any
@@ -295,9 +296,11 @@ def gelu_slope(a: Any, approximate: str = "none") -> Any:
     return ((a * _SQRT_HALF).erf() + 1) * 0.5 + a * pdf
 
 
+@functools.lru_cache(maxsize=64)
 def _adadelta_program(lr: float, rho: float, eps: float, weight_decay: float) -> Program:
     """adadelta_step_'s composite as an ``ewise_program`` on buffers (param, grad,
-    square_avg, acc_delta, square_avg out, acc_delta out), param updated in place."""
+    square_avg, acc_delta, square_avg out, acc_delta out), param updated in place.
+    Cached: a step calls it once per parameter with the same hyperparameters."""
     g = 1
     decay: tuple[tuple[Any, ...], ...] = ()
     if weight_decay:
