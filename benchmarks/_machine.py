@@ -43,6 +43,7 @@ def machine() -> dict[str, object]:
         info["lamina_isa"] = lamina_backend_cpu.isa()
         info["lamina_cpu_isa"] = lamina_backend_cpu.cpu_isa()
         info["lamina_gemm_kernel"] = lamina_backend_cpu.backend.gemm_kernel_name()
+        info["lamina_bf16_gemm"] = lamina_backend_cpu.backend.bf16_gemm()
     except ImportError:
         pass
     try:

@@ -52,7 +52,7 @@ def run_recipe(recipe: str, extra: list[str], precision: str, out: Path) -> dict
     return row
 
 
-def gpt_steps(rounds: int = 3, steps: int = 5) -> list[dict[str, Any]]:
+def gpt_steps(rounds: int = 7, steps: int = 5) -> list[dict[str, Any]]:
     """Milliseconds per char-GPT training step (4x128, ctx 64, batch 32, AdamW, clip 1),
     Lamina and its PyTorch twin (``bench_gpt``) at each precision, interleaved in one
     process at 1 thread; PyTorch under ``torch.autocast`` for bf16 and fp16."""
@@ -93,30 +93,35 @@ def gpt_steps(rounds: int = 3, steps: int = 5) -> list[dict[str, Any]]:
         scaler.step(topt)
         scaler.update()
 
-    rows = []
+    # Every round times each precision of both libraries in turn, so a slow spell of
+    # the machine (these are shared VMs) falls on one round of each, not on one
+    # precision; ratios are medians of the per-round ratios.
+    scalers = {p: (GradScaler(enabled=p == "fp16"),
+                   torch.amp.GradScaler("cpu", enabled=p == "fp16")) for p in PRECISIONS}
     for precision in PRECISIONS:
-        ours_ms, theirs_ms = [], []
-        scaler = GradScaler(enabled=precision == "fp16")
-        tscaler = torch.amp.GradScaler("cpu", enabled=precision == "fp16")
         for _ in range(2):  # warm-up
-            lamina_step(precision, scaler)
-            torch_step(precision, tscaler)
-        for _ in range(rounds):
-            for step, times, state in ((lamina_step, ours_ms, scaler),
-                                       (torch_step, theirs_ms, tscaler)):
+            lamina_step(precision, scalers[precision][0])
+            torch_step(precision, scalers[precision][1])
+    ms: dict[tuple[str, str], list[float]] = {}
+    for _ in range(rounds):
+        for precision in PRECISIONS:
+            for lib, step, state in (("lamina", lamina_step, scalers[precision][0]),
+                                     ("pytorch", torch_step, scalers[precision][1])):
                 time.sleep(0.5)  # no interleaved threaded calls without a pause
                 start = time.perf_counter()
                 for _ in range(steps):
                     step(precision, state)
-                times.append(1e3 * (time.perf_counter() - start) / steps)
-        rows.append({"precision": precision,
-                     "lamina_ms": round(statistics.median(ours_ms), 1),
-                     "pytorch_ms": round(statistics.median(theirs_ms), 1)})
-    base = rows[0]["lamina_ms"]
-    for row in rows:
-        row["speed_vs_lamina_fp32"] = round(base / row["lamina_ms"], 2)
-        row["speed_vs_pytorch"] = round(row["pytorch_ms"] / row["lamina_ms"], 2)
-    return rows
+                ms.setdefault((lib, precision), []).append(
+                    1e3 * (time.perf_counter() - start) / steps)
+
+    def ratio(num: tuple[str, str], den: tuple[str, str]) -> float:
+        return round(statistics.median(a / b for a, b in zip(ms[num], ms[den])), 2)
+
+    return [{"precision": p, "lamina_ms": round(statistics.median(ms["lamina", p]), 1),
+             "pytorch_ms": round(statistics.median(ms["pytorch", p]), 1),
+             "speed_vs_lamina_fp32": ratio(("lamina", "fp32"), ("lamina", p)),
+             "speed_vs_pytorch": ratio(("pytorch", p), ("lamina", p)),
+             "rounds": rounds} for p in PRECISIONS]
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -149,8 +154,9 @@ def main() -> None:
         text += [table(rows), ""]
     if steps:
         text += ["char-GPT training step (4x128, ctx 64, batch 32, AdamW, clip 1), 1 thread, "
-                 "median of 3 interleaved rounds of 5 steps; PyTorch eager with "
-                 "torch.autocast:", "",
+                 f"median of {steps[0]['rounds']} rounds of 5 steps (each round runs every "
+                 "precision of both libraries in turn; ratios are medians of the per-round "
+                 "ratios); PyTorch eager with torch.autocast:", "",
                  table(steps), ""]
     out.with_suffix(".md").write_text("\n".join(text))
     print("\n".join(text))

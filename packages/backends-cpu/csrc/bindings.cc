@@ -59,8 +59,8 @@ py::dict kernel_dtypes() {
     add(name, kRowDtypes);
   add("layer_norm_backward_last", kLayerNormBackwardDtypes);
   add("log_softmax_backward_last", kLogSoftmaxBackwardDtypes);
-  for (const char* name : {"im2col", "col2im", "adam_step", "gelu", "gelu_backward"})
-    add(name, kFusedDtypes);
+  for (const char* name : {"im2col", "col2im", "adam_step"}) add(name, kFusedDtypes);
+  for (const char* name : {"gelu", "gelu_backward"}) add(name, kGeluDtypes);
   for (const char* name : {"lstm_cell", "lstm_cell_backward", "gru_cell", "gru_cell_backward"})
     add(name, kRnnDtypes);
   for (const char* name : {"batch_norm_stats", "batch_norm_apply", "batch_norm_backward"})
@@ -105,6 +105,9 @@ PYBIND11_MODULE(_core, m) {
   m.def("set_num_threads", &set_num_threads, py::arg("n"));
   m.def("have_openmp", &have_openmp);
   m.def("gemm_kernel_name", &gemm_kernel_name);
+  m.def("bf16_gemm_paths", &bf16_gemm_paths);
+  m.def("bf16_gemm", &bf16_gemm);
+  m.def("set_bf16_gemm", &set_bf16_gemm, py::arg("name"));
   // The instruction-set path: isa() runs now, cpu_isa() is the best this CPU
   // and build allow, set_isa switches (LAMINA_CPU_ISA sets it at load).
   m.def("isa", [] { return std::string(isa_name(active_isa())); });
@@ -144,6 +147,7 @@ PYBIND11_MODULE(_core, m) {
     info["sanitize"] = false;
 #endif
     info["gemm_kernel"] = gemm_kernel_name();
+    info["bf16_gemm"] = bf16_gemm();
     return info;
   });
   m.def("memory_stats", &allocator_stats);

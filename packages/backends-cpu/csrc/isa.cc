@@ -97,6 +97,9 @@ IsaKernels build_table(Isa isa) {
     avx512::fill_ewise(k);
     avx512::fill_reduce(k);
     avx512::fill_gemm(k);
+#if defined(LAMINA_HAVE_BF16_TU)
+    avx512::fill_bf16_gemm(k);
+#endif
   }
 #endif
   (void)isa;

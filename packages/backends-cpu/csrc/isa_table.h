@@ -66,8 +66,22 @@ struct NarrowLoops {
   void (*float_to_bfloat16)(const float*, BFloat16*, int64_t) = nullptr;
 };
 
+// bfloat16 products summed in float32 on the CPU's bf16 dot-product
+// instructions (gemm_bf16.cc), on the calling thread: A @ B with A[i, k] =
+// A[i * ars + k * acs] and B[k, j] = B[k * brs + j * bcs], into C[0:M, 0:N]
+// (float32, row stride ldc) or, where out is not null, rounded once into
+// out[0:M, 0:N] (same stride; C then holds partial sums). Float32 names the
+// path without one: packing widens the operands for the float32 kernels
+// (matmul.cc).
+enum class Bf16Path : int { Float32 = 0, Avx512Bf16 = 1, Amx = 2 };
+constexpr int kBf16Paths = 3;
+using Bf16Gemm = void (*)(const BFloat16* A, int64_t ars, int64_t acs, const BFloat16* B,
+                          int64_t brs, int64_t bcs, float* C, BFloat16* out, int64_t M, int64_t K,
+                          int64_t N, int64_t ldc);
+
 struct IsaKernels {
   NarrowLoops narrow;
+  Bf16Gemm bf16_gemm[kBf16Paths] = {};  // by Bf16Path; null where the CPU lacks it
   TypeKernels<float> f32;
   TypeKernels<double> f64;
   TypeKernels<int64_t> i64;
@@ -101,5 +115,6 @@ namespace avx512 { LAMINA_DECLARE_FILLS }  // and their _avx512 twins
 #undef LAMINA_DECLARE_FILLS
 namespace base { void fill_narrow(IsaKernels& k); }  // narrow.cc
 namespace avx2 { void fill_narrow(IsaKernels& k); }  // narrow_avx2.cc (AVX-512 keeps it)
+namespace avx512 { void fill_bf16_gemm(IsaKernels& k); }  // gemm_bf16.cc
 
 }  // namespace lamina_cpu

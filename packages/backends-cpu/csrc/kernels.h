@@ -132,6 +132,12 @@ void adam_step(const Array& param, const Array& grad, const Array& exp_avg,
                double weight_decay, double decay, double step_size, double inv_bias2_sqrt);
 double fma_peak_gflops(double seconds, int threads);
 std::string gemm_kernel_name();
+// The bfloat16 product paths this CPU, build and active ISA have ("float32":
+// widen to the float32 kernels; "avx512_bf16"; "amx"), the one products take,
+// and a choice among them ("best": the last of bf16_gemm_paths()).
+std::vector<std::string> bf16_gemm_paths();
+std::string bf16_gemm();
+void set_bf16_gemm(const std::string& name);
 
 // conv.cc
 void im2col(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t w, int64_t kh,
@@ -189,7 +195,8 @@ constexpr DTypeMask kCumsumDtypes = kNumbers;
 constexpr DTypeMask kSortDtypes = kAllDtypes;
 constexpr DTypeMask kMultinomialDtypes = kFloats;  // of probs
 constexpr DTypeMask kProgramDtypes = kFloats;
-constexpr DTypeMask kFusedDtypes = kFloats;  // im2col, col2im, adam_step, gelu(_backward)
+constexpr DTypeMask kFusedDtypes = kFloats;  // im2col, col2im, adam_step
+constexpr DTypeMask kGeluDtypes = kFloats | kNarrow;  // gelu(_backward): 16-bit in float32 blocks
 constexpr DTypeMask kRowDtypes = kFloats | kNarrow;  // softmax, logsumexp, layer norm
 // LayerNorm's backward: float32 and float64 (a 16-bit one runs on widened copies)
 constexpr DTypeMask kLayerNormBackwardDtypes = kFloats;

@@ -25,6 +25,7 @@
 // PyTorch's rule on its CPU (the sums are the packed float32 path's; a small
 // float32 product may take another path and sum in another order).
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -420,11 +421,10 @@ void gemm_serial(const IsaGemm<T>& ks, Mat<S> A, Mat<S> B, T* C, int64_t M, int6
 // Threads own disjoint blocks of C on a tr x tc grid (block edges on MR / NR
 // multiples): no shared packing, so no barriers, only the final join. Each
 // thread packs the A rows and B columns it needs; the grid minimises the
-// largest block plus that packing.
-template <class T, Tile I, class S>
-void gemm_packed(const IsaGemm<T>& ks, Mat<S> A, Mat<S> B, T* C, int64_t M, int64_t K, int64_t N,
-                 int nt) {
-  constexpr int NR = Cfg<T, I>::NR, MR = Cfg<T, I>::MR;
+// largest block plus that packing. block(i0, i1, j0, j1) computes
+// C[i0:i1, j0:j1]; a grid of one block runs on the calling thread.
+template <class Block>
+void split_c(int64_t M, int64_t K, int64_t N, int64_t MR, int64_t NR, int nt, Block block) {
   const int64_t mt = (M + MR - 1) / MR, nt_panels = (N + NR - 1) / NR;
   int tr = 1, tc = 1;
   double best = -1;
@@ -440,20 +440,25 @@ void gemm_packed(const IsaGemm<T>& ks, Mat<S> A, Mat<S> B, T* C, int64_t M, int6
       tc = c;
     }
   }
-  if (best < 0 || tr * tc == 1) {
-    gemm_serial<T, I>(ks, A, B, C, M, K, N, N);
-    return;
-  }
-  auto block = [&](int t) {
+  if (best < 0 || tr * tc == 1) return block(int64_t(0), M, int64_t(0), N);
+  auto one = [&](int t) {
     const int ti = t / tc, tj = t % tc;
     const int64_t i0 = mt * ti / tr * MR, i1 = std::min(M, mt * (ti + 1) / tr * MR);
     const int64_t j0 = nt_panels * tj / tc * NR, j1 = std::min(N, nt_panels * (tj + 1) / tc * NR);
-    if (i0 < i1 && j0 < j1)
-      gemm_serial<T, I>(ks, A.at(i0, 0), B.at(0, j0), C + i0 * N + j0, i1 - i0, K, j1 - j0, N);
+    if (i0 < i1 && j0 < j1) block(i0, i1, j0, j1);
   };
   run_threads(tr * tc, [&](int t, int tn) {
-    for (int i = t; i < tr * tc; i += tn) block(i);
+    for (int i = t; i < tr * tc; i += tn) one(i);
   });
+}
+
+template <class T, Tile I, class S>
+void gemm_packed(const IsaGemm<T>& ks, Mat<S> A, Mat<S> B, T* C, int64_t M, int64_t K, int64_t N,
+                 int nt) {
+  split_c(M, K, N, Cfg<T, I>::MR, Cfg<T, I>::NR, nt,
+          [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+            gemm_serial<T, I>(ks, A.at(i0, 0), B.at(0, j0), C + i0 * N + j0, i1 - i0, K, j1 - j0, N);
+          });
 }
 
 constexpr int64_t kSmallFlops = 8 * 8 * 8;
@@ -603,13 +608,49 @@ void gemm(Mat<S> A, Mat<S> B, T* C, int64_t M, int64_t K, int64_t N, int nt) {
   on(std::integral_constant<Tile, Tile::Portable>{});
 }
 
+// The bfloat16 path products take (set_bf16_gemm; -1: the best the active
+// table has).
+std::atomic<int> bf16_choice{-1};
+
+// The kernel of the chosen bfloat16 path, or null: the float32 path.
+Bf16Gemm bf16_kernel() {
+  const Bf16Gemm* paths = isa_kernels().bf16_gemm;
+  const int choice = bf16_choice.load(std::memory_order_relaxed);
+  if (choice >= 0) return paths[choice];  // null for float32, or where set_isa left it out
+  for (int p = kBf16Paths - 1; p > 0; --p)
+    if (paths[p]) return paths[p];
+  return nullptr;
+}
+
+// out = A @ B on the chosen bfloat16 path's kernel (false where that is
+// float32), which rounds each block of C into out as its last k block ends (C:
+// float32 scratch for the partial sums). Threads own blocks of whole 32 x 32
+// kernel blocks (gemm_bf16.cc).
+template <class S>
+bool bf16_product(Mat<S> A, Mat<S> B, float* C, S* out, int64_t M, int64_t K, int64_t N, int nt) {
+  if constexpr (std::is_same_v<S, BFloat16>) {
+    const Bf16Gemm kernel = bf16_kernel();
+    if (!kernel) return false;
+    split_c(M, K, N, 32, 32, threads_for_gemm(M, K, N, nt),
+            [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+              const Mat<S> a = A.at(i0, 0), b = B.at(0, j0);
+              kernel(a.p, a.rs, a.cs, b.p, b.rs, b.cs, C + i0 * N + j0, out + i0 * N + j0, i1 - i0,
+                     K, j1 - j0, N);
+            });
+    return true;
+  }
+  return false;
+}
+
 // C = A @ B for any of kMatmulDtypes: a 16-bit product sums into float32
-// scratch, rounded once at the end.
+// scratch, rounded once at the end; a bfloat16 one on the CPU's bf16
+// instructions where it has them (gemm_bf16.cc), else on widened operands.
 template <class T>
 void product(Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N, int nt) {
   if constexpr (::lamina::is_narrow_v<T>) {
     if (M == 0 || N == 0) return;
     float* c = scratch<float>(2, static_cast<std::size_t>(M * N));
+    if (bf16_product(A, B, c, C, M, K, N, nt)) return;
     gemm<float, T>(A, B, c, M, K, N, nt);
     if (nt == 1) return from_float32(c, C, M * N);
     parallel_for(M * N, kCopyGrain, [&](int64_t s, int64_t e) { from_float32(c + s, C + s, e - s); });
@@ -767,6 +808,40 @@ std::string gemm_kernel_name() {
     return "avx512_" + tile(W::MR, W::NR) + "+" + tile(H::MR, H::NR) + "+avx2_" + tile(N::MR, N::NR);
   if (tiles[int(Tile::Avx2)].packed) return "avx2_fma_" + tile(N::MR, N::NR);
   return "portable_" + tile(N::MR, N::NR);
+}
+
+namespace {
+constexpr const char* kBf16PathNames[kBf16Paths] = {"float32", "avx512_bf16", "amx"};
+
+int bf16_path_index(Bf16Gemm k) {
+  for (int p = 1; p < kBf16Paths; ++p)
+    if (k && isa_kernels().bf16_gemm[p] == k) return p;
+  return 0;
+}
+}  // namespace
+
+std::vector<std::string> bf16_gemm_paths() {
+  std::vector<std::string> out{kBf16PathNames[0]};
+  for (int p = 1; p < kBf16Paths; ++p)
+    if (isa_kernels().bf16_gemm[p]) out.push_back(kBf16PathNames[p]);
+  return out;
+}
+
+std::string bf16_gemm() { return kBf16PathNames[bf16_path_index(bf16_kernel())]; }
+
+void set_bf16_gemm(const std::string& name) {
+  if (name == "best") return bf16_choice.store(-1, std::memory_order_relaxed);
+  for (int p = 0; p < kBf16Paths; ++p)
+    if (name == kBf16PathNames[p]) {
+      if (p > 0 && !isa_kernels().bf16_gemm[p]) {
+        std::string have;
+        for (const std::string& h : bf16_gemm_paths()) have += (have.empty() ? "" : ", ") + h;
+        value_error("set_bf16_gemm: this CPU (or build, or the active ISA) has no '", name,
+                    "' path; it has ", have);
+      }
+      return bf16_choice.store(p, std::memory_order_relaxed);
+    }
+  value_error("set_bf16_gemm: unknown path '", name, "'; expected best, float32, avx512_bf16 or amx");
 }
 
 }  // namespace lamina_cpu

@@ -170,9 +170,10 @@ def test_idle_workers_do_not_spin() -> None:
 def test_build_info() -> None:
     info = cpu.build_info()
     assert set(info) == {"openmp", "openmp_library", "avx2_kernels", "avx512_kernels", "isa",
-                         "cpu_isa", "native", "sanitize", "gemm_kernel"}
+                         "cpu_isa", "native", "sanitize", "gemm_kernel", "bf16_gemm"}
     assert ("gomp" in info["openmp_library"] or "omp" in info["openmp_library"]) == info["openmp"]
     assert info["gemm_kernel"] == cpu.gemm_kernel_name()
+    assert info["bf16_gemm"] == cpu.bf16_gemm()
 
 
 CONCURRENT_SCRIPT = r"""

@@ -30,7 +30,7 @@ from ._compute import erf, matmul
 from ._dtypes import DEFAULT_FLOAT
 from ._errors import DTypeError, ShapeError
 from ._interface import PROGRAM_OPS
-from ._narrow import kernels_of
+from ._narrow import kernels_for, kernels_of
 
 if TYPE_CHECKING:
     from ._ndarray import NDArray
@@ -127,12 +127,18 @@ def _whole_buffers(arrays: list[NDArray]) -> bool:
 def _run_gelu_kernel(name: str, arrays: list[NDArray], approximate: str) -> bool:
     """Runs the device's optional ``gelu`` or ``gelu_backward`` kernel over ``arrays``
     (one dtype and size, the last the result): the steps of the ``ewise_program``
-    listings below in one pass. False, running nothing, where the device lacks it for
-    the dtype or an operand does not start its buffer compactly."""
+    listings below in one pass. A float16/bfloat16 array the kernel takes only as
+    float32 runs it on float32 copies, rounded once at the end (PyTorch's rule; the
+    op-by-op fallback would round every step). False, running nothing, where the
+    device lacks it for the dtype or an operand does not start its buffer compactly."""
     first = arrays[0]
-    device = first._device
-    kernel = getattr(device.kernels, name)
-    if kernel is None or first._dtype.name not in device.kernel_dtypes.get(name, ()) \
+    device, dtype = first._device, first._dtype
+    listed = device.kernel_dtypes.get(name, ())
+    table = device.kernels
+    if dtype.name not in listed and dtype.is_narrow and "float32" in listed:
+        table = kernels_for(device, name, dtype, name)
+    kernel = getattr(table, name)
+    if kernel is None or table is device.kernels and dtype.name not in listed \
             or not _whole_buffers(arrays):
         return False
     kernel(*[x._buf for x in arrays], approximate == "tanh")

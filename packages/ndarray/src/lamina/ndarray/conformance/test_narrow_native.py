@@ -172,6 +172,23 @@ def test_layer_norm(lamina_backend, lamina_narrow, rows):
            layout=(size, 1e-5), outputs=(n * size, n, n))
 
 
+@pytest.mark.parametrize("tanh", [False, True], ids=["erf", "tanh"])
+@pytest.mark.parametrize("size", SIZES + (2500,))  # and across a widened block of 1024
+def test_gelu(lamina_backend, lamina_narrow, size, tanh):
+    _native(lamina_backend, "gelu", lamina_narrow)
+    a = _to_narrow(lamina_backend, _values(size, 15), lamina_narrow)
+    _check(lamina_backend, "gelu", lamina_narrow, [a], size, layout=(tanh,))
+
+
+@pytest.mark.parametrize("tanh", [False, True], ids=["erf", "tanh"])
+@pytest.mark.parametrize("size", SIZES + (2500,))
+def test_gelu_backward(lamina_backend, lamina_narrow, size, tanh):
+    _native(lamina_backend, "gelu_backward", lamina_narrow)
+    a = _to_narrow(lamina_backend, _values(size, 16), lamina_narrow)
+    g = _to_narrow(lamina_backend, _values(size, 17), lamina_narrow)
+    _check(lamina_backend, "gelu_backward", lamina_narrow, [a, g], size, layout=(tanh,))
+
+
 @pytest.mark.parametrize("value", [0.1, -2.5, 1e6, float("inf")])
 def test_fill(lamina_backend, lamina_narrow, value):
     _native(lamina_backend, "fill", lamina_narrow)
