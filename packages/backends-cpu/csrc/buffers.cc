@@ -1,6 +1,7 @@
 // buffers.cc: the Array buffer (storage from allocator.cc), the dtype
 // helpers and checked size arithmetic from common.h, and the copy-in /
 // copy-out kernels from_numpy, to_numpy and fill.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -193,7 +194,13 @@ void fill(Array& out, py::handle value) {
     else v = scalar_as<T>(value, "fill");
     T* d = out.data<T>();
     parallel_for(out.size(), kCopyGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) d[i] = v;
+      if constexpr (::lamina::is_narrow_v<T>) {
+        // as 16-bit integers: the loop over the struct did not vectorise (5x
+        // float32's time for half the bytes)
+        std::fill(reinterpret_cast<uint16_t*>(d) + b, reinterpret_cast<uint16_t*>(d) + e, v.bits);
+      } else {
+        for (int64_t i = b; i < e; ++i) d[i] = v;
+      }
     });
   });
 }
