@@ -7,7 +7,9 @@
 //                16 x 32 tile of A by a 32 x 16 tile of B into a 16 x 16 float32
 //                tile, 16 times the work of one float32 FMA instruction;
 //   avx512_bf16  VDPBF16PS (Zen 4, Cooper Lake and later): 16 lanes, each adding
-//                the products of one pair of k, twice the work of an FMA.
+//                the products of one pair of k (twice an FMA's work on Zen 4
+//                by its documented rate; on a Xeon with AMX it ran at about
+//                0.6x the float32 GEMM).
 //
 // Both read A in 16-row panels of 32-k chunks (one AMX tile: 16 rows of 64
 // bytes) and B in 16-column panels of k pairs (VNNI order: row kp holds
@@ -22,9 +24,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
-#include <new>
 
 #include "isa_table.h"
 
@@ -39,9 +39,7 @@ namespace {
 // the same on the char-GPT's products (k = 128 to 2048). (Packing all of A's
 // rows at once, so that A is packed once rather than once per NC columns,
 // was 0.85-0.9x on those products.)
-#ifndef LAMINA_BF16_TUNING
 constexpr int64_t KC = 1024, MC = 64, NC = 512;
-#endif
 constexpr int64_t kChunk = 32;  // k per AMX tile
 constexpr int64_t kBlock = 32;  // rows and columns of C per kernel call
 
@@ -55,23 +53,8 @@ struct View {
   uint16_t operator()(int64_t r, int64_t c) const { return p[r * rs + c * cs]; }
 };
 
-// Per-thread packing buffers (0: B, 1: A), grown on demand and kept.
 uint16_t* scratch(int slot, std::size_t n) {
-  struct Buf {
-    void* p = nullptr;
-    std::size_t bytes = 0;
-    ~Buf() { std::free(p); }
-  };
-  thread_local Buf bufs[2];
-  Buf& b = bufs[slot];
-  if (n * 2 > b.bytes) {
-    void* p = nullptr;
-    if (posix_memalign(&p, 64, n * 2) != 0) throw std::bad_alloc();
-    std::free(b.p);
-    b.p = p;
-    b.bytes = n * 2;
-  }
-  return static_cast<uint16_t*>(b.p);
+  return static_cast<uint16_t*>(scratch_bytes(slot, n * 2));
 }
 
 // Transposes 16 rows of 16 32-bit words in place (r[i][j] <-> r[j][i]).

@@ -110,6 +110,24 @@ struct Cfg {
 
 }  // namespace
 
+void* scratch_bytes(int slot, std::size_t bytes) {
+  struct Buf {
+    void* p = nullptr;
+    std::size_t bytes = 0;
+    ~Buf() { std::free(p); }
+  };
+  thread_local Buf bufs[3];
+  Buf& b = bufs[slot];
+  if (bytes > b.bytes) {
+    void* p = nullptr;
+    if (posix_memalign(&p, 64, bytes) != 0) throw std::bad_alloc();
+    std::free(b.p);
+    b.p = p;
+    b.bytes = bytes;
+  }
+  return b.p;
+}
+
 // The portable tile for every CPU (the tables above it inherit it).
 void base::fill_gemm(IsaKernels& k) {
   using F = Cfg<float, Tile::Portable>;
@@ -282,27 +300,10 @@ void pack_a(Mat<S> A, int64_t mc, int64_t kc, T* dst) {
   }
 }
 
-// Per-thread packing buffers (slot 0: packed B, slot 1: packed A, slot 2: a
-// 16-bit product's float32 C), grown on demand and kept, so a batch of small
-// products allocates nothing.
+// scratch_bytes (gemm.h) as n values of T.
 template <class T>
 T* scratch(int slot, std::size_t n) {
-  struct Buf {
-    void* p = nullptr;
-    std::size_t bytes = 0;
-    ~Buf() { std::free(p); }
-  };
-  thread_local Buf bufs[3];
-  Buf& b = bufs[slot];
-  const std::size_t need = n * sizeof(T);
-  if (need > b.bytes) {
-    void* p = nullptr;
-    if (posix_memalign(&p, 64, need) != 0) throw std::bad_alloc();
-    std::free(b.p);
-    b.p = p;
-    b.bytes = need;
-  }
-  return static_cast<T*>(b.p);
+  return static_cast<T*>(scratch_bytes(slot, n * sizeof(T)));
 }
 
 // Runs tile(i0, h, bpanel, dst, ld, acc) for each MR x NR tile of an mc x nc
