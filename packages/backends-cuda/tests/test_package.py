@@ -91,7 +91,10 @@ def test_the_native_16_bit_kernels_are_the_cpu_backends() -> None:
         return {name for name, dtypes in interface.kernel_dtypes(backend).items()
                 if narrow <= dtypes and name not in interface.NARROW_KERNELS}
 
-    assert named(cuda) == named(cpu)
+    # of the kernels both have: cuda has no gelu or gelu_backward at all (GELU runs
+    # there as one ewise_program launch), which the cpu backend runs in 16 bits
+    assert named(cuda) == {n for n in named(cpu) if hasattr(cuda, n)}
+    assert named(cpu) - named(cuda) <= {"gelu", "gelu_backward"}
     assert {n for n in named(cuda) if not n.startswith(("ewise_", "scalar_"))} == NATIVE_NARROW
 
 
