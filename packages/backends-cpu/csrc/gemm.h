@@ -19,8 +19,8 @@ namespace lamina_cpu {
 
 // A thread's scratch buffer number slot (0: packed B, 1: packed A, 2: a 16-bit
 // product's float32 C), 64-byte aligned, at least bytes long: grown on demand
-// and kept, so a batch of small products allocates nothing (matmul.cc; the
-// packing of gemm_bf16.cc uses slots 0 and 1 too).
+// and kept, so a batch of small products allocates nothing (matmul.cc;
+// gemm_bf16.cc uses the same three for its packing and partial sums).
 void* scratch_bytes(int slot, std::size_t bytes);
 
 template <class T>

@@ -39,7 +39,7 @@ namespace {
 // the same on the char-GPT's products (k = 128 to 2048). (Packing all of A's
 // rows at once, so that A is packed once rather than once per NC columns,
 // was 0.85-0.9x on those products.)
-constexpr int64_t KC = 1024, MC = 64, NC = 512;
+constexpr int64_t KC = 1024, MC = 64, NC = 512, MP = 4096;
 constexpr int64_t kChunk = 32;  // k per AMX tile
 constexpr int64_t kBlock = 32;  // rows and columns of C per kernel call
 
@@ -183,16 +183,17 @@ void pack_b(View B, int64_t kc, int64_t kcp, int64_t nc, uint16_t* dst) {
       }
 }
 
-// Where a kernel's 32 x 32 block of sums goes: C (row stride ldc; added to
-// it after the first k block) or, after the last k block, the bfloat16 out
-// (row stride ldo), rounded once to nearest even as every cast rounds, so no
-// float32 pass over all of C follows the product.
+// Where a kernel's 32 x 32 block of sums goes: before the last k block, a
+// 32 x 32 float32 block of partial sums C (row stride ldc; added to after the
+// first k block); after it, the bfloat16 out (row stride ldo), rounded once to
+// nearest even as every cast rounds, so no float32 pass over all of C follows
+// the product.
 struct Dest {
-  float* C;
+  float* C;  // null where the product has one k block
   int64_t ldc;
   ::lamina::BFloat16* out;  // null: leave the sums in C
   int64_t ldo;
-  int64_t h, w;  // the part of the block inside C
+  int64_t h, w;  // the part of the block inside out
   bool accumulate;
 };
 
@@ -216,15 +217,14 @@ void finish(const float* blk, const Dest& d) {
     for (int64_t j0 = 0; j0 < d.w; j0 += 16) {
       const __mmask16 m = d.w - j0 >= 16 ? __mmask16(0xffff) : __mmask16((1u << (d.w - j0)) - 1);
       __m512 v = _mm512_load_ps(blk + i * kBlock + j0);
-      float* c = d.C + i * d.ldc + j0;
-      if (d.accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, c));
+      if (d.accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, d.C + i * d.ldc + j0));
       if (d.out) _mm256_mask_storeu_epi16(d.out + i * d.ldo + j0, m, round16(v));
-      else _mm512_mask_storeu_ps(c, m, v);
+      else _mm512_mask_storeu_ps(d.C + i * d.ldc + j0, m, v);
     }
 }
 
-// One 32 x 32 block of C (h x w of it in C) from the A panels a, a + ps and the
-// B panels b, b + ps (ps: elements per packed panel), chunks chunks of k.
+// One 32 x 32 block of C (h x w of it in out) from the A panels a, a + ps and
+// the B panels b, b + ps (ps: elements per packed panel), chunks chunks of k.
 struct Amx {
   // 8 tiles of 16 rows x 64 bytes: C in 0-3, A in 4-5, B in 6-7.
   struct alignas(64) Config {
@@ -244,8 +244,8 @@ struct Amx {
   void operator()(int64_t chunks, const uint16_t* a, const uint16_t* b, int64_t ps,
                   const Dest& d) const {
     const uint16_t *a1 = a + ps, *b1 = b + ps;
-    // A whole block that stays float32 loads and stores its tiles in C itself.
-    const bool in_c = d.h == kBlock && d.w == kBlock && !d.out;
+    // A block that stays float32 loads and stores its tiles in C itself.
+    const bool in_c = !d.out;
     alignas(64) float blk[kBlock * kBlock];
     float* c = in_c ? d.C : blk;
     const int64_t ld = in_c ? d.ldc : kBlock;
@@ -314,26 +314,24 @@ struct DotBf16 {
   }
 };
 
-// C[0:M, 0:N] (row stride ldc) = A @ B on the calling thread, or, where out
-// is not null, out[0:M, 0:N] (row stride ldc) = A @ B rounded to bfloat16, C
-// then holding only partial sums (scratch of M x N floats at the same stride).
+// out[0:M, 0:N] (row stride ldo) = A @ B rounded to bfloat16, on the calling
+// thread, for at most MP rows.
 template <class Kernel>
-void gemm(const BFloat16* a, int64_t ars, int64_t acs, const BFloat16* b, int64_t brs,
-          int64_t bcs, float* C, BFloat16* out, int64_t M, int64_t K, int64_t N, int64_t ldc) {
-  const View A{reinterpret_cast<const uint16_t*>(a), ars, acs};
-  const View B{reinterpret_cast<const uint16_t*>(b), brs, bcs};
-  if (K == 0) {
-    for (int64_t i = 0; i < M; ++i)
-      if (out) std::fill(out + i * ldc, out + i * ldc + N, BFloat16{0});
-      else std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
-    return;
-  }
+void gemm_rows(View A, View B, BFloat16* out, int64_t M, int64_t K, int64_t N, int64_t ldo) {
   // Even k blocks (784 runs as 2 x 392, not 512 + 272), each a whole number of chunks.
   const int64_t kblocks = (K + KC - 1) / KC;
   const int64_t kc_max = round_up((K + kblocks - 1) / kblocks, kChunk);
   const int64_t nc_max = std::min(NC, round_up(N, kBlock)), mc_max = std::min(MC, round_up(M, kBlock));
   uint16_t* bpack = scratch(0, static_cast<std::size_t>(kc_max * nc_max));
   uint16_t* apack = scratch(1, static_cast<std::size_t>(kc_max * mc_max));
+  // Partial sums between k blocks, block by block (each 32 x 32 block 4 KiB in
+  // a row): tile loads and stores then read whole lines, where C's own rows
+  // (8 KiB apart at 2048 columns) fell on a few cache sets; 1.14-1.17x at
+  // 1536^3 and 2048^3.
+  const int64_t row_blocks = (nc_max + kBlock - 1) / kBlock, block = kBlock * kBlock;
+  float* part = kblocks > 1 ? static_cast<float*>(scratch_bytes(
+                                  2, static_cast<std::size_t>(round_up(M, kBlock) * nc_max) * 4))
+                            : nullptr;
   const Kernel kernel;
   for (int64_t jc = 0; jc < N; jc += nc_max) {
     const int64_t nc = std::min(nc_max, N - jc);
@@ -349,14 +347,29 @@ void gemm(const BFloat16* a, int64_t ars, int64_t acs, const BFloat16* b, int64_
         // from L2: 1.15-1.3x the other order on 2048^3 (Xeon, AMX).
         for (int64_t ir = 0; ir < mc; ir += kBlock)
           for (int64_t jr = 0; jr < nc; jr += kBlock) {
-            const int64_t at = (ic + ir) * ldc + jc + jr;
-            const Dest d{C + at, ldc, out && last ? out + at : nullptr, ldc,
+            float* c = part ? part + ((ic + ir) / kBlock * row_blocks + jr / kBlock) * block : nullptr;
+            const Dest d{c, kBlock, last ? out + (ic + ir) * ldo + jc + jr : nullptr, ldo,
                          std::min(kBlock, mc - ir), std::min(kBlock, nc - jr), pc > 0};
             kernel(kcp / kChunk, apack + ir * kcp, bpack + jr * kcp, ps, d);
           }
       }
     }
   }
+}
+
+// out = A @ B (Bf16Gemm, isa_table.h), MP rows at a time, so that the partial
+// sums of one (MP x NC floats, 8 MiB) bound the scratch.
+template <class Kernel>
+void gemm(const BFloat16* a, int64_t ars, int64_t acs, const BFloat16* b, int64_t brs,
+          int64_t bcs, BFloat16* out, int64_t M, int64_t K, int64_t N, int64_t ldo) {
+  const View A{reinterpret_cast<const uint16_t*>(a), ars, acs};
+  const View B{reinterpret_cast<const uint16_t*>(b), brs, bcs};
+  if (K == 0) {
+    for (int64_t i = 0; i < M; ++i) std::fill(out + i * ldo, out + i * ldo + N, BFloat16{0});
+    return;
+  }
+  for (int64_t i0 = 0; i0 < M; i0 += MP)
+    gemm_rows<Kernel>(A.at(i0, 0), B, out + i0 * ldo, std::min(MP, M - i0), K, N, ldo);
 }
 
 // Linux hands out AMX's 8 KiB of tile state only to a process that asks.

@@ -67,17 +67,15 @@ struct NarrowLoops {
 };
 
 // bfloat16 products summed in float32 on the CPU's bf16 dot-product
-// instructions (gemm_bf16.cc), on the calling thread: A @ B with A[i, k] =
-// A[i * ars + k * acs] and B[k, j] = B[k * brs + j * bcs], into C[0:M, 0:N]
-// (float32, row stride ldc) or, where out is not null, rounded once into
-// out[0:M, 0:N] (same stride; C then holds partial sums). Float32 names the
-// path without one: packing widens the operands for the float32 kernels
-// (matmul.cc).
+// instructions (gemm_bf16.cc), on the calling thread: out[0:M, 0:N] (row
+// stride ldo) = A @ B rounded once, with A[i, k] = A[i * ars + k * acs] and
+// B[k, j] = B[k * brs + j * bcs]. Float32 names the path without one:
+// packing widens the operands for the float32 kernels (matmul.cc).
 enum class Bf16Path : int { Float32 = 0, Avx512Bf16 = 1, Amx = 2 };
 constexpr int kBf16Paths = 3;
 using Bf16Gemm = void (*)(const BFloat16* A, int64_t ars, int64_t acs, const BFloat16* B,
-                          int64_t brs, int64_t bcs, float* C, BFloat16* out, int64_t M, int64_t K,
-                          int64_t N, int64_t ldc);
+                          int64_t brs, int64_t bcs, BFloat16* out, int64_t M, int64_t K, int64_t N,
+                          int64_t ldo);
 
 struct IsaKernels {
   NarrowLoops narrow;

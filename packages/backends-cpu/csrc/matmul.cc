@@ -624,19 +624,18 @@ Bf16Gemm bf16_kernel() {
 }
 
 // out = A @ B on the chosen bfloat16 path's kernel (false where that is
-// float32), which rounds each block of C into out as its last k block ends (C:
-// float32 scratch for the partial sums). Threads own blocks of whole 32 x 32
-// kernel blocks (gemm_bf16.cc).
+// float32), which sums in float32 and rounds each block of C into out as its
+// last k block ends. Threads own blocks of whole 32 x 32 kernel blocks
+// (gemm_bf16.cc).
 template <class S>
-bool bf16_product(Mat<S> A, Mat<S> B, float* C, S* out, int64_t M, int64_t K, int64_t N, int nt) {
+bool bf16_product(Mat<S> A, Mat<S> B, S* out, int64_t M, int64_t K, int64_t N, int nt) {
   if constexpr (std::is_same_v<S, BFloat16>) {
     const Bf16Gemm kernel = bf16_kernel();
     if (!kernel) return false;
     split_c(M, K, N, 32, 32, threads_for_gemm(M, K, N, nt),
             [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
               const Mat<S> a = A.at(i0, 0), b = B.at(0, j0);
-              kernel(a.p, a.rs, a.cs, b.p, b.rs, b.cs, C + i0 * N + j0, out + i0 * N + j0, i1 - i0,
-                     K, j1 - j0, N);
+              kernel(a.p, a.rs, a.cs, b.p, b.rs, b.cs, out + i0 * N + j0, i1 - i0, K, j1 - j0, N);
             });
     return true;
   }
@@ -650,8 +649,8 @@ template <class T>
 void product(Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N, int nt) {
   if constexpr (::lamina::is_narrow_v<T>) {
     if (M == 0 || N == 0) return;
+    if (bf16_product(A, B, C, M, K, N, nt)) return;
     float* c = scratch<float>(2, static_cast<std::size_t>(M * N));
-    if (bf16_product(A, B, c, C, M, K, N, nt)) return;
     gemm<float, T>(A, B, c, M, K, N, nt);
     if (nt == 1) return from_float32(c, C, M * N);
     parallel_for(M * N, kCopyGrain, [&](int64_t s, int64_t e) { from_float32(c + s, C + s, e - s); });

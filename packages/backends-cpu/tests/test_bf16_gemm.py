@@ -84,6 +84,14 @@ def test_product_matches_float64(path, shape, layout):
           wb.T if layout[1] == "t" else wb)
 
 
+def test_rows_beyond_one_row_block(path):
+    # over 4096 rows (the kernels' row blocks) with two k blocks of partial sums
+    a, b = operands(4100, 1100, 40, seed=9)
+    sa, sb, out = bf16(a), bf16(b), cpu.Array(4100 * 40, "bfloat16")
+    cpu.matmul(sa, sb, out, 4100, 1100, 40)
+    check(read(out).reshape(4100, 40), read(sa).reshape(a.shape), read(sb).reshape(b.shape))
+
+
 def test_strided_views_with_offsets(path):
     # every other row and column of larger arrays, from an offset
     m, k, n = 40, 70, 36
