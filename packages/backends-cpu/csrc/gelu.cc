@@ -6,7 +6,6 @@
 // (exp_simd.h) where the machine has AVX2; float64, and float32 below AVX2,
 // the scalar loop below, whose libm calls are the unary kernels' there.
 // float16 and bfloat16 run the float32 loops on widened blocks, rounded once.
-#include <algorithm>
 #include <cmath>
 #include <type_traits>
 
@@ -90,29 +89,6 @@ void require_cover(const char* op, const char* what, const Array& x, const Array
 
 }  // namespace
 
-// Runs f(s, e) on [s, e) of a float32 view of n elements: the arrays
-// themselves for T = float or double, else (float16, bfloat16) blocks widened
-// into float32 scratch, computed, and rounded back once: the float32 kernel on
-// widened operands, bit for bit (the ndarray layer's fallback), in one pass.
-template <class T, class F>
-void on_float_blocks(int64_t n, const T* const* ins, int nin, T* out, F f) {
-  parallel_for(n, kParallelGrain, [&](int64_t s, int64_t e) {
-    if constexpr (!::lamina::is_narrow_v<T>) {
-      f(ins, out, s, e);
-    } else {
-      constexpr int64_t kBlock = 1024;
-      float buf[3][kBlock];
-      for (int64_t b = s; b < e; b += kBlock) {
-        const int64_t m = std::min(kBlock, e - b);
-        const float* wide[2] = {buf[0], buf[1]};
-        for (int i = 0; i < nin; ++i) to_float32(ins[i] + b, buf[i], m);
-        f(wide, buf[2], int64_t(0), m);
-        from_float32(buf[2], out + b, m);
-      }
-    }
-  });
-}
-
 void gelu(const Array& a, Array& out, bool tanh) {
   const char* op = "gelu";
   require_same_dtype(op, {&a, &out});
@@ -121,12 +97,21 @@ void gelu(const Array& a, Array& out, bool tanh) {
   dispatch_in<kGeluDtypes>(op, out.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
     using W = std::conditional_t<::lamina::is_narrow_v<T>, float, T>;
-    const T* ins[1] = {a.data<T>()};
+    const T* x = a.data<T>();
+    T* y = out.data<T>();
     const auto vector = isa_kernels().of<W>().gelu[tanh];
-    on_float_blocks<T>(out.size(), ins, 1, out.data<T>(),
-                       [&](const W* const* x, W* y, int64_t s, int64_t e) {
-      if (vector) return vector(x[0] + s, y + s, e - s);
-      for (int64_t i = s; i < e; ++i) y[i] = gelu_one(x[0][i], tanh);
+    auto loop = [&](const W* xs, W* ys, int64_t n) {
+      if (vector) return vector(xs, ys, n);
+      for (int64_t i = 0; i < n; ++i) ys[i] = gelu_one(xs[i], tanh);
+    };
+    parallel_for(out.size(), kParallelGrain, [&](int64_t s, int64_t e) {
+      if constexpr (::lamina::is_narrow_v<T>) {
+        narrow_blocks(y + s, e - s, [&](int64_t i, int64_t len, float* fa, float*) {
+          to_float32(x + s + i, fa, len);
+        }, [&](const float* fa, const float*, float* fo, int64_t len) { loop(fa, fo, len); });
+      } else {
+        loop(x + s, y + s, e - s);
+      }
     });
   });
 }
@@ -140,12 +125,23 @@ void gelu_backward(const Array& a, const Array& g, Array& out, bool tanh) {
   dispatch_in<kGeluDtypes>(op, out.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
     using W = std::conditional_t<::lamina::is_narrow_v<T>, float, T>;
-    const T* ins[2] = {a.data<T>(), g.data<T>()};
+    const T* x = a.data<T>();
+    const T* gp = g.data<T>();
+    T* y = out.data<T>();
     const auto vector = isa_kernels().of<W>().gelu_backward[tanh];
-    on_float_blocks<T>(out.size(), ins, 2, out.data<T>(),
-                       [&](const W* const* x, W* y, int64_t s, int64_t e) {
-      if (vector) return vector(x[0] + s, x[1] + s, y + s, e - s);
-      for (int64_t i = s; i < e; ++i) y[i] = gelu_grad_one(x[0][i], x[1][i], tanh);
+    auto loop = [&](const W* xs, const W* gs, W* ys, int64_t n) {
+      if (vector) return vector(xs, gs, ys, n);
+      for (int64_t i = 0; i < n; ++i) ys[i] = gelu_grad_one(xs[i], gs[i], tanh);
+    };
+    parallel_for(out.size(), kParallelGrain, [&](int64_t s, int64_t e) {
+      if constexpr (::lamina::is_narrow_v<T>) {
+        narrow_blocks(y + s, e - s, [&](int64_t i, int64_t len, float* fa, float* fb) {
+          to_float32(x + s + i, fa, len);
+          to_float32(gp + s + i, fb, len);
+        }, [&](const float* fa, const float* fb, float* fo, int64_t len) { loop(fa, fb, fo, len); });
+      } else {
+        loop(x + s, gp + s, y + s, e - s);
+      }
     });
   });
 }

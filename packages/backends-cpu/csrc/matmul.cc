@@ -613,15 +613,19 @@ void gemm(Mat<S> A, Mat<S> B, T* C, int64_t M, int64_t K, int64_t N, int nt) {
 // table has).
 std::atomic<int> bf16_choice{-1};
 
-// The kernel of the chosen bfloat16 path, or null: the float32 path.
-Bf16Gemm bf16_kernel() {
+// The bfloat16 path products take now (a Bf16Path): the chosen one, or float32
+// where set_isa left it out; else the best the active table has.
+int bf16_path() {
   const Bf16Gemm* paths = isa_kernels().bf16_gemm;
   const int choice = bf16_choice.load(std::memory_order_relaxed);
-  if (choice >= 0) return paths[choice];  // null for float32, or where set_isa left it out
-  for (int p = kBf16Paths - 1; p > 0; --p)
-    if (paths[p]) return paths[p];
-  return nullptr;
+  if (choice >= 0) return paths[choice] ? choice : 0;
+  int p = kBf16Paths - 1;
+  while (p > 0 && !paths[p]) --p;
+  return p;
 }
+
+// The kernel of that path, or null: the float32 path.
+Bf16Gemm bf16_kernel() { return isa_kernels().bf16_gemm[bf16_path()]; }
 
 // out = A @ B on the chosen bfloat16 path's kernel (false where that is
 // float32), which sums in float32 and rounds each block of C into out as its
@@ -812,12 +816,6 @@ std::string gemm_kernel_name() {
 
 namespace {
 constexpr const char* kBf16PathNames[kBf16Paths] = {"float32", "avx512_bf16", "amx"};
-
-int bf16_path_index(Bf16Gemm k) {
-  for (int p = 1; p < kBf16Paths; ++p)
-    if (k && isa_kernels().bf16_gemm[p] == k) return p;
-  return 0;
-}
 }  // namespace
 
 std::vector<std::string> bf16_gemm_paths() {
@@ -827,7 +825,7 @@ std::vector<std::string> bf16_gemm_paths() {
   return out;
 }
 
-std::string bf16_gemm() { return kBf16PathNames[bf16_path_index(bf16_kernel())]; }
+std::string bf16_gemm() { return kBf16PathNames[bf16_path()]; }
 
 void set_bf16_gemm(const std::string& name) {
   if (name == "best") return bf16_choice.store(-1, std::memory_order_relaxed);

@@ -134,12 +134,14 @@ def _run_gelu_kernel(name: str, arrays: list[NDArray], approximate: str) -> bool
     first = arrays[0]
     device, dtype = first._device, first._dtype
     listed = device.kernel_dtypes.get(name, ())
-    table = device.kernels
-    if dtype.name not in listed and dtype.is_narrow and "float32" in listed:
+    if dtype.name in listed:
+        table = device.kernels
+    elif dtype.is_narrow and "float32" in listed:
         table = kernels_for(device, name, dtype, name)
+    else:
+        return False
     kernel = getattr(table, name)
-    if kernel is None or table is device.kernels and dtype.name not in listed \
-            or not _whole_buffers(arrays):
+    if kernel is None or not _whole_buffers(arrays):
         return False
     kernel(*[x._buf for x in arrays], approximate == "tanh")
     return True
