@@ -5,7 +5,7 @@ Lamina's float32 ``matmul``; Lamina's bfloat16 ``matmul`` on every path this CPU
 has (``bf16_gemm_paths()``: ``float32`` widens the operands for the float32
 kernels, ``avx512_bf16`` runs VDPBF16PS, ``amx`` the AMX tiles); PyTorch's
 bfloat16 and float32 ``a @ b``. Each candidate's time is the best of a few
-calls within the round; a row holds the median over rounds of the per-round
+calls within the round, the candidates taking turns call by call; a row holds the median over rounds of the per-round
 ratio (> 1: Lamina faster), so a slow spell of the machine hits both sides of
 a ratio alike. The outputs are new arrays each call, as ``a @ b`` makes.
 
@@ -44,13 +44,17 @@ def _buf(x: np.ndarray, dtype: str):  # noqa: ANN202
     return out
 
 
-def _best_of(fn: Callable[[], object], calls: int) -> float:
-    fn()
-    best = float("inf")
+def _round(cands: dict[str, Callable[[], object]], calls: int) -> dict[str, float]:
+    """Each candidate's best time of ``calls`` calls, the candidates taking turns
+    call by call, so that a slow spell of the machine within the round reaches
+    them all alike."""
+    best = {name: float("inf") for name in cands}
     for _ in range(calls):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
+        for name, fn in cands.items():
+            start = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - start)
+            time.sleep(0.02)  # no library's spinning threads into the next one's call
     return best
 
 
@@ -89,10 +93,11 @@ def run(repeats: int = 5, sizes: tuple[int, ...] = (1024, 1536, 2048),
                 cands = _candidates(n, rng)
                 work = 2.0 * n ** 3
                 times: dict[str, list[float]] = {k: [] for k in cands}
+                for fn in cands.values():
+                    fn()  # warm: scratch buffers, packing code, torch's first call
                 for _ in range(repeats):
-                    for name, fn in cands.items():
-                        times[name].append(_best_of(fn, 3))
-                        time.sleep(0.05)  # no library's spinning threads into the next one's call
+                    for name, t in _round(cands, 4).items():
+                        times[name].append(t)
                 cpu.set_bf16_gemm("best")
                 best = f"lamina bf16 {cpu.bf16_gemm()}"
                 for name in cands:
@@ -136,7 +141,7 @@ def main() -> None:
     shown = [{k: v for k, v in r.items() if k != "round_ratios"} for r in rows]
     text = (f"# bfloat16 GEMM (float32 sums), square n x n @ n x n\n\n{header}\n\n"
             f"Median over {args.rounds} interleaved rounds of the per-round speed ratio "
-            "(> 1: Lamina faster); GFLOP/s are medians.\n\n{table(shown)}\n")
+            f"(> 1: Lamina faster); GFLOP/s are medians.\n\n{table(shown)}\n")
     out.with_suffix(".md").write_text(text)
     print(table(shown))
 

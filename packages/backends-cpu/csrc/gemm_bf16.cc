@@ -32,14 +32,18 @@ namespace lamina_cpu {
 namespace avx512 {
 namespace {
 
-// k, m and n blocks: the packed B block (KC x NC, 1 MiB) stays in L2 while
-// each pair of A panels (32 x KC, 64 KiB) meets all its columns. Chosen from
-// KC 256-2048, MC 64-256, NC 256-1024 on a Xeon with AMX (family 6 model
-// 207): 1.25x the 512 / 256 / 1024 first tried at 1024^3, 1.05x at 2048^3,
-// the same on the char-GPT's products (k = 128 to 2048). (Packing all of A's
-// rows at once, so that A is packed once rather than once per NC columns,
-// was 0.85-0.9x on those products.)
-constexpr int64_t KC = 1024, MC = 64, NC = 512, MP = 4096;
+// k and n blocks: the packed B block (kc x nc, at most kBBlock bytes) stays
+// in L2 while each pair of A panels (32 rows x kc) meets all its columns, so
+// nc is as wide as kc lets it be. Up to KC = 2048 the whole of k is one block:
+// the partial sums between k blocks cost more than the narrower B block
+// (1.14x at 1536^3 and 1.05x at 2048^3 the earlier 1024 x 512 blocks; Xeon
+// with AMX, family 6 model 207). One pair of A panels at a time (32 rows)
+// ran as fast as 64-256 rows, and lets their products pack the next pair
+// (APacker). (Packing all of A's rows at once, so that A is packed once
+// rather than once per nc columns, was 0.85-0.9x.)
+constexpr int64_t KC = 2048, MP = 4096;
+constexpr int64_t kBBlock = 1 << 20;
+constexpr int64_t kAKeep = 32 << 20;  // bytes of packed A kept between column passes
 constexpr int64_t kChunk = 32;  // k per AMX tile
 constexpr int64_t kBlock = 32;  // rows and columns of C per kernel call
 
@@ -98,45 +102,77 @@ inline __m512i run32(const uint16_t* p, int64_t n) {
   return _mm512_maskz_loadu_epi16(n >= 32 ? ~__mmask32(0) : (__mmask32(1) << n) - 1, p);
 }
 
-// A[0:mc, 0:kc] as panels of 16 rows, each kcp / 32 chunks of 16 x 32 values
-// (dst[((panel * chunks + chunk) * 16 + row) * 32 + k % 32]); rows up to a
-// multiple of 32 and k up to kcp are zeros.
-void pack_a(View A, int64_t mc, int64_t kc, int64_t kcp, uint16_t* dst) {
-  const int64_t rows = round_up(mc, kBlock), chunks = kcp / kChunk;
-  auto at = [&](int64_t i, int64_t k) { return dst + ((i / 16 * chunks + k / kChunk) * 16 + i % 16) * kChunk + k % kChunk; };
+// One tile of packed A: rows i0..i0+15 of A[0:mc, 0:kc], k in chunk c, as
+// 16 rows of 32 values at d (rows from mc and k from kc on are zeros).
+void pack_a_tile(View A, int64_t mc, int64_t kc, int64_t i0, int64_t c, uint16_t* d) {
+  const int64_t k0 = c * kChunk;
   if (A.cs == 1) {
-    for (int64_t i = 0; i < rows; ++i) {
-      const uint16_t* src = A.p + i * A.rs;
-      for (int64_t c = 0; c < chunks; ++c) {
-        uint16_t* d = at(i, c * kChunk);
-        const int64_t n = i < mc ? std::clamp<int64_t>(kc - c * kChunk, 0, kChunk) : 0;
-        const __mmask32 m = n == kChunk ? ~__mmask32(0) : (__mmask32(1) << n) - 1;
-        _mm512_storeu_si512(d, _mm512_maskz_loadu_epi16(m, src + c * kChunk));
-      }
+    const int64_t n = std::clamp<int64_t>(kc - k0, 0, kChunk);
+    const __mmask32 m = n == kChunk ? ~__mmask32(0) : (__mmask32(1) << n) - 1;
+    for (int64_t i = 0; i < 16; ++i) {
+      __m512i v = _mm512_setzero_si512();
+      if (i0 + i < mc) v = _mm512_maskz_loadu_epi16(m, A.p + (i0 + i) * A.rs + k0);
+      _mm512_storeu_si512(d + i * kChunk, v);
     }
     return;
   }
   if (A.rs == 1) {
     // A transpose: 16 rows of A are contiguous for each k. Pairs of k as
-    // 32-bit words, 16 x 16 of them transposed: one chunk of a panel.
-    for (int64_t i0 = 0; i0 < rows; i0 += 16)
-      for (int64_t c = 0; c < chunks; ++c) {
-        __m512i r[16];
-        for (int p = 0; p < 16; ++p) {
-          const int64_t k = c * kChunk + 2 * p;
-          const uint16_t* r0 = k < kc ? A.p + k * A.cs + i0 : nullptr;
-          const uint16_t* r1 = k + 1 < kc ? A.p + (k + 1) * A.cs + i0 : nullptr;
-          r[p] = pairs16(r0, r1, mc - i0);
-        }
-        transpose16(r);
-        uint16_t* d = at(i0, c * kChunk);
-        for (int i = 0; i < 16; ++i) _mm512_storeu_si512(d + i * kChunk, r[i]);
-      }
+    // 32-bit words, 16 x 16 of them transposed.
+    __m512i r[16];
+    for (int p = 0; p < 16; ++p) {
+      const int64_t k = k0 + 2 * p;
+      const uint16_t* r0 = k < kc ? A.p + k * A.cs + i0 : nullptr;
+      const uint16_t* r1 = k + 1 < kc ? A.p + (k + 1) * A.cs + i0 : nullptr;
+      r[p] = pairs16(r0, r1, mc - i0);
+    }
+    transpose16(r);
+    for (int i = 0; i < 16; ++i) _mm512_storeu_si512(d + i * kChunk, r[i]);
     return;
   }
-  for (int64_t k = 0; k < kcp; ++k)
-    for (int64_t i = 0; i < rows; ++i) *at(i, k) = i < mc && k < kc ? A(i, k) : 0;
+  for (int64_t i = 0; i < 16; ++i)
+    for (int64_t k = 0; k < kChunk; ++k)
+      d[i * kChunk + k] = i0 + i < mc && k0 + k < kc ? A(i0 + i, k0 + k) : 0;
 }
+
+// A[0:mc, 0:kc] (mc <= 32) as two panels of 16 rows, each kcp / 32 tiles
+// (dst[((panel * chunks + chunk) * 16 + row) * 32 + k % 32]), a tile at a
+// time over `steps` calls of step(), so that the kernel calls on one pair of
+// panels ready the next pair while their tile products run: they pack it, or
+// where it was packed on an earlier pass over the columns, fetch it into L2.
+// rest() does what is left.
+class APacker {
+ public:
+  enum Mode { kPack, kFetch };
+  APacker() = default;
+  APacker(Mode mode, View A, int64_t mc, int64_t kc, int64_t kcp, uint16_t* dst, int64_t steps)
+      : mode_(mode), A_(A), mc_(mc), kc_(kc), chunks_(kcp / kChunk), dst_(dst), tiles_(2 * chunks_),
+        steps_(steps) {}
+  void step() {
+    if (done_ == tiles_) return;
+    const int64_t due = tiles_ * ++calls_ / steps_;
+    while (done_ < due) tile(done_++);
+  }
+  void rest() {
+    while (done_ < tiles_) tile(done_++);
+  }
+
+ private:
+  void tile(int64_t t) {
+    uint16_t* d = dst_ + t * 16 * kChunk;
+    if (mode_ == kPack) {
+      pack_a_tile(A_, mc_, kc_, t / chunks_ * 16, t % chunks_, d);
+      return;
+    }
+    for (int64_t row = 0; row < 16; ++row)
+      _mm_prefetch(reinterpret_cast<const char*>(d + row * kChunk), _MM_HINT_T1);
+  }
+  Mode mode_ = kPack;
+  View A_{};
+  int64_t mc_ = 0, kc_ = 0, chunks_ = 0;
+  uint16_t* dst_ = nullptr;
+  int64_t tiles_ = 0, steps_ = 1, done_ = 0, calls_ = 0;
+};
 
 // B[0:kc, 0:nc] as panels of 16 columns, each kcp / 2 rows of 16 pairs
 // (dst[(panel * kcp / 2 + kp) * 32 + 2 * (j % 16) + k % 2]); columns up to a
@@ -225,13 +261,13 @@ void finish(const float* blk, const Dest& d) {
 
 // One 32 x 32 block of C (h x w of it in out) from the A panels a, a + ps and
 // the B panels b, b + ps (ps: elements per packed panel), chunks chunks of k.
-struct Amx {
-  // 8 tiles of 16 rows x 64 bytes: C in 0-3, A in 4-5, B in 6-7.
-  struct alignas(64) Config {
-    uint8_t palette = 1, start_row = 0, reserved[14] = {};
-    uint16_t colsb[16] = {};
-    uint8_t rows[16] = {};
-  };
+// A block bound for out leaves its sums in a buffer, and the next block's
+// chunk loop rounds them into out, a row per chunk, while the tile products
+// run (flush() ends the last): reading the sums straight after the tile
+// stores stalled on them, and rounding after the loop cost 1.03-1.1x on
+// 1024^3-2048^3 (Xeon, AMX).
+class Amx {
+ public:
   Amx() {
     Config c;
     for (int t = 0; t < 8; ++t) {
@@ -241,19 +277,17 @@ struct Amx {
     _tile_loadconfig(&c);
   }
   ~Amx() { _tile_release(); }  // the OS need not save 8 KiB of tiles on a switch
+  Amx(const Amx&) = delete;
+  Amx& operator=(const Amx&) = delete;
+
   void operator()(int64_t chunks, const uint16_t* a, const uint16_t* b, int64_t ps,
-                  const Dest& d) const {
+                  const Dest& d, APacker& next) {
     const uint16_t *a1 = a + ps, *b1 = b + ps;
-    // A block that stays float32 loads and stores its tiles in C itself.
-    const bool in_c = !d.out;
-    alignas(64) float blk[kBlock * kBlock];
-    float* c = in_c ? d.C : blk;
-    const int64_t ld = in_c ? d.ldc : kBlock;
-    if (in_c && d.accumulate) {
-      _tile_loadd(0, c, ld * 4);
-      _tile_loadd(1, c + 16, ld * 4);
-      _tile_loadd(2, c + 16 * ld, ld * 4);
-      _tile_loadd(3, c + 16 * ld + 16, ld * 4);
+    if (d.accumulate) {  // on from the earlier k blocks' partial sums
+      _tile_loadd(0, d.C, d.ldc * 4);
+      _tile_loadd(1, d.C + 16, d.ldc * 4);
+      _tile_loadd(2, d.C + 16 * d.ldc, d.ldc * 4);
+      _tile_loadd(3, d.C + 16 * d.ldc + 16, d.ldc * 4);
     } else {
       _tile_zero(0);
       _tile_zero(1);
@@ -261,29 +295,70 @@ struct Amx {
       _tile_zero(3);
     }
     const int64_t step = kChunk * 16;  // elements per chunk of a panel
+    const int64_t rows = pending_.h;
     for (int64_t ch = 0; ch < chunks; ++ch) {
+      // The four loads first, then the four products: 1.02-1.07x the
+      // interleaved order on the kernel alone.
       _tile_loadd(4, a + ch * step, 64);
       _tile_loadd(6, b + ch * step, 64);
-      _tile_dpbf16ps(0, 4, 6);
       _tile_loadd(7, b1 + ch * step, 64);
-      _tile_dpbf16ps(1, 4, 7);
       _tile_loadd(5, a1 + ch * step, 64);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
       _tile_dpbf16ps(2, 5, 6);
       _tile_dpbf16ps(3, 5, 7);
+      if (ch < rows) round_row(ch);
+      next.step();
     }
+    for (int64_t i = chunks; i < rows; ++i) round_row(i);
+    float* c = d.out ? sums_[cur_] : d.C;
+    const int64_t ld = d.out ? kBlock : d.ldc;
     _tile_stored(0, c, ld * 4);
     _tile_stored(1, c + 16, ld * 4);
     _tile_stored(2, c + 16 * ld, ld * 4);
     _tile_stored(3, c + 16 * ld + 16, ld * 4);
-    if (!in_c) finish(blk, d);
+    pending_ = d.out ? d : Dest{};
+    if (d.out) cur_ = 1 - cur_;
   }
+
+  // Rounds the last block's sums into out.
+  void flush() {
+    for (int64_t i = 0; i < pending_.h; ++i) round_row(i);
+    pending_ = Dest{};
+  }
+
+ private:
+  // 8 tiles of 16 rows x 64 bytes: C in 0-3, A in 4-5, B in 6-7.
+  struct alignas(64) Config {
+    uint8_t palette = 1, start_row = 0, reserved[14] = {};
+    uint16_t colsb[16] = {};
+    uint8_t rows[16] = {};
+  };
+
+  // Row i of the pending block's sums into out, rounded.
+  void round_row(int64_t i) const {
+    const float* r = sums_[1 - cur_] + i * kBlock;
+    BFloat16* o = pending_.out + i * pending_.ldo;
+    for (int64_t j0 = 0; j0 < pending_.w; j0 += 16) {
+      const int64_t n = pending_.w - j0;
+      const __mmask16 m = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
+      // VCVTNEPS2BF16 rounds as round16 does but for subnormals, which it
+      // flushes; TDPBF16PS flushes them already, so no tile holds one.
+      _mm256_mask_storeu_epi16(o + j0, m, (__m256i)_mm512_cvtneps_pbh(_mm512_load_ps(r + j0)));
+    }
+  }
+
+  alignas(64) float sums_[2][kBlock * kBlock];  // this block's, the pending one's
+  int cur_ = 0;
+  Dest pending_{};  // h == 0: none
 };
 
 struct DotBf16 {
+  void flush() const {}
   // 8 rows x 32 columns at a time: 16 accumulators, 2 B vectors and 8
   // broadcast A pairs per k pair.
   void operator()(int64_t chunks, const uint16_t* a, const uint16_t* b, int64_t ps,
-                  const Dest& d) const {
+                  const Dest& d, APacker&) const {  // the driver packs the next A at the end
     const uint16_t* b1 = b + ps;
     const int64_t pairs = chunks * 16;
     alignas(64) float blk[kBlock * kBlock];
@@ -321,9 +396,17 @@ void gemm_rows(View A, View B, BFloat16* out, int64_t M, int64_t K, int64_t N, i
   // Even k blocks (784 runs as 2 x 392, not 512 + 272), each a whole number of chunks.
   const int64_t kblocks = (K + KC - 1) / KC;
   const int64_t kc_max = round_up((K + kblocks - 1) / kblocks, kChunk);
-  const int64_t nc_max = std::min(NC, round_up(N, kBlock)), mc_max = std::min(MC, round_up(M, kBlock));
+  const int64_t nc_max =
+      std::min(std::max(8 * kBlock, kBBlock / (2 * kc_max) / kBlock * kBlock), round_up(N, kBlock));
   uint16_t* bpack = scratch(0, static_cast<std::size_t>(kc_max * nc_max));
-  uint16_t* apack = scratch(1, static_cast<std::size_t>(kc_max * mc_max));
+  // The packed A: where there is more than one pass over the columns and it
+  // fits kAKeep, all of it, packed on the first pass and read on the later
+  // ones (1.05-1.1x at 1536^3 and 2048^3, where A was packed once per pass);
+  // otherwise two pairs of panels, the one in use and the next.
+  const int64_t m_pad = round_up(M, kBlock);
+  const bool keep = N > nc_max && kblocks * m_pad * kc_max * 2 <= kAKeep;
+  uint16_t* apacks =
+      scratch(1, static_cast<std::size_t>(keep ? kblocks * m_pad * kc_max : 2 * kBlock * kc_max));
   // Partial sums between k blocks, block by block (each 32 x 32 block 4 KiB in
   // a row): tile loads and stores then read whole lines, where C's own rows
   // (8 KiB apart at 2048 columns) fell on a few cache sets; 1.14-1.17x at
@@ -332,33 +415,47 @@ void gemm_rows(View A, View B, BFloat16* out, int64_t M, int64_t K, int64_t N, i
   float* part = kblocks > 1 ? static_cast<float*>(scratch_bytes(
                                   2, static_cast<std::size_t>(round_up(M, kBlock) * nc_max) * 4))
                             : nullptr;
-  const Kernel kernel;
+  Kernel kernel;
   for (int64_t jc = 0; jc < N; jc += nc_max) {
     const int64_t nc = std::min(nc_max, N - jc);
     for (int64_t pc = 0; pc < K; pc += kc_max) {
       const int64_t kc = std::min(kc_max, K - pc), kcp = round_up(kc, kChunk);
       const int64_t ps = 16 * kcp;  // elements per 16-row (16-column) panel
+      const int64_t steps = (nc + kBlock - 1) / kBlock * (kcp / kChunk);  // kernel chunks per pair
       const bool last = pc + kc == K;
       pack_b(B.at(pc, jc), kc, kcp, nc, bpack);
-      for (int64_t ic = 0; ic < M; ic += mc_max) {
-        const int64_t mc = std::min(mc_max, M - ic);
-        pack_a(A.at(ic, pc), mc, kc, kcp, apack);
-        // A pair of A panels stays in L1 while the B panels stream past it
-        // from L2: 1.15-1.3x the other order on 2048^3 (Xeon, AMX).
-        for (int64_t ir = 0; ir < mc; ir += kBlock)
-          for (int64_t jr = 0; jr < nc; jr += kBlock) {
-            float* c = part ? part + ((ic + ir) / kBlock * row_blocks + jr / kBlock) * block : nullptr;
-            const Dest d{c, kBlock, last ? out + (ic + ir) * ldo + jc + jr : nullptr, ldo,
-                         std::min(kBlock, mc - ir), std::min(kBlock, nc - jr), pc > 0};
-            kernel(kcp / kChunk, apack + ir * kcp, bpack + jr * kcp, ps, d);
-          }
+      // The pair of panels of rows ic (which: the pair's slot of two).
+      uint16_t* kept = apacks + pc / kc_max * m_pad * kc_max;
+      auto pair = [&](int64_t ic, int64_t which) {
+        return keep ? kept + ic * kc_max : apacks + which * kBlock * kc_max;
+      };
+      const APacker::Mode mode = keep && jc > 0 ? APacker::kFetch : APacker::kPack;
+      if (mode == APacker::kPack)
+        APacker(mode, A.at(0, pc), std::min(kBlock, M), kc, kcp, pair(0, 0), 1).rest();
+      // A pair of A panels stays in L1 while the B panels stream past it
+      // from L2: 1.15-1.3x the other order on 2048^3 (Xeon, AMX).
+      for (int64_t ic = 0, which = 0; ic < M; ic += kBlock, which = 1 - which) {
+        const uint16_t* apack = pair(ic, which);
+        APacker next;
+        if (ic + kBlock < M)
+          next = APacker(mode, A.at(ic + kBlock, pc), std::min(kBlock, M - ic - kBlock), kc, kcp,
+                         pair(ic + kBlock, 1 - which), steps);
+        for (int64_t jr = 0; jr < nc; jr += kBlock) {
+          float* c = part ? part + (ic / kBlock * row_blocks + jr / kBlock) * block : nullptr;
+          const Dest d{c, kBlock, last ? out + ic * ldo + jc + jr : nullptr, ldo,
+                       std::min(kBlock, M - ic), std::min(kBlock, nc - jr), pc > 0};
+          kernel(kcp / kChunk, apack, bpack + jr * kcp, ps, d, next);
+        }
+        next.rest();
       }
     }
   }
+  kernel.flush();
 }
 
 // out = A @ B (Bf16Gemm, isa_table.h), MP rows at a time, so that the partial
-// sums of one (MP x NC floats, 8 MiB) bound the scratch.
+// sums of one (MP x nc floats, at most 8 MiB: k blocks > 1 means nc <= 512)
+// bound the scratch.
 template <class Kernel>
 void gemm(const BFloat16* a, int64_t ars, int64_t acs, const BFloat16* b, int64_t brs,
           int64_t bcs, BFloat16* out, int64_t M, int64_t K, int64_t N, int64_t ldo) {

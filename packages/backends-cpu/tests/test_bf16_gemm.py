@@ -59,10 +59,11 @@ def operands(m: int, k: int, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]
 
 
 # (m, k, n): tiny; 32 x 32 kernel blocks with edges in every direction; k not a
-# multiple of the 32-deep tile; several k blocks (512); several n blocks (1024);
-# a tall and a wide one
+# multiple of the 32-deep tile; several n blocks (the amx path's B block is
+# 1 MiB: 1632 columns at k = 300); several k blocks (over 2048) with partial
+# sums, and several n blocks of them; a tall and a wide one
 SHAPES = [(1, 1, 1), (3, 5, 2), (31, 33, 17), (32, 32, 32), (33, 64, 65), (64, 1000, 70),
-          (97, 300, 1100), (300, 48, 31), (5, 700, 300)]
+          (97, 300, 1800), (40, 2100, 600), (300, 48, 31), (5, 700, 300)]
 LAYOUTS = ("nn", "tn", "nt", "tt")  # a, b: n compact rows, t a transpose
 
 
@@ -86,9 +87,9 @@ def test_product_matches_float64(path, shape, layout):
 
 def test_rows_beyond_one_row_block(path):
     # over 4096 rows (the kernels' row blocks) with two k blocks of partial sums
-    a, b = operands(4100, 1100, 40, seed=9)
+    a, b = operands(4100, 2100, 40, seed=9)
     sa, sb, out = bf16(a), bf16(b), cpu.Array(4100 * 40, "bfloat16")
-    cpu.matmul(sa, sb, out, 4100, 1100, 40)
+    cpu.matmul(sa, sb, out, 4100, 2100, 40)
     check(read(out).reshape(4100, 40), read(sa).reshape(a.shape), read(sb).reshape(b.shape))
 
 
