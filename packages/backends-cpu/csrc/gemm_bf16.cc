@@ -396,8 +396,11 @@ void gemm_rows(View A, View B, BFloat16* out, int64_t M, int64_t K, int64_t N, i
   // Even k blocks (784 runs as 2 x 392, not 512 + 272), each a whole number of chunks.
   const int64_t kblocks = (K + KC - 1) / KC;
   const int64_t kc_max = round_up((K + kblocks - 1) / kblocks, kChunk);
-  const int64_t nc_max =
-      std::min(std::max(8 * kBlock, kBBlock / (2 * kc_max) / kBlock * kBlock), round_up(N, kBlock));
+  // Even passes over the columns, as the k blocks are (768 runs as 3 x 256,
+  // not 320 + 320 + 128).
+  const int64_t nc_cap = std::max(8 * kBlock, kBBlock / (2 * kc_max) / kBlock * kBlock);
+  const int64_t passes = (N + nc_cap - 1) / nc_cap;
+  const int64_t nc_max = round_up((N + passes - 1) / passes, kBlock);
   uint16_t* bpack = scratch(0, static_cast<std::size_t>(kc_max * nc_max));
   // The packed A: where there is more than one pass over the columns and it
   // fits kAKeep, all of it, packed on the first pass and read on the later
