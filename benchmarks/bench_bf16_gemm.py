@@ -5,9 +5,10 @@ Lamina's float32 ``matmul``; Lamina's bfloat16 ``matmul`` on every path this CPU
 has (``bf16_gemm_paths()``: ``float32`` widens the operands for the float32
 kernels, ``avx512_bf16`` runs VDPBF16PS, ``amx`` the AMX tiles); PyTorch's
 bfloat16 and float32 ``a @ b``. Each candidate's time is the best of a few
-calls within the round, the candidates taking turns call by call; a row holds the median over rounds of the per-round
-ratio (> 1: Lamina faster), so a slow spell of the machine hits both sides of
-a ratio alike. The outputs are new arrays each call, as ``a @ b`` makes.
+calls within the round, the candidates taking turns call by call; a row
+holds the median over rounds of the per-round ratio (> 1: Lamina faster),
+so a slow spell of the machine hits both sides of a ratio alike. The outputs
+are new arrays each call, as ``a @ b`` makes.
 
 ``python benchmarks/bench_bf16_gemm.py [--rounds N] [--sizes ...] [--threads ...]``
 prints the table and writes ``results/bf16_gemm_<cpu>.md`` and ``.json``.

@@ -17,8 +17,9 @@
 // of C, so the kernels never see an edge. The products of bf16 values are exact
 // in float32; the sums round to nearest even in an order of their own (pairs of
 // k at a time), and both instructions treat subnormal inputs and results as
-// zero. KC is fixed, so a C element sums the same terms in the same order for
-// any thread count. The driver in matmul.cc splits C among threads.
+// zero. The k blocks depend on K alone, so a C element sums the same terms in
+// the same order for any thread count. The driver in matmul.cc splits C among
+// threads.
 #include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -267,8 +268,8 @@ void finish(const float* blk, const Dest& d) {
 // stores stalled on them, and rounding after the loop cost 1.03-1.1x on
 // 1024^3-2048^3 (Xeon, AMX). Under kDeferChunks chunks there is too little
 // product to hide the rounding in, and it follows the tile stores at once,
-// from a block on the stack: 1.1-1.3x the deferred rounding in four of five
-// runs at k = 128 (the char-GPT's width), 0.92x in the fifth.
+// from a block on the stack: 1.1-1.6x the deferred rounding in five of six
+// runs at k = 128 (the char-GPT's width), 0.92x in the sixth.
 class Amx {
  public:
   Amx() {
