@@ -39,9 +39,10 @@ namespace {
 // the partial sums between k blocks cost more than the narrower B block
 // (1.14x at 1536^3 and 1.05x at 2048^3 the earlier 1024 x 512 blocks; Xeon
 // with AMX, family 6 model 207). One pair of A panels at a time (32 rows)
-// ran as fast as 64-256 rows, and lets their products pack the next pair
-// (APacker). (Packing all of A's rows at once, so that A is packed once
-// rather than once per nc columns, was 0.85-0.9x.)
+// ran as fast as 64 rows (the best of 64-256 before), and lets their
+// products pack the next pair (APacker). (Packing all of A's rows up front,
+// before any product, was 0.85-0.9x; packed pair by pair on the first pass
+// over the columns and kept for the later ones, it pays: gemm_rows.)
 constexpr int64_t KC = 2048, MP = 4096;
 constexpr int64_t kBBlock = 1 << 20;
 constexpr int64_t kAKeep = 32 << 20;  // bytes of packed A kept between column passes
