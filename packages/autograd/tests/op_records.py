@@ -24,6 +24,7 @@ from lamina.autograd._ops import (
     layer_norm_reference,
     lstm_layer_reference,
     nll_loss,
+    scaled_dot_product_attention_reference,
 )
 from lamina.ndarray import ShapeError
 from lamina.ndarray._optable import OPS, ops
@@ -280,6 +281,22 @@ def _batch_norm_reference(x: Any, w: Any, b: Any, rm: Any = None, rv: Any = None
 def _torch_layer_norm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor,
                       eps: float = 1e-5) -> torch.Tensor:
     return TF.layer_norm(x, x.shape[-1:], w, b, eps)
+
+
+def _masked_row(*shape: int) -> np.ndarray:
+    """An additive attention mask whose second query sees no key (its row all -inf)."""
+    m = r(*shape)
+    m[..., 1, :] = -np.inf
+    return m
+
+
+_ATTENTION_SAMPLES = [
+    S(r(2, 3, 4), r(2, 5, 4), r(2, 5, 6)), S(r(2, 2, 4, 8), r(2, 2, 4, 8), r(2, 2, 4, 8),
+                                           is_causal=True),
+    S(r(2, 3, 4), r(2, 5, 4), r(2, 5, 6), r(3, 5)),
+    S(r(1, 2, 3, 4), r(1, 2, 6, 4), r(1, 2, 6, 5), r(1, 1, 3, 6), scale=0.3),
+    S(r(3, 4), r(5, 4), r(5, 2)), S(r(2, 3, 4), r(2, 5, 4), r(2, 5, 6), _masked_row(2, 3, 5)),
+    S(r(2, 7, 4), r(2, 5, 4), r(2, 5, 3), is_causal=True, scale=2.0)]
 
 
 RECORDS: list[OpRecord] = [
@@ -594,6 +611,18 @@ RECORDS: list[OpRecord] = [
     OpRecord("batch_norm_reference", _batch_norm_reference, _torch_batch_norm,
              [S(r(5, 2, 3), r(2), r(2)), S(r(3, 2), r(2), r(2), r(2), pos(2))],
              constant_args=(3, 4)),
+    # ----- attention --------------------------------------------------------------------
+    OpRecord("scaled_dot_product_attention", ag.scaled_dot_product_attention,
+             TF.scaled_dot_product_attention, _ATTENTION_SAMPLES,
+             errors=[ErrorSample(S(r(2, 3, 4), r(2, 5, 3), r(2, 5, 6)), ShapeError,
+                                 "same embedding size"),
+                     ErrorSample(S(r(2, 3, 4), r(2, 5, 4), r(2, 4, 6)), ShapeError,
+                                 "same sequence length"),
+                     ErrorSample(S(r(2, 3, 4), r(2, 5, 4), r(2, 5, 6), r(4, 5)), ShapeError,
+                                 "does not broadcast")],
+             second_order=True, constant_args=(3,)),
+    OpRecord("scaled_dot_product_attention_reference", scaled_dot_product_attention_reference,
+             TF.scaled_dot_product_attention, _ATTENTION_SAMPLES[:3], constant_args=(3,)),
     # ----- integer division (last: their draws leave the samples above unchanged) ------
     OpRecord("floor_divide", lambda a, b: a // b, torch.floor_divide,
              [S(r(3, 4) * 3, pos(3, 4)), S(r(2, 3) * 3, pos(3)), S(r(5) * 3, 0.75)],

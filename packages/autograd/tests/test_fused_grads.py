@@ -1,4 +1,5 @@
-"""Fused ops (linear, gelu, layer_norm, batch_norm): one backward rule for every order.
+"""Fused ops (linear, gelu, layer_norm, batch_norm, attention): one backward rule for every
+order.
 
 Each fused op's first and second derivatives are checked against PyTorch's
 (``torch.autograd.grad`` with ``create_graph=True``) in float64 on every device,
@@ -20,7 +21,7 @@ import torch
 import torch.nn.functional as TF
 from conftest import device_dtypes
 from harness import to_numpy
-from lamina.autograd._ops import elementwise, normalization
+from lamina.autograd._ops import attention, elementwise, normalization
 
 DEVICES = [dev for dev, dt in device_dtypes() if dt == "float64"]
 
@@ -58,6 +59,18 @@ CASES = [
     Fused("gelu", "Gelu", ag.gelu, TF.gelu, [(3, 4)], tol=1e-6),
     Fused("gelu_tanh", "Gelu", lambda x: ag.gelu(x, approximate="tanh"),
           lambda x: TF.gelu(x, approximate="tanh"), [(3, 4)]),
+    Fused("attention", "Attention", ag.scaled_dot_product_attention,
+          TF.scaled_dot_product_attention, [(2, 3, 4), (2, 5, 4), (2, 5, 6)]),
+    Fused("attention_causal", "Attention",
+          lambda q, k, v: ag.scaled_dot_product_attention(q, k, v, is_causal=True),
+          lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, is_causal=True),
+          [(2, 2, 6, 4), (2, 2, 6, 4), (2, 2, 6, 3)]),
+    # a mask that requires grad: its gradient is the scores'
+    Fused("attention_mask", "Attention", ag.scaled_dot_product_attention,
+          TF.scaled_dot_product_attention, [(2, 3, 4), (2, 5, 4), (2, 5, 6), (3, 5)]),
+    Fused("attention_constant_mask", "Attention", ag.scaled_dot_product_attention,
+          TF.scaled_dot_product_attention, [(1, 2, 3, 4), (1, 2, 5, 4), (1, 2, 5, 2)],
+          [np.where(_rng.random((1, 1, 3, 5)) < 0.3, -np.inf, _rng.standard_normal((1, 1, 3, 5)))]),
     Fused("linear", "Linear", ag.linear, TF.linear, [(2, 3, 4), (5, 4), (5,)]),
     Fused("linear_no_bias", "Linear", ag.linear, TF.linear, [(4, 3), (2, 3)]),
 ]
@@ -115,7 +128,8 @@ def test_recorded_backward_is_the_ops_own_rule(case: Fused,
     calls the composite references (which stay public, as oracles)."""
     for module, name in [(normalization, "layer_norm_reference"),
                          (normalization, "batch_norm_reference"),
-                         (elementwise, "gelu_reference")]:
+                         (elementwise, "gelu_reference"),
+                         (attention, "scaled_dot_product_attention_reference")]:
         monkeypatch.setattr(module, name, _refuse)
     xs, _, consts, _ = _inputs(case, DEVICES[0])
     out = case.fn(*xs, *consts)

@@ -66,6 +66,7 @@ py::dict kernel_dtypes() {
   for (const char* name : {"batch_norm_stats", "batch_norm_apply", "batch_norm_backward"})
     add(name, kBatchNormDtypes);
   for (const char* name : {"max_pool2d", "max_pool2d_backward"}) add(name, kPoolDtypes);
+  for (const char* name : {"attention", "attention_backward"}) add(name, kAttentionDtypes);
   return d;
 }
 }  // namespace
@@ -275,4 +276,8 @@ PYBIND11_MODULE(_core, m) {
   // max pooling with indices (pool.cc)
   m.def("max_pool2d", &max_pool2d, nogil());
   m.def("max_pool2d_backward", &max_pool2d_backward, nogil());
+
+  // scaled dot-product attention (attention.cc)
+  m.def("attention", &attention, nogil());
+  m.def("attention_backward", &attention_backward, nogil());
 }

@@ -23,6 +23,14 @@ namespace lamina_cpu {
 // gemm_bf16.cc uses the same three for its packing and partial sums).
 void* scratch_bytes(int slot, std::size_t bytes);
 
+// C[0:M, 0:N] (row stride N) = A @ B, or += A @ B with accumulate, on the
+// calling thread with the active ISA's kernels: matmul.cc's GEMM for kernels
+// that run products inside their own loops (attention.cc). A[i, k] =
+// A[i * ars + k * acs], B[k, j] = B[k * brs + j * bcs]. T: float or double.
+template <class T>
+void gemm_on_thread(const T* A, int64_t ars, int64_t acs, const T* B, int64_t brs, int64_t bcs,
+                    T* C, int64_t M, int64_t K, int64_t N, bool accumulate);
+
 template <class T>
 using UKernel = void (*)(int64_t kc, const T* Ap, const T* Bp, T* C, int64_t ldc, bool accumulate);
 

@@ -182,6 +182,21 @@ void batch_norm_backward(const Array& g, const Array& x, const Array& mean, cons
                          const Array& weight, Array& dx, Array& dweight, Array& dbias, int64_t n,
                          int64_t c, int64_t s, bool training);
 
+// attention.cc (v2.2): scaled dot-product attention over compact q (batch, L,
+// E), k (batch, S, E), v (batch, S, Ev); mask (mask_batch, L, S) added to the
+// scores (mask_batch 0: none, 1: shared, batch: one each), causal hiding key j
+// from query i > j. attention writes out (batch, L, Ev) and each query's
+// log-sum-exp lse (batch, L); attention_backward recomputes the probabilities
+// from lse and writes dq, dk and dv from g, the gradient of out
+// (lamina.ndarray._numpy_attention has the formulas).
+void attention(const Array& q, const Array& k, const Array& v, const Array& mask, Array& out,
+               Array& lse, int64_t batch, int64_t L, int64_t S, int64_t E, int64_t Ev,
+               int64_t mask_batch, double scale, bool causal);
+void attention_backward(const Array& g, const Array& q, const Array& k, const Array& v,
+                        const Array& mask, const Array& lse, Array& dq, Array& dk, Array& dv,
+                        int64_t batch, int64_t L, int64_t S, int64_t E, int64_t Ev,
+                        int64_t mask_batch, double scale, bool causal);
+
 // The dtypes of the kernels outside the ewise families (those take their
 // op's kDtypes): each kernel dispatches over its mask, and bindings.cc
 // publishes the masks as kernel_dtypes.
@@ -206,6 +221,7 @@ constexpr DTypeMask kMatmulDtypes = kFloats | kNarrow;
 constexpr DTypeMask kRnnDtypes = kFloats;  // lstm_cell, gru_cell, their backwards
 constexpr DTypeMask kBatchNormDtypes = kFloats;  // batch_norm_stats, _apply, _backward
 constexpr DTypeMask kPoolDtypes = kFloats;  // max_pool2d and its backward (indices int64)
+constexpr DTypeMask kAttentionDtypes = kFloats;  // attention and its backward (16-bit: widened)
 
 // Converts a Python scalar to T like numpy's dtype.type(value): floats round,
 // float -> int64 truncates; raises ValueError for NaN/inf into int64.

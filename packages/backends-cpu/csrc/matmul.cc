@@ -379,7 +379,7 @@ void macro_kernel_direct(DirectUKernel<T> uk, Mat<T> A, const T* Bp, int64_t mc,
 // operands' element type: T, or a 16-bit float that packing widens to T.
 template <class T, Tile I, class S>
 void gemm_serial(const IsaGemm<T>& ks, Mat<S> A, Mat<S> B, T* C, int64_t M, int64_t K, int64_t N,
-                 int64_t ldc) {
+                 int64_t ldc, bool accumulate = false) {
   using G = Cfg<T, I>;
   constexpr int NR = G::NR, MR = G::MR;
   const UKernel<T> uk = ks.packed;
@@ -408,12 +408,13 @@ void gemm_serial(const IsaGemm<T>& ks, Mat<S> A, Mat<S> B, T* C, int64_t M, int6
         if constexpr (std::is_same_v<S, T>) {
           if (direct) {
             macro_kernel_direct<T, MR, NR>(direct, A.at(ic, pc), bpack, mc, nc, kc,
-                                           C + ic * ldc + jc, ldc, pc > 0);
+                                           C + ic * ldc + jc, ldc, accumulate || pc > 0);
             continue;
           }
         }
         pack_a<T, MR>(A.at(ic, pc), mc, kc, apack);
-        macro_kernel<T, MR, NR>(uk, apack, bpack, mc, nc, kc, C + ic * ldc + jc, ldc, pc > 0);
+        macro_kernel<T, MR, NR>(uk, apack, bpack, mc, nc, kc, C + ic * ldc + jc, ldc,
+                                accumulate || pc > 0);
       }
     }
   }
@@ -560,7 +561,9 @@ bool gemv(const IsaGemm<T>& ks, Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, 
 
 template <class T, Tile I, class S>
 void gemm_on(const IsaGemm<T>& ks, Mat<S> A, Mat<S> B, T* C, int64_t M, int64_t K, int64_t N,
-             int nt) {
+             int nt, bool accumulate) {
+  // Only the packed path adds into C (its micro-kernels' accumulate); the others overwrite.
+  if (accumulate) return gemm_serial<T, I>(ks, A, B, C, M, K, N, N, true);
   if constexpr (!std::is_same_v<S, T>) {
     // 16-bit operands: the paths that read them in place would need them
     // widened first; packing widens them on the way.
@@ -580,13 +583,14 @@ void gemm_on(const IsaGemm<T>& ks, Mat<S> A, Mat<S> B, T* C, int64_t M, int64_t 
   }
 }
 
-// C = A @ B on the active ISA's kernels and tile (A and B of T or, for a
-// float32 T, a 16-bit float S).
+// C = A @ B (C += A @ B with accumulate) on the active ISA's kernels and tile
+// (A and B of T or, for a float32 T, a 16-bit float S).
 template <class T, class S = T>
-void gemm(Mat<S> A, Mat<S> B, T* C, int64_t M, int64_t K, int64_t N, int nt) {
+void gemm(Mat<S> A, Mat<S> B, T* C, int64_t M, int64_t K, int64_t N, int nt,
+          bool accumulate = false) {
   if (M == 0 || N == 0) return;
   if (K == 0) {
-    std::fill(C, C + M * N, T(0));
+    if (!accumulate) std::fill(C, C + M * N, T(0));
     return;
   }
   // The tiles of the active ISA's table: on AVX-512 the one that pads C least
@@ -595,7 +599,7 @@ void gemm(Mat<S> A, Mat<S> B, T* C, int64_t M, int64_t K, int64_t N, int nt) {
   const IsaGemm<T>* tiles = isa_kernels().of<T>().gemm;
   auto on = [&](auto tile) {
     constexpr Tile I = decltype(tile)::value;
-    gemm_on<T, I>(tiles[int(I)], A, B, C, M, K, N, nt);
+    gemm_on<T, I>(tiles[int(I)], A, B, C, M, K, N, nt, accumulate);
   };
   using Avx2 = std::integral_constant<Tile, Tile::Avx2>;
   if (tiles[int(Tile::Avx512Wide)].packed) {
@@ -662,6 +666,20 @@ void product(Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, int64_t N, int nt) 
     gemm<T>(A, B, C, M, K, N, nt);
   }
 }
+
+}  // namespace
+
+template <class T>
+void gemm_on_thread(const T* A, int64_t ars, int64_t acs, const T* B, int64_t brs, int64_t bcs,
+                    T* C, int64_t M, int64_t K, int64_t N, bool accumulate) {
+  gemm<T>({A, ars, acs}, {B, brs, bcs}, C, M, K, N, 1, accumulate);
+}
+template void gemm_on_thread<float>(const float*, int64_t, int64_t, const float*, int64_t,
+                                    int64_t, float*, int64_t, int64_t, int64_t, bool);
+template void gemm_on_thread<double>(const double*, int64_t, int64_t, const double*, int64_t,
+                                     int64_t, double*, int64_t, int64_t, int64_t, bool);
+
+namespace {
 
 void check_matmul(const char* op, const Array& a, const Array& b, const Array& out, int64_t batch,
                   int64_t m, int64_t n, int64_t p) {

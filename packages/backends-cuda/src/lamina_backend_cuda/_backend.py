@@ -29,12 +29,12 @@ else:
 # and device_count are methods below, a GPU has no host thread setting, its
 # buffers live in device memory, so it cannot wrap numpy's (wrap_numpy), its
 # Array constructor serves for allocation (no optional `empty`), Adam's
-# update and the LayerNorm backward run as composites of other kernels (no
-# `adam_step` or `layer_norm_backward_last` yet), and GELU as one
-# `ewise_program` launch (no `gelu` or `gelu_backward`).
+# update, the LayerNorm backward and attention run as composites of other kernels
+# (no `adam_step`, `layer_norm_backward_last`, `attention` or `attention_backward`
+# yet), and GELU as one `ewise_program` launch (no `gelu` or `gelu_backward`).
 _NOT_BOUND = METADATA + ("device_count", "set_num_threads", "num_threads", "wrap_numpy",
                          "empty", "adam_step", "layer_norm_backward_last", "gelu",
-                         "gelu_backward")
+                         "gelu_backward", "attention", "attention_backward")
 
 KERNELS: tuple[str, ...] = tuple(name for name in REQUIRED + OPTIONAL if name not in _NOT_BOUND)
 """Every kernel and device function the backend provides (interface v2.0 names)."""

@@ -110,6 +110,7 @@ from ._ops import (  # noqa: A004  (max, min: PyTorch's names)
     prod,
     relu,
     reshape,
+    scaled_dot_product_attention,
     scatter,
     scatter_add,
     sigmoid,
@@ -192,8 +193,8 @@ __all__ = [
     "dot", "outer", "bmm", "addmm", "baddbmm", "einsum", "norm", "vector_norm",
     # recurrent layers
     "lstm_layer", "gru_layer",
-    # normalisation
-    "batch_norm", "layer_norm",
+    # normalisation and attention
+    "batch_norm", "layer_norm", "scaled_dot_product_attention",
 ]
 
 # The op table's public functions (add, maximum, logical_xor, ...), one per op, and

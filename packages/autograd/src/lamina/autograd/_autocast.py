@@ -36,7 +36,7 @@ from . import _function, _grad_mode
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-LOWER = frozenset({"matmul", "linear", "im2col"})
+LOWER = frozenset({"matmul", "linear", "im2col", "scaled_dot_product_attention"})
 """Ops run in the autocast dtype."""
 
 FLOAT32 = frozenset({"softmax", "log_softmax", "logsumexp", "nll_loss", "layer_norm",

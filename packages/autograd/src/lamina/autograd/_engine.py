@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import lamina.ndarray as nd
-from lamina.ndarray import ShapeError
+from lamina.ndarray import NDArray, ShapeError
 
 from . import _function
 from . import _grad_mode as grad_mode
@@ -106,17 +106,59 @@ def _accumulate(store: dict[int, TensorBase], key: int, grad: TensorBase) -> Non
     store[key] = grad if old is None else old + grad
 
 
-def _add_into(store: dict[int, TensorBase], owned: dict[int, TensorBase], key: int,
+def _add_into(store: dict[int, TensorBase], owned: dict[int, TensorBase],
+              unwritten: dict[int, tuple[NDArray, set[int]]] | None, key: int,
               node: Function, grad: TensorBase) -> None:
     """Adds ``node``'s input gradient into ``store[key]`` in place (``add_grad_into``),
     first making it a buffer this pass owns: zeros, or a copy of what was there
-    (which another node's rule may also have handed elsewhere)."""
+    (which another node's rule may also have handed elsewhere).
+
+    A slice of whole rows along axis 0 (``node.row``: q, k and v of ``qkv[0]``,
+    ``qkv[1]``, ``qkv[2]``) writes into a buffer left unfilled, with ``unwritten``
+    (None where ``store`` holds leaves) noting the rows written: the rest are
+    zeroed only when the buffer is read (:func:`_fill_rows`), so slices that cover
+    the tensor never write zeros at all."""
     old = store.get(key)
-    if old is None or owned.get(key) is not old:
-        data = nd.zeros(node.shapes[0], dtype=node.dtypes[0], device=grad._data.device) \
-            if old is None else old._data.copy()
+    row = getattr(node, "row", None)
+    if old is None:
+        lazy = row is not None and unwritten is not None
+        data = _input_buffer(node, grad._data.device, zeroed=not lazy)
         old = store[key] = owned[key] = make(data)
-    node.add_grad_into(grad._data, old._data)
+        if row is not None and unwritten is not None:
+            unwritten[key] = (data, {row})
+        node.add_grad_into(grad._data, data, True)
+        return
+    if unwritten is not None and key in unwritten:
+        rows = unwritten[key][1]
+        if row is not None and row not in rows:
+            rows.add(row)
+            node.add_grad_into(grad._data, old._data, True)
+            return
+        _fill_rows(*unwritten.pop(key))
+    elif owned.get(key) is not old:
+        old = store[key] = owned[key] = make(old._data.copy())
+    node.add_grad_into(grad._data, old._data, False)
+
+
+def _input_buffer(node: Function, device: Any, zeroed: bool) -> NDArray:
+    """A buffer of ``node``'s input shape (zeros, or unfilled), in its input's memory
+    order where the node noted one (``input_order``: a slice of a permuted view), else
+    compact."""
+    shape, order = node.shapes[0], getattr(node, "input_order", None)
+    make_buffer = nd.zeros if zeroed else nd.empty
+    if order is None:
+        return make_buffer(shape, dtype=node.dtypes[0], device=device)
+    data = make_buffer(tuple(shape[i] for i in order), dtype=node.dtypes[0], device=device)
+    return data.permute(tuple(order.index(i) for i in range(len(order))))
+
+
+def _fill_rows(data: NDArray, written: set[int]) -> None:
+    """Zeros in the rows (along axis 0) of ``data`` that no slice wrote, a run at a time."""
+    start = 0
+    for row in sorted(written) + [data.shape[0]]:
+        if start < row:
+            data[start:row] = 0.0
+        start = row + 1
 
 
 def run_backward(pairs: list[tuple[TensorBase, TensorBase]], retain_graph: bool, create_graph: bool,
@@ -136,6 +178,7 @@ def run_backward(pairs: list[tuple[TensorBase, TensorBase]], retain_graph: bool,
     leaves: dict[int, TensorBase] = {}
     pending: dict[int, TensorBase] = {}
     owned: dict[int, TensorBase] = {}  # key -> a gradient this pass made, safe to add into
+    unwritten: dict[int, tuple[NDArray, set[int]]] = {}  # pending key -> rows written so far
     keep: dict[int, Any] = {}  # ids stay valid only while their objects live
     handed: set[tuple[int, int]] = set()  # (buffer, offset) of each gradient stored in a .grad
     previous = grad_mode._state.enabled
@@ -155,6 +198,8 @@ def run_backward(pairs: list[tuple[TensorBase, TensorBase]], retain_graph: bool,
         for index, node in enumerate(order):
             grad = pending.pop(id(node), None)
             owned.pop(id(node), None)  # its gradient is consumed: not held past its use
+            if unwritten and id(node) in unwritten:
+                _fill_rows(*unwritten.pop(id(node)))
             if grad is not None:
                 if capture is not None:
                     if id(node) in capture:
@@ -166,8 +211,10 @@ def run_backward(pairs: list[tuple[TensorBase, TensorBase]], retain_graph: bool,
                     edge = node.next[0]
                     if edge is not None:
                         keep[id(edge)] = edge
-                        _add_into(pending if isinstance(edge, Function) else leaves, owned,
-                                  id(edge), node, grad)
+                        if isinstance(edge, Function):
+                            _add_into(pending, owned, unwritten, id(edge), node, grad)
+                        else:
+                            _add_into(leaves, owned, None, id(edge), node, grad)
                     grads: tuple[TensorBase | None, ...] = ()
                 else:
                     grads = (node.backward(grad) if _function.observer is None
@@ -185,6 +232,8 @@ def run_backward(pairs: list[tuple[TensorBase, TensorBase]], retain_graph: bool,
                     key = id(edge)
                     keep[key] = edge
                     store = pending if isinstance(edge, Function) else leaves
+                    if unwritten and key in unwritten:
+                        _fill_rows(*unwritten.pop(key))
                     old = store.get(key)
                     store[key] = edge_grad if old is None else old + edge_grad
                 if not retain_graph:

@@ -134,10 +134,13 @@ class Function:
         raise RuntimeError(f"{self.name}: this op is not differentiable")
 
     # A view op whose input gradient is zero but for one region (a slice) may define
-    # add_grad_into(grad, into): add it into ``into``, an array of the input's shape
-    # that the engine owns, in place. A first-order backward then sums the gradients
+    # add_grad_into(grad, into, fresh): add it into ``into``, an array of the input's
+    # shape that the engine owns, in place (``fresh``: that region of ``into`` holds
+    # nothing yet, so writing is enough). A first-order backward then sums the gradients
     # of several slices of one tensor (q, k and v of a fused projection) into one
-    # buffer, not into a zero-filled tensor per slice added pairwise.
+    # buffer, not into a zero-filled tensor per slice added pairwise; the engine lays
+    # it out in the node's ``input_order`` and leaves rows unfilled for a ``row``
+    # slice where the node sets them (_engine._add_into).
     add_grad_into: Any = None
 
     @classmethod

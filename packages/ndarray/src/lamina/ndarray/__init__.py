@@ -5,6 +5,7 @@ The public surface is the list below; implementation lives in the
 entry-point group (``python -m lamina.ndarray`` lists them).
 """
 
+from ._attention import attention, attention_backward, has_attention_kernels
 from ._batch_norm import (
     batch_norm_apply,
     batch_norm_backward,
@@ -120,6 +121,7 @@ __all__ = [
     "API_MINOR_VERSION", "API_VERSION", "along_positions", "BackendInfo", "BackendProtocol",
     "DType", "DTypeError", "Device", "DeviceError", "KernelTable", "NDArray", "ShapeError",
     "adadelta_step_", "adam_step", "add_scaled_", "arange", "argmax", "array", "as_dtype",
+    "attention", "attention_backward", "has_attention_kernels",
     "bool", "bool_", "boolean_mask",
     "broadcast_shapes",
     "buffer_positions", "can_cast", "check_device_dtype", "check_kernel_dtype",

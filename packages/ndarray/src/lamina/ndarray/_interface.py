@@ -173,6 +173,11 @@ class KernelTable:
     # composes im2col and a max reduction
     max_pool2d: Kernel | None = _optional()
     max_pool2d_backward: Kernel | None = _optional()
+    # v2.2 scaled dot-product attention over compact (B, L, E) queries, forward and
+    # backward in one pass each (_numpy_attention.py); without them attention composes
+    # matmul, log-sum-exp and elementwise kernels
+    attention: Kernel | None = _optional()
+    attention_backward: Kernel | None = _optional()
     # optional cheaper allocation: empty(size, dtype) is a new buffer as
     # Array(size, dtypes[dtype]), the dtype given by its index in the backend's
     # `dtypes`, for backends whose Array constructor costs more than a call

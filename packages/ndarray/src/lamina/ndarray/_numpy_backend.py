@@ -16,6 +16,8 @@ from numpy.lib.stride_tricks import as_strided
 
 from ._checks import conv_output_size
 from ._interface import API_MINOR_VERSION, API_VERSION
+from ._numpy_attention import KERNEL_DTYPES as _ATTENTION_KERNEL_DTYPES
+from ._numpy_attention import attention, attention_backward
 from ._numpy_norm import KERNEL_DTYPES as _NORM_KERNEL_DTYPES
 from ._numpy_norm import batch_norm_apply, batch_norm_backward, batch_norm_stats
 from ._numpy_pool import KERNEL_DTYPES as _POOL_KERNEL_DTYPES
@@ -236,6 +238,7 @@ KERNEL_DTYPES: dict[str, tuple[str, ...]] = {
     **_RNN_KERNEL_DTYPES,  # v2.1: lstm_cell, gru_cell and their backwards
     **_POOL_KERNEL_DTYPES,  # v2.1: max_pool2d, max_pool2d_backward
     **_NORM_KERNEL_DTYPES,  # v2.1: batch_norm_stats, batch_norm_apply, batch_norm_backward
+    **_ATTENTION_KERNEL_DTYPES,  # v2.2: attention, attention_backward
 }
 """The kernels that accept fewer dtypes than ``dtypes`` lists."""
 
@@ -412,6 +415,10 @@ class NumpyBackend:
     batch_norm_stats = staticmethod(batch_norm_stats)
     batch_norm_apply = staticmethod(batch_norm_apply)
     batch_norm_backward = staticmethod(batch_norm_backward)
+
+    # v2.2: scaled dot-product attention and its backward (_numpy_attention.py)
+    attention = staticmethod(attention)
+    attention_backward = staticmethod(attention_backward)
 
     @staticmethod
     def reduce_sum_axis(a: NumpyArray, out: NumpyArray, outer: int, size: int, inner: int) -> None:

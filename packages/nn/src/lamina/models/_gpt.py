@@ -169,11 +169,13 @@ class CausalSelfAttention(nn.Module):
         h, d = self.n_head, c // self.n_head
         qkv = self.c_attn(x).reshape(n, t, 3, h, d).permute(2, 0, 3, 1, 4)
         q, k, v = qkv[0], qkv[1], qkv[2]  # (N, H, T, D) each
+        mask = None
         if cache is not None:
             k, v, mask = cache.attend(layer, k, v)
-        else:
-            mask = None if t == 1 else F.causal_mask(t, t, 0, x.dtype, x.device)
-        y, _ = F.attention(q, k, v, mask, self.dropout_p, training=self.training)
+        # one graph node (a kernel each way where the device has them) unless dropout is on
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                           dropout_p=self.dropout_p if self.training else 0.0,
+                                           is_causal=cache is None and t > 1)
         # (N, H, T, D) -> (N, T, H * D); for one query (decoding) the permute is the
         # identity on memory order, and the reshape alone gives the same view
         y = y.reshape(n, t, c) if t == 1 else y.permute(0, 2, 1, 3).reshape(n, t, c)

@@ -144,7 +144,11 @@ class MultiheadAttention(Module):
         q = self._heads(F.linear(query, wq, bq), n, q_len)
         k = self._heads(F.linear(key, wk, bk), n, k_len)
         v = self._heads(F.linear(value, wv, bv), n, k_len)
-        out, weights = F.attention(q, k, v, mask, self.dropout, training=self.training)
+        if need_weights:
+            out, weights = F.attention(q, k, v, mask, self.dropout, training=self.training)
+        else:  # as PyTorch: scaled_dot_product_attention (one node; a query seeing no key gets 0)
+            out = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, dropout_p=self.dropout if self.training else 0.0)
         out = out.permute(0, 2, 1, 3).reshape(n, q_len, self.embed_dim)
         out = self.out_proj(out)
         if not self.batch_first or not batched:

@@ -298,11 +298,12 @@ def attention(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = N
               training: bool = True) -> tuple[Tensor, Tensor]:
     """softmax(q @ k^T * scale + mask) @ v, returning the output and the weights.
 
-    The core of :func:`scaled_dot_product_attention` and ``MultiheadAttention``
-    for callers that build their own additive mask (a GPT decoding with a
-    key/value cache passes ``causal_mask(L, S, offset)``). It checks nothing
+    Composed from the ops, for callers that need the weights
+    (``MultiheadAttention(need_weights=True)``); without them,
+    :func:`scaled_dot_product_attention` is one graph node. It checks nothing
     beyond what matmul checks. The softmax runs over the last axis, where
-    backends with a fused ``softmax_last`` kernel use it.
+    backends with a fused ``softmax_last`` kernel use it; a query that sees no
+    key gets NaN weights, as PyTorch's softmax gives.
 
     Args:
         query: (*, L, E).
@@ -338,6 +339,11 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                                  ) -> Tensor:
     """Attention as ``torch.nn.functional.scaled_dot_product_attention``.
 
+    One graph node (:func:`lamina.autograd.scaled_dot_product_attention`: a
+    kernel forward and one backward where the device has them) unless
+    ``dropout_p > 0`` or the batch dims of query, key and value differ; a
+    query that sees no key gets 0, as in PyTorch.
+
     Args:
         query: (*, L, E).
         key: (*, S, E).
@@ -372,17 +378,15 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         raise ValueError(f"{op}: dropout_p must be in [0, 1], got {dropout_p}")
     if is_causal and attn_mask is not None:
         raise ValueError(f"{op}: pass either attn_mask or is_causal=True, not both")
-    L, S = q_shape[-2], k_shape[-2]
+    S = k_shape[-2]
     mask = None
-    if is_causal:
-        mask = causal_mask(L, S, 0, query.dtype, query.device)
-    elif attn_mask is not None:
+    if attn_mask is not None:
         mask = additive_mask(attn_mask, query, true_means_keep=True)
         target = q_shape[:-1] + (S,)
         if not _broadcastable(tuple(mask.shape), target):
             raise ShapeError(f"{op}: attn_mask of shape {tuple(mask.shape)} does not "
                              f"broadcast to the scores' shape {target} (*, L, S)")
-    return attention(query, key, value, mask, dropout_p, scale)[0]
+    return ag.scaled_dot_product_attention(query, key, value, mask, dropout_p, is_causal, scale)
 
 
 # Convolution and pooling live beside their layers; these are their functional forms.

@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from .._function import Function
 from . import (
+    attention,
     conv,
     elementwise,
     gru,
@@ -30,6 +31,7 @@ from . import (
     shape,
     table,
 )
+from .attention import scaled_dot_product_attention, scaled_dot_product_attention_reference
 from .conv import avg_pool2d, conv2d, conv_transpose2d, im2col, max_pool2d
 from .elementwise import (
     clamp,
@@ -96,7 +98,7 @@ from .sorting import ValuesIndices, argsort, max, min, sort, topk  # noqa: A004
 # sampling and sorting are not families: their ops are host draws (no gradient) and
 # gathers of registered ops, tested in test_sampling.py and test_sorting.py.
 _FAMILIES = (table, elementwise, linalg, reduce, shape, index, scattering, conv, rnn, gru,
-             normalization, loss)
+             normalization, loss, attention)
 
 PRIMITIVES: dict[str, type[Function]] = {
     op.name: op for family in _FAMILIES for op in family.PRIMITIVES}
@@ -116,6 +118,7 @@ __all__ = [
     "unsqueeze", "var", "view", "where", "lstm_layer", "lstm_layer_reference", "layer_norm",
     "layer_norm_reference", "cumsum", "prod", "ValuesIndices", "argsort", "bernoulli", "max",
     "min", "multinomial", "normal", "sort", "topk", "gru_layer", "gru_layer_reference",
+    "scaled_dot_product_attention", "scaled_dot_product_attention_reference",
 ]
 
 # The op table's public functions, one per op (and logical_*): see table.py.

@@ -79,14 +79,35 @@ class Slice(Function):
 
     def forward(self, a: NDArray, key: Any) -> NDArray:
         self.key = key
+        self.input_order = _memory_order(a)
+        # a whole row along axis 0 (qkv[1]): the engine writes its gradient into a buffer
+        # whose other rows it zeroes only if no slice writes them (_engine._add_into)
+        self.row = key % a.shape[0] if type(key) is int and a.ndim else None
         return a[key]
 
     def backward(self, g: TensorBase) -> tuple[TensorBase]:
         return (SliceScatter.apply(g, key=self.key, shape=self.shapes[0]),)
 
-    def add_grad_into(self, g: NDArray, into: NDArray) -> None:
-        """``into[key] += g``: this node's input gradient, added where it is not zero."""
-        into[self.key] = into[self.key] + g
+    def add_grad_into(self, g: NDArray, into: NDArray, fresh: bool) -> None:
+        """``into[key] += g``: this node's input gradient, added where it is not zero
+        (written, where ``into`` is the zeros the engine just made)."""
+        into[self.key] = g if fresh else into[self.key] + g
+
+
+def _memory_order(a: NDArray) -> tuple[int, ...] | None:
+    """``a``'s axes from outermost to innermost in memory, where ``a`` is a permuted view
+    of a compact layout (q, k and v of ``qkv.reshape(N, T, 3, H, D).permute(2, 0, 3, 1,
+    4)``), else None. The engine lays a slice gradient out in that order, so that the
+    backward of that permute and reshape is a view, not a copy."""
+    if a._compact or a.ndim < 2:
+        return None
+    order = sorted(range(a.ndim), key=lambda i: -a.strides[i])
+    step = 1
+    for i in reversed(order):
+        if a.shape[i] != 1 and a.strides[i] != step:
+            return None
+        step *= a.shape[i]
+    return tuple(order)
 
 
 class SliceScatter(Function):

@@ -277,4 +277,47 @@ inline int64_t check_batch_norm(const char* op, int64_t n, int64_t c, int64_t s,
   return total;
 }
 
+// ----------------------------------------------------------------- attention
+// The layout of attention and attention_backward (lamina.ndarray._numpy_attention):
+// buffers read from element 0 as compact (batch, rows, cols) blocks.
+enum class AttentionLayout { LE, SE, SV, LV, L, Mask };
+
+struct AttentionBuffer {
+  const char* name;
+  int64_t size;  // elements in the buffer
+  AttentionLayout layout;
+};
+
+// ValueError naming op unless batch, L, S, E and Ev are >= 0, mask_batch is 0
+// (no mask: the mask buffer is not read), 1 or batch, and every buffer holds
+// its layout: LE (batch, L, E), SE (batch, S, E), SV (batch, S, Ev), LV
+// (batch, L, Ev), L (batch, L), Mask (mask_batch, L, S). Checked arithmetic.
+inline void check_attention(const char* op, int64_t batch, int64_t L, int64_t S, int64_t E,
+                            int64_t Ev, int64_t mask_batch,
+                            std::initializer_list<AttentionBuffer> buffers) {
+  require_nonneg(op, "batch", batch);
+  require_nonneg(op, "L", L);
+  require_nonneg(op, "S", S);
+  require_nonneg(op, "E", E);
+  require_nonneg(op, "Ev", Ev);
+  if (mask_batch != 0 && mask_batch != 1 && mask_batch != batch)
+    value_error(op, ": mask_batch must be 0 (no mask), 1 or batch (", batch, "), got ",
+                mask_batch);
+  for (const AttentionBuffer& b : buffers) {
+    int64_t blocks = batch, rows = L, cols = E;
+    switch (b.layout) {
+      case AttentionLayout::LE: break;
+      case AttentionLayout::SE: rows = S; break;
+      case AttentionLayout::SV: rows = S; cols = Ev; break;
+      case AttentionLayout::LV: cols = Ev; break;
+      case AttentionLayout::L: cols = 1; break;
+      case AttentionLayout::Mask: blocks = mask_batch; cols = S; break;
+    }
+    const int64_t need = checked_mul(checked_mul(blocks, rows, op), cols, op);
+    if (b.size < need)
+      value_error(op, ": ", b.name, " has ", b.size, " elements, (batch ", batch, ", L ", L,
+                  ", S ", S, ", E ", E, ", Ev ", Ev, ") needs ", need);
+  }
+}
+
 }  // namespace lamina::checks
