@@ -251,18 +251,21 @@ void pack_b(Mat<S> B, int64_t kc, int64_t nc, T* dst) {
 // Packs A[0:mc, 0:kc] into MR-tall panels, zero-padded.
 template <class T, int MR, class S>
 void pack_a(Mat<S> A, int64_t mc, int64_t kc, T* dst) {
-  if constexpr (!std::is_same_v<S, T>) {
-    if (A.rs == 1 && A.cs != 1) {
-      // Transposed 16-bit A: widen the mc values of each k at once, then
-      // deal them out to the panels.
-      RunBuf<T, S, kMaxMc> buf;
-      for (int64_t k = 0; k < kc; ++k) {
-        const T* run = as_compute(A.p + k * A.cs, mc, buf.v);
-        for (int64_t i0 = 0; i0 < mc; i0 += MR)
-          for (int i = 0; i < MR; ++i) dst[i0 * kc + k * MR + i] = i0 + i < mc ? run[i0 + i] : T(0);
-      }
-      return;
+  if (A.rs == 1 && A.cs != 1) {
+    // Transposed A: the mc values of each k are contiguous (a 16-bit run widened
+    // at once). Reading them k by k and dealing them out to the panels reads A
+    // once, in order; panel by panel, each k's line was fetched again for every
+    // panel (K = 2048 weight gradients: that loop was half of the GEMMs' packing).
+    RunBuf<T, S, kMaxMc> buf;
+    const int64_t full = mc / MR * MR;
+    for (int64_t k = 0; k < kc; ++k) {
+      const T* run = as_compute(A.p + k * A.cs, mc, buf.v);
+      for (int64_t i0 = 0; i0 < full; i0 += MR)
+        std::memcpy(dst + i0 * kc + k * MR, run + i0, MR * sizeof(T));
+      for (int i = 0; full < mc && i < MR; ++i)
+        dst[full * kc + k * MR + i] = full + i < mc ? run[full + i] : T(0);
     }
+    return;
   }
   RunBuf<T, S, MR * kMaxKc> buf;
   for (int64_t i0 = 0; i0 < mc; i0 += MR) {
@@ -271,17 +274,22 @@ void pack_a(Mat<S> A, int64_t mc, int64_t kc, T* dst) {
     if (h == MR && A.cs == 1) {
 #if defined(LAMINA_HAS_TRANSPOSE4)
       if constexpr (std::is_same_v<S, float> && std::is_same_v<T, float> && MR >= 4) {
-        // Rows 0-3 of the panel as 4x4 register transposes, the rest one by
-        // one: the scalar gather cost up to a quarter of a 256-column product.
+        // The panel's rows in fours as 4x4 register transposes and a last pair
+        // as 2x4 ones (6 rows: 4 + 2): the scalar gather cost up to a quarter of
+        // a 256-column product, and rows 4-5 one by one a quarter of the packing.
+        constexpr int kFours = MR / 4 * 4, kPaired = kFours + (MR - kFours) / 2 * 2;
         const int64_t k4 = kc / 4 * 4;
         const S* r0 = A.p + i0 * A.rs;
-        for (int64_t k = 0; k < k4; k += 4) transpose4x4(r0 + k, A.rs, d + k * MR, MR);
-        for (int64_t k = k4; k < kc; ++k)
-          for (int i = 0; i < 4; ++i) d[k * MR + i] = r0[i * A.rs + k];
-        for (int i = 4; i < MR; ++i) {
-          const S* ri = r0 + i * A.rs;
-          for (int64_t k = 0; k < kc; ++k) d[k * MR + i] = ri[k];
+        for (int64_t k = 0; k < k4; k += 4) {
+          for (int i = 0; i < kFours; i += 4)
+            transpose4x4(r0 + i * A.rs + k, A.rs, d + k * MR + i, MR);
+          if constexpr (kPaired > kFours)
+            transpose2x4(r0 + kFours * A.rs + k, A.rs, d + k * MR + kFours, MR);
+          if constexpr (kPaired < MR)
+            for (int q = 0; q < 4; ++q) d[(k + q) * MR + kPaired] = r0[kPaired * A.rs + k + q];
         }
+        for (int64_t k = k4; k < kc; ++k)
+          for (int i = 0; i < MR; ++i) d[k * MR + i] = r0[i * A.rs + k];
         continue;
       }
 #endif
@@ -289,10 +297,6 @@ void pack_a(Mat<S> A, int64_t mc, int64_t kc, T* dst) {
       for (int i = 0; i < MR; ++i) r[i] = as_compute(A.p + (i0 + i) * A.rs, kc, buf.v + i * kMaxKc);
       for (int64_t k = 0; k < kc; ++k, d += MR)
         for (int i = 0; i < MR; ++i) d[i] = r[i][k];
-    } else if (h == MR && A.rs == 1) {
-      // Transposed A: the MR values of one k are contiguous.
-      for (int64_t k = 0; k < kc; ++k, d += MR)
-        for (int i = 0; i < MR; ++i) d[i] = widen<T>(A.p[k * A.cs + i0 + i]);
     } else {
       for (int64_t k = 0; k < kc; ++k, d += MR)
         for (int i = 0; i < MR; ++i) d[i] = i < h ? widen<T>(A.p[(i0 + i) * A.rs + k * A.cs]) : T(0);
