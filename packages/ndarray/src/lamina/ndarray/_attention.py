@@ -135,7 +135,7 @@ def attention(q: NDArray, k: NDArray, v: NDArray, mask: NDArray | None = None,
     lse = NDArray._empty(batch + (L,), lse_dtype, q._device, op)
     if lse.size:
         # compact copies, not strided reads: the kernels read the char GPT's head views of
-        # its (N, T, 3C) projection in place 10-15% slower than copy and kernel together
+        # its (N, T, 3C) projection in place 4-7% slower than copy and kernel together
         ops = [_at_zero(x) for x in (q, k, v)]
         kernel = optional_kernel(q, "attention", op)
         assert kernel is not None  # has_attention_kernels
