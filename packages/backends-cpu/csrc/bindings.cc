@@ -67,6 +67,7 @@ py::dict kernel_dtypes() {
     add(name, kBatchNormDtypes);
   for (const char* name : {"max_pool2d", "max_pool2d_backward"}) add(name, kPoolDtypes);
   for (const char* name : {"attention", "attention_backward"}) add(name, kAttentionDtypes);
+  add("matmul_bias", kMatmulBiasDtypes);
   return d;
 }
 }  // namespace
@@ -255,6 +256,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("matmul", &matmul, nogil());
   m.def("matmul_batched", &matmul_batched, nogil());
   m.def("matmul_strided", &matmul_strided, nogil());
+  m.def("matmul_bias", &matmul_bias, nogil());
   m.def("matmul_batched_strided", &matmul_batched_strided, nogil());
   m.def("im2col", &im2col, nogil());
   m.def("adam_step", &adam_step, nogil());

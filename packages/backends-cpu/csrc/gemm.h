@@ -31,8 +31,11 @@ template <class T>
 void gemm_on_thread(const T* A, int64_t ars, int64_t acs, const T* B, int64_t brs, int64_t bcs,
                     T* C, int64_t M, int64_t K, int64_t N, bool accumulate);
 
+// bias (null: none) is the tile's NR columns of a row vector added to every
+// row as the tile is stored (matmul_bias: the product's last k block).
 template <class T>
-using UKernel = void (*)(int64_t kc, const T* Ap, const T* Bp, T* C, int64_t ldc, bool accumulate);
+using UKernel = void (*)(int64_t kc, const T* Ap, const T* Bp, T* C, int64_t ldc, bool accumulate,
+                         const T* bias);
 
 // The same tile with A read in place instead of from a packed panel: row i of
 // the tile is rows[i][0], rows[i][acs], rows[i][2 * acs], ... For a narrow C
@@ -40,7 +43,7 @@ using UKernel = void (*)(int64_t kc, const T* Ap, const T* Bp, T* C, int64_t ldc
 // since each packed value is used by so few of them.
 template <class T>
 using DirectUKernel = void (*)(int64_t kc, const T* const* rows, int64_t acs, const T* Bp, T* C,
-                               int64_t ldc, bool accumulate);
+                               int64_t ldc, bool accumulate, const T* bias);
 
 template <class T>
 using SmallGemm = void (*)(const T* A, const T* B, T* C, int64_t M, int64_t K, int64_t N);

@@ -112,6 +112,11 @@ void matmul(const Array& a, const Array& b, Array& out, int64_t m, int64_t n, in
 void matmul_strided(const Array& a, const Array& b, Array& out, int64_t m, int64_t n, int64_t p,
                     int64_t a_offset, int64_t a_rs, int64_t a_cs, int64_t b_offset, int64_t b_rs,
                     int64_t b_cs);
+// out (m, p) = A @ B + bias: matmul_strided's views with bias (p,) added to
+// every row inside the GEMM (to each tile of C while it is in cache).
+void matmul_bias(const Array& a, const Array& b, const Array& bias, Array& out, int64_t m,
+                 int64_t n, int64_t p, int64_t a_offset, int64_t a_rs, int64_t a_cs,
+                 int64_t b_offset, int64_t b_rs, int64_t b_cs);
 void matmul_batched(const Array& a, const Array& b, Array& out, int64_t batch, int64_t m,
                     int64_t n, int64_t p);
 // out (prod(batch), m, p) = A @ B for every batch index i, with
@@ -221,6 +226,7 @@ constexpr DTypeMask kMatmulDtypes = kFloats | kNarrow;
 constexpr DTypeMask kRnnDtypes = kFloats;  // lstm_cell, gru_cell, their backwards
 constexpr DTypeMask kBatchNormDtypes = kFloats;  // batch_norm_stats, _apply, _backward
 constexpr DTypeMask kPoolDtypes = kFloats;  // max_pool2d and its backward (indices int64)
+constexpr DTypeMask kMatmulBiasDtypes = kFloats;  // 16-bit: widened by the ndarray layer
 constexpr DTypeMask kAttentionDtypes = kFloats;  // attention and its backward (16-bit: widened)
 
 // Converts a Python scalar to T like numpy's dtype.type(value): floats round,

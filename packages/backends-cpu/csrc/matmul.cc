@@ -78,7 +78,7 @@ namespace {
 
 template <class T, int MR, int NR>
 void ukernel_portable(int64_t kc, const T* __restrict__ Ap, const T* __restrict__ Bp,
-                      T* __restrict__ C, int64_t ldc, bool accumulate) {
+                      T* __restrict__ C, int64_t ldc, bool accumulate, const T* bias) {
   T acc[MR][NR] = {};
   for (int64_t k = 0; k < kc; ++k)
     for (int i = 0; i < MR; ++i) {
@@ -86,7 +86,10 @@ void ukernel_portable(int64_t kc, const T* __restrict__ Ap, const T* __restrict_
       for (int j = 0; j < NR; ++j) acc[i][j] += a * Bp[k * NR + j];
     }
   for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NR; ++j) C[i * ldc + j] = accumulate ? C[i * ldc + j] + acc[i][j] : acc[i][j];
+    for (int j = 0; j < NR; ++j) {
+      const T v = bias ? acc[i][j] + bias[j] : acc[i][j];
+      C[i * ldc + j] = accumulate ? C[i * ldc + j] + v : v;
+    }
 }
 
 // Largest k and m blocks the packing sees (Cfg's KC; MC rounded up to MR).
@@ -314,24 +317,43 @@ T* scratch(int slot, std::size_t n) {
   return static_cast<T*>(scratch_bytes(slot, n * sizeof(T)));
 }
 
+// Adds bias[0:w] to each of the h rows of c (row stride ldc): the products of
+// few rows, which the tiles do not run.
+template <class T>
+inline void add_bias(T* c, int64_t ldc, int64_t h, int64_t w, const T* __restrict__ bias) {
+  for (int64_t i = 0; i < h; ++i) {
+    T* __restrict__ ci = c + i * ldc;
+    for (int64_t j = 0; j < w; ++j) ci[j] += bias[j];
+  }
+}
+
 // Runs tile(i0, h, bpanel, dst, ld, acc) for each MR x NR tile of an mc x nc
 // block of C (i0: its first row, h: its rows in the block, bpanel: its packed
 // B panel); edge tiles compute into a scratch tile, then add or copy the part
-// that is in C.
+// that is in C. A bias (null: none) goes into each tile's store (the last k
+// block of a product with a bias, matmul_bias); an edge tile's NR columns of
+// it come from a padded copy.
 template <class T, int MR, int NR, class Tile>
 void for_each_tile(const T* Bp, int64_t mc, int64_t nc, int64_t kc, T* C, int64_t ldc,
-                   bool accumulate, Tile tile) {
+                   bool accumulate, const T* bias, Tile tile) {
   alignas(64) T scratch_tile[MR * NR];
+  alignas(64) T edge_bias[NR];
   for (int64_t j0 = 0; j0 < nc; j0 += NR) {
     const int64_t w = std::min<int64_t>(NR, nc - j0);
     const T* bpanel = Bp + j0 * kc;
+    const T* b = bias ? bias + j0 : nullptr;
+    if (b && w < NR) {
+      std::fill(edge_bias, edge_bias + NR, T(0));
+      std::copy(b, b + w, edge_bias);
+      b = edge_bias;
+    }
     for (int64_t i0 = 0; i0 < mc; i0 += MR) {
       const int64_t h = std::min<int64_t>(MR, mc - i0);
       T* c = C + i0 * ldc + j0;
       if (h == MR && w == NR) {
-        tile(i0, h, bpanel, c, ldc, accumulate);
+        tile(i0, h, bpanel, c, ldc, accumulate, b);
       } else {
-        tile(i0, h, bpanel, scratch_tile, int64_t(NR), false);
+        tile(i0, h, bpanel, scratch_tile, int64_t(NR), false, b);
         for (int64_t i = 0; i < h; ++i) {
           T* ci = c + i * ldc;
           const T* si = scratch_tile + i * NR;
@@ -362,32 +384,33 @@ void for_each_tile(const T* Bp, int64_t mc, int64_t nc, int64_t kc, T* C, int64_
 // One mc x nc block of C from packed A (mc x kc) and packed B (kc x nc).
 template <class T, int MR, int NR>
 void macro_kernel(UKernel<T> uk, const T* Ap, const T* Bp, int64_t mc, int64_t nc, int64_t kc,
-                  T* C, int64_t ldc, bool accumulate) {
-  for_each_tile<T, MR, NR>(Bp, mc, nc, kc, C, ldc, accumulate,
-                       [&](int64_t i0, int64_t, const T* bpanel, T* dst, int64_t ld, bool acc) {
-                         uk(kc, Ap + i0 * kc, bpanel, dst, ld, acc);
-                       });
+                  T* C, int64_t ldc, bool accumulate, const T* bias) {
+  for_each_tile<T, MR, NR>(Bp, mc, nc, kc, C, ldc, accumulate, bias,
+                       [&](int64_t i0, int64_t, const T* bpanel, T* dst, int64_t ld, bool acc,
+                           const T* b) { uk(kc, Ap + i0 * kc, bpanel, dst, ld, acc, b); });
 }
 
 // macro_kernel reading A in place (see DirectUKernel in gemm.h). A tile's rows
 // past mc point at its first row; their results land in the scratch tile only.
 template <class T, int MR, int NR>
 void macro_kernel_direct(DirectUKernel<T> uk, Mat<T> A, const T* Bp, int64_t mc, int64_t nc,
-                         int64_t kc, T* C, int64_t ldc, bool accumulate) {
-  for_each_tile<T, MR, NR>(Bp, mc, nc, kc, C, ldc, accumulate,
-                       [&](int64_t i0, int64_t h, const T* bpanel, T* dst, int64_t ld, bool acc) {
+                         int64_t kc, T* C, int64_t ldc, bool accumulate, const T* bias) {
+  for_each_tile<T, MR, NR>(Bp, mc, nc, kc, C, ldc, accumulate, bias,
+                       [&](int64_t i0, int64_t h, const T* bpanel, T* dst, int64_t ld, bool acc,
+                           const T* b) {
                          const T* rows[MR];
                          for (int i = 0; i < MR; ++i) rows[i] = A.p + (i0 + (i < h ? i : 0)) * A.rs;
-                         uk(kc, rows, A.cs, bpanel, dst, ld, acc);
+                         uk(kc, rows, A.cs, bpanel, dst, ld, acc, b);
                        });
 }
 
-// C[0:M, 0:N] = A[0:M, 0:K] @ B[0:K, 0:N] on the calling thread; ldc is C's
-// row stride, so a thread can own any block of the full product. S is the
-// operands' element type: T, or a 16-bit float that packing widens to T.
+// C[0:M, 0:N] = A[0:M, 0:K] @ B[0:K, 0:N] (+ bias[0:N] on every row, bias
+// not null) on the calling thread; ldc is C's row stride, so a thread can own
+// any block of the full product. S is the operands' element type: T, or a
+// 16-bit float that packing widens to T. K >= 1.
 template <class T, Tile I, class S>
 void gemm_serial(const IsaGemm<T>& ks, Mat<S> A, Mat<S> B, T* C, int64_t M, int64_t K, int64_t N,
-                 int64_t ldc, bool accumulate = false) {
+                 int64_t ldc, bool accumulate = false, const T* bias = nullptr) {
   using G = Cfg<T, I>;
   constexpr int NR = G::NR, MR = G::MR;
   const UKernel<T> uk = ks.packed;
@@ -410,19 +433,20 @@ void gemm_serial(const IsaGemm<T>& ks, Mat<S> A, Mat<S> B, T* C, int64_t M, int6
     const int64_t nc = std::min(nc_max, N - jc);
     for (int64_t pc = 0; pc < K; pc += kc_max) {
       const int64_t kc = std::min(kc_max, K - pc);
+      const T* last = bias && pc + kc >= K ? bias + jc : nullptr;  // the bias, once
       pack_b<T, NR>(B.at(pc, jc), kc, nc, bpack);
       for (int64_t ic = 0; ic < M; ic += mc_max) {
         const int64_t mc = std::min(mc_max, M - ic);
         if constexpr (std::is_same_v<S, T>) {
           if (direct) {
             macro_kernel_direct<T, MR, NR>(direct, A.at(ic, pc), bpack, mc, nc, kc,
-                                           C + ic * ldc + jc, ldc, accumulate || pc > 0);
+                                           C + ic * ldc + jc, ldc, accumulate || pc > 0, last);
             continue;
           }
         }
         pack_a<T, MR>(A.at(ic, pc), mc, kc, apack);
         macro_kernel<T, MR, NR>(uk, apack, bpack, mc, nc, kc, C + ic * ldc + jc, ldc,
-                                accumulate || pc > 0);
+                                accumulate || pc > 0, last);
       }
     }
   }
@@ -464,10 +488,11 @@ void split_c(int64_t M, int64_t K, int64_t N, int64_t MR, int64_t NR, int nt, Bl
 
 template <class T, Tile I, class S>
 void gemm_packed(const IsaGemm<T>& ks, Mat<S> A, Mat<S> B, T* C, int64_t M, int64_t K, int64_t N,
-                 int nt) {
+                 int nt, const T* bias = nullptr) {
   split_c(M, K, N, Cfg<T, I>::MR, Cfg<T, I>::NR, nt,
           [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-            gemm_serial<T, I>(ks, A.at(i0, 0), B.at(0, j0), C + i0 * N + j0, i1 - i0, K, j1 - j0, N);
+            gemm_serial<T, I>(ks, A.at(i0, 0), B.at(0, j0), C + i0 * N + j0, i1 - i0, K, j1 - j0, N,
+                              false, bias ? bias + j0 : nullptr);
           });
 }
 
@@ -569,36 +594,45 @@ bool gemv(const IsaGemm<T>& ks, Mat<T> A, Mat<T> B, T* C, int64_t M, int64_t K, 
 
 template <class T, Tile I, class S>
 void gemm_on(const IsaGemm<T>& ks, Mat<S> A, Mat<S> B, T* C, int64_t M, int64_t K, int64_t N,
-             int nt, bool accumulate) {
+             int nt, bool accumulate, const T* bias) {
   // Only the packed path adds into C (its micro-kernels' accumulate); the others overwrite.
   if (accumulate) return gemm_serial<T, I>(ks, A, B, C, M, K, N, N, true);
   if constexpr (!std::is_same_v<S, T>) {
     // 16-bit operands: the paths that read them in place would need them
     // widened first; packing widens them on the way.
-    gemm_packed<T, I>(ks, A, B, C, M, K, N, threads_for_gemm(M, K, N, nt));
+    gemm_packed<T, I>(ks, A, B, C, M, K, N, threads_for_gemm(M, K, N, nt), bias);
   } else {
+    // the bias goes into the packed path's tiles; the paths for few rows add it after
+    if (bias && M > kGemvAxpyRows && M * K * N > kSmallFlops)
+      return gemm_packed<T, I>(ks, A, B, C, M, K, N, threads_for_gemm(M, K, N, nt), bias);
     // the lanes of the table's row-update kernels: AVX2's 8 floats, AVX-512's 16
     constexpr int64_t lanes = (I == Tile::Avx2 || I == Tile::Portable ? 32 : 64) / int64_t(sizeof(T));
-    if (M <= kGemvAxpyRows && gemv<T>(ks, A, B, C, M, K, N, nt, lanes)) return;
+    if (M <= kGemvAxpyRows && gemv<T>(ks, A, B, C, M, K, N, nt, lanes)) {
+      if (bias) add_bias(C, N, M, N, bias);
+      return;
+    }
     if (M * K * N <= kSmallFlops || M < 2) {
       if (A.cs == 1 && A.rs == K && B.cs == 1 && B.rs == N)
         ks.small(A.p, B.p, C, M, K, N);
       else
         gemm_serial<T, I>(ks, A, B, C, M, K, N, N);
+      if (bias) add_bias(C, N, M, N, bias);
       return;
     }
-    gemm_packed<T, I>(ks, A, B, C, M, K, N, threads_for_gemm(M, K, N, nt));
+    gemm_packed<T, I>(ks, A, B, C, M, K, N, threads_for_gemm(M, K, N, nt), bias);
   }
 }
 
-// C = A @ B (C += A @ B with accumulate) on the active ISA's kernels and tile
-// (A and B of T or, for a float32 T, a 16-bit float S).
+// C = A @ B (C += A @ B with accumulate; + bias[0:N] on every row, bias not
+// null, without accumulate) on the active ISA's kernels and tile (A and B of T
+// or, for a float32 T, a 16-bit float S).
 template <class T, class S = T>
 void gemm(Mat<S> A, Mat<S> B, T* C, int64_t M, int64_t K, int64_t N, int nt,
-          bool accumulate = false) {
+          bool accumulate = false, const T* bias = nullptr) {
   if (M == 0 || N == 0) return;
   if (K == 0) {
     if (!accumulate) std::fill(C, C + M * N, T(0));
+    if (bias) add_bias(C, N, M, N, bias);
     return;
   }
   // The tiles of the active ISA's table: on AVX-512 the one that pads C least
@@ -607,7 +641,7 @@ void gemm(Mat<S> A, Mat<S> B, T* C, int64_t M, int64_t K, int64_t N, int nt,
   const IsaGemm<T>* tiles = isa_kernels().of<T>().gemm;
   auto on = [&](auto tile) {
     constexpr Tile I = decltype(tile)::value;
-    gemm_on<T, I>(tiles[int(I)], A, B, C, M, K, N, nt, accumulate);
+    gemm_on<T, I>(tiles[int(I)], A, B, C, M, K, N, nt, accumulate, bias);
   };
   using Avx2 = std::integral_constant<Tile, Tile::Avx2>;
   if (tiles[int(Tile::Avx512Wide)].packed) {
@@ -780,10 +814,12 @@ void matmul_batched_strided(const Array& a, const Array& b, Array& out, const Sh
   });
 }
 
-void matmul_strided(const Array& a, const Array& b, Array& out, int64_t m, int64_t n, int64_t p,
-                    int64_t a_offset, int64_t a_rs, int64_t a_cs, int64_t b_offset, int64_t b_rs,
-                    int64_t b_cs) {
-  const char* op = "matmul_strided";
+namespace {
+
+// matmul_strided's and matmul_bias's checks of their operands and views.
+void check_strided(const char* op, const Array& a, const Array& b, const Array& out, int64_t m,
+                   int64_t n, int64_t p, int64_t a_offset, int64_t a_rs, int64_t a_cs,
+                   int64_t b_offset, int64_t b_rs, int64_t b_cs) {
   require_same_dtype(op, {&out, &a, &b});
   require_dtype_in(op, out.dtype(), kMatmulDtypes);
   for (int64_t x : {m, n, p, a_offset, a_rs, a_cs, b_offset, b_rs, b_cs})
@@ -806,10 +842,34 @@ void matmul_strided(const Array& a, const Array& b, Array& out, int64_t m, int64
   if (n && p && reach(b_offset, n, p, b_rs, b_cs) >= b.size())
     value_error(op, ": b view (offset ", b_offset, ", strides ", b_rs, ", ", b_cs, ") of ", n, "x",
                 p, " does not fit a buffer of ", b.size());
+}
+
+}  // namespace
+
+void matmul_strided(const Array& a, const Array& b, Array& out, int64_t m, int64_t n, int64_t p,
+                    int64_t a_offset, int64_t a_rs, int64_t a_cs, int64_t b_offset, int64_t b_rs,
+                    int64_t b_cs) {
+  const char* op = "matmul_strided";
+  check_strided(op, a, b, out, m, n, p, a_offset, a_rs, a_cs, b_offset, b_rs, b_cs);
   dispatch_in<kMatmulDtypes>(op, out.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
     product<T>({a.data<T>() + a_offset, a_rs, a_cs}, {b.data<T>() + b_offset, b_rs, b_cs},
             out.data<T>(), m, n, p, num_threads());
+  });
+}
+
+void matmul_bias(const Array& a, const Array& b, const Array& bias, Array& out, int64_t m,
+                 int64_t n, int64_t p, int64_t a_offset, int64_t a_rs, int64_t a_cs,
+                 int64_t b_offset, int64_t b_rs, int64_t b_cs) {
+  const char* op = "matmul_bias";
+  check_strided(op, a, b, out, m, n, p, a_offset, a_rs, a_cs, b_offset, b_rs, b_cs);
+  require_same_dtype(op, {&out, &bias});
+  require_dtype_in(op, out.dtype(), kMatmulBiasDtypes);
+  if (bias.size() < p) value_error(op, ": bias has ", bias.size(), " elements, expected ", p);
+  dispatch_in<kMatmulBiasDtypes>(op, out.dtype(), [&](auto tag) {
+    using T = elem_t<decltype(tag)>;
+    gemm<T>({a.data<T>() + a_offset, a_rs, a_cs}, {b.data<T>() + b_offset, b_rs, b_cs},
+            out.data<T>(), m, n, p, num_threads(), false, bias.data<T>());
   });
 }
 

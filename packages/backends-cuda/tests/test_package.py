@@ -36,10 +36,11 @@ def test_provides_every_kernel() -> None:
     # every optional kernel and device function but the host thread setting, the
     # wrapping of host memory, the cheaper allocation, the fused Adam step, the
     # fused LayerNorm backward, the one-pass GELU (an ewise_program runs it) and the
-    # attention kernels (matmul, log-sum-exp and elementwise kernels compose it)
+    # attention kernels (matmul, log-sum-exp and elementwise kernels compose it) and
+    # the GEMM with a bias (an add follows the GEMM)
     not_provided = {"wrap_numpy", "set_num_threads", "num_threads", "empty", "adam_step",
                     "layer_norm_backward_last", "gelu", "gelu_backward", "attention",
-                    "attention_backward"}
+                    "attention_backward", "matmul_bias"}
     assert [n for n in interface.OPTIONAL if not hasattr(cuda, n)] == [
         n for n in interface.OPTIONAL if n in not_provided]
     assert set(lamina_backend_cuda.KERNELS) == set(interface.REQUIRED + interface.OPTIONAL) - {

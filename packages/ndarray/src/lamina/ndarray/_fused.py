@@ -181,9 +181,9 @@ def linear(x: NDArray, weight: NDArray, bias: NDArray | None = None) -> NDArray:
 
     Shapes: x (*, in), weight (out, in), bias (out,) or None -> (*, out).
     One GEMM reads W^T where it lies (the backend's strided GEMM; no
-    transposed copy of W). A single row (decoding one token) gets its bias
-    added in place into the GEMM's new output by one elementwise kernel, as
-    a fused ``addmm`` would; more rows get it as a broadcast add.
+    transposed copy of W); where the device has ``matmul_bias`` the bias goes
+    into that GEMM (added to each tile of the output as it is stored), else it
+    is added in place into the GEMM's new output, as a fused ``addmm`` would.
 
     Raises:
         ShapeError: weight is not 2-D, the last dim of x is not in, or bias
@@ -199,6 +199,9 @@ def linear(x: NDArray, weight: NDArray, bias: NDArray | None = None) -> NDArray:
     if len(ws) != 2 or not xs or xs[-1] != ws[1] or (
             bias is not None and bias._shape != ws[:1]):
         raise ShapeError(_linear_message(xs, ws, None if bias is None else bias._shape))
+    fused = _linear_bias(x, weight, bias) if bias is not None else None
+    if fused is not None:
+        return fused
     out = matmul(x, weight.T)
     if bias is None:
         return out
@@ -217,6 +220,32 @@ def linear(x: NDArray, weight: NDArray, bias: NDArray | None = None) -> NDArray:
                     bias._offset)
             return out
     return out + bias
+
+
+def _linear_bias(x: NDArray, weight: NDArray, bias: NDArray) -> NDArray | None:
+    """``x @ weight^T + bias`` as one ``matmul_bias`` call, the bias added to each tile of
+    the product while it is in cache; None where the device lacks the kernel for the dtype
+    or an operand would need a copy (matmul's path then runs, and the bias is added)."""
+    kernel = x._device.kernels.matmul_bias
+    if kernel is None or not (x._dtype is weight._dtype is bias._dtype) \
+            or not (x._device is weight._device is bias._device) or not x._dtype.is_wide_float \
+            or x._dtype.name not in x._device.kernel_dtypes.get("matmul_bias", ()):
+        return None
+    rows, (out_f, in_f) = prod(x._shape[:-1]), weight._shape
+    if x._compact or x.is_compact():
+        a_offset, a_rs, a_cs = x._offset, in_f, 1
+    elif len(x._shape) == 2 and min(x._strides) >= 0:
+        a_offset, (a_rs, a_cs) = x._offset, x._strides
+    else:
+        return None
+    if min(weight._strides) < 0 or not (bias._compact or bias.is_compact()):
+        return None
+    out = x._empty(x._shape[:-1] + (out_f,), x._dtype, x._device, "linear")
+    if rows and out_f:
+        w_rs, w_cs = weight._strides
+        kernel(x._buf, weight._buf, bias.compact()._buf if bias._offset else bias._buf,
+               out._buf, rows, in_f, out_f, a_offset, a_rs, a_cs, weight._offset, w_cs, w_rs)
+    return out
 
 
 def _linear_message(x: tuple[int, ...], weight: tuple[int, ...],

@@ -144,6 +144,7 @@ class KernelTable:
     index_copy: Kernel | None = _optional()  # v1.1: item assignment in O(written)
     matmul_strided: Kernel | None = _optional()
     matmul_batched_strided: Kernel | None = _optional()  # v1.1
+    matmul_bias: Kernel | None = _optional()  # v2.2: matmul_strided + bias, in the GEMM
     adam_step: Kernel | None = _optional()  # v1.1: one pass of an Adam/AdamW update
     reduce_sum_axis: Kernel | None = _optional()
     softmax_last: Kernel | None = _optional()

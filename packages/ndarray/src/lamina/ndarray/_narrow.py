@@ -107,6 +107,7 @@ _ROLES: dict[str, tuple[frozenset[int], frozenset[int]]] = {
     "layer_norm_last": (_R012, frozenset({3, 4, 5})), "im2col": (_R0, _W1), "col2im": (_R0, _W1),
     "layer_norm_backward_last": (frozenset(range(5)), frozenset({5, 6, 7})),
     "log_softmax_backward_last": (_R01, _W2), "gelu": (_R0, _W1), "gelu_backward": (_R01, _W2),
+    "matmul_bias": (_R012, frozenset({3})),
     "attention": (frozenset(range(4)), frozenset({4, 5})),
     "attention_backward": (frozenset(range(6)), frozenset({6, 7, 8})),
     "index_gather": (_R0, _W2), "to_numpy": (_R0, _NONE), "from_numpy": (_NONE, _W1),

@@ -225,7 +225,8 @@ def _elementwise_dtypes() -> dict[str, tuple[str, ...]]:
 
 KERNEL_DTYPES: dict[str, tuple[str, ...]] = {
     **{name: _FLOATS for name in (
-        "matmul", "matmul_batched", "matmul_strided", "matmul_batched_strided", "softmax_last",
+        "matmul", "matmul_batched", "matmul_strided", "matmul_batched_strided", "matmul_bias",
+        "softmax_last",
         "logsumexp_last", "layer_norm_last", "layer_norm_backward_last",
         "log_softmax_backward_last", "im2col", "col2im",
         "adam_step")},
@@ -556,6 +557,20 @@ class NumpyBackend:
         av = _matrix_view(a, m, n, a_offset, a_rs, a_cs, "a")
         bv = _matrix_view(b, n, p, b_offset, b_rs, b_cs, "b")
         np.matmul(av, bv, out=out.data[:m * p].reshape(m, p))
+
+    @staticmethod
+    def matmul_bias(a: NumpyArray, b: NumpyArray, bias: NumpyArray, out: NumpyArray, m: int,
+                    n: int, p: int, a_offset: int, a_rs: int, a_cs: int, b_offset: int,
+                    b_rs: int, b_cs: int) -> None:
+        if out.data.size < m * p:
+            raise ValueError(f"matmul_bias: out has {out.data.size} elements, expected {m}x{p}")
+        if bias.data.size < p:
+            raise ValueError(f"matmul_bias: bias has {bias.data.size} elements, expected {p}")
+        av = _matrix_view(a, m, n, a_offset, a_rs, a_cs, "a")
+        bv = _matrix_view(b, n, p, b_offset, b_rs, b_cs, "b")
+        result = out.data[:m * p].reshape(m, p)
+        np.matmul(av, bv, out=result)
+        result += bias.data[:p]
 
     @staticmethod
     def matmul_batched(a: NumpyArray, b: NumpyArray, out: NumpyArray, batch: int, m: int, n: int,

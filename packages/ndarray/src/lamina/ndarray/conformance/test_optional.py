@@ -260,6 +260,40 @@ def test_matmul_strided(lamina_backend, lamina_reference, lamina_float, case):
     assert_close(got.reshape(m, p), (va @ vb).astype(lamina_float), "matmul", case)
 
 
+# STRIDED, and products of the tiled path: two k blocks and an edge tile, rows past the
+# few-row paths, a single column
+BIAS = {**STRIDED, "k blocks and edges": (130, 300, 70, _c(130, 300), _t(300, 70)),
+        "many rows": (200, 64, 33, _t(200, 64), _c(64, 33)),
+        "one column": (90, 20, 1, _c(90, 20), _c(20, 1))}
+
+
+@pytest.mark.parametrize("case", sorted(BIAS))
+def test_matmul_bias(lamina_backend, lamina_reference, lamina_float, case):
+    # A @ B + bias, the bias (p,) on every row, against the float64 product
+    _need(lamina_backend, "matmul_bias")
+    m, n, p, make_a, make_b = BIAS[case]
+    base_a, base_b = sample(lamina_float, 40000, 8, -1, 1), sample(lamina_float, 40000, 9, -1, 1)
+    bias = sample(lamina_float, p, 10, -2, 2)
+    va, vb = make_a(base_a), make_b(base_b)
+    layout = []
+    for base, view in ((base_a, va), (base_b, vb)):
+        shape, strides, offset = layout_of(base, view) if view.size else ((0, 0), (0, 0), 0)
+        layout += [offset, strides[0], strides[1]]
+    args = [base_a, base_b, bias, OUT, m, n, p, *layout]
+    got = compare(lamina_backend, lamina_reference, "matmul_bias", args, (m * p, lamina_float),
+                  kind="matmul")
+    want = va.astype(np.float64) @ vb.astype(np.float64) + bias
+    assert_close(got.reshape(m, p), want.astype(lamina_float), "matmul", case)
+
+
+def test_matmul_bias_rejects_a_short_bias(lamina_backend):
+    _need(lamina_backend, "matmul_bias")
+    a, b, bias = sample("float32", 30, 1), sample("float32", 15, 2), sample("float32", 2, 3)
+    with pytest.raises(ValueError, match="matmul_bias: bias has 2 elements"):
+        call(lamina_backend, "matmul_bias", [a, b, bias, OUT, 6, 5, 3, 0, 5, 1, 0, 3, 1],
+             (18, "float32"))
+
+
 @pytest.mark.parametrize("layout", [(0, 5, 1, 0, 3, 1), (0, 1, 7, 0, 1, 50), (-1, 5, 1, 0, 3, 1),
                                     (0, -5, 1, 0, 3, 1)], ids=str)
 def test_matmul_strided_views_outside_the_buffer_raise(lamina_backend, layout):
