@@ -17,8 +17,9 @@ Rows (1 thread for both libraries; ratio > 1 means the compiled Lamina call is f
 
 Each row is the median of ``--rounds`` interleaved rounds, with the range of the
 per-round ratios; in a round of the training step and of decoding the candidates
-take turns call by call (4 and 8 calls each, their medians). ``python benchmarks/bench_compile.py [--rounds 5] [--out PATH]``
-writes PATH.md and PATH.json (default ``results/compile``).
+take turns call by call (4 and 8 calls each, their medians).
+``python benchmarks/bench_compile.py [--rounds 5] [--out PATH]`` writes PATH.md and
+PATH.json (default ``results/compile``).
 """
 
 from __future__ import annotations
