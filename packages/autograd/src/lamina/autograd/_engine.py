@@ -124,7 +124,7 @@ def _add_into(store: dict[int, TensorBase], owned: dict[int, TensorBase],
         lazy = row is not None and unwritten is not None
         data = _input_buffer(node, grad._data.device, zeroed=not lazy)
         old = store[key] = owned[key] = make(data)
-        if row is not None and unwritten is not None:
+        if lazy and unwritten is not None:
             unwritten[key] = (data, {row})
         node.add_grad_into(grad._data, data, True)
         return

@@ -79,18 +79,19 @@ class Slice(Function):
 
     def forward(self, a: NDArray, key: Any) -> NDArray:
         self.key = key
+        out = a[key]  # raises first for a bad key
         self.input_order = _memory_order(a)
         # a whole row along axis 0 (qkv[1]): the engine writes its gradient into a buffer
         # whose other rows it zeroes only if no slice writes them (_engine._add_into)
-        self.row = key % a.shape[0] if type(key) is int and a.ndim else None
-        return a[key]
+        self.row = key % a.shape[0] if type(key) is int else None
+        return out
 
     def backward(self, g: TensorBase) -> tuple[TensorBase]:
         return (SliceScatter.apply(g, key=self.key, shape=self.shapes[0]),)
 
     def add_grad_into(self, g: NDArray, into: NDArray, fresh: bool) -> None:
         """``into[key] += g``: this node's input gradient, added where it is not zero
-        (written, where ``into`` is the zeros the engine just made)."""
+        (written, where ``fresh``: that region of ``into`` holds nothing yet)."""
         into[self.key] = g if fresh else into[self.key] + g
 
 
