@@ -119,12 +119,12 @@ def _add_into(store: dict[int, TensorBase], owned: dict[int, TensorBase],
     zeroed only when the buffer is read (:func:`_fill_rows`), so slices that cover
     the tensor never write zeros at all."""
     old = store.get(key)
-    row = getattr(node, "row", None)
+    row: int | None = getattr(node, "row", None)
     if old is None:
         lazy = row is not None and unwritten is not None
         data = _input_buffer(node, grad._data.device, zeroed=not lazy)
         old = store[key] = owned[key] = make(data)
-        if lazy and unwritten is not None:
+        if row is not None and unwritten is not None:
             unwritten[key] = (data, {row})
         node.add_grad_into(grad._data, data, True)
         return
