@@ -360,7 +360,9 @@ RECORDS: list[OpRecord] = [
     # ----- matmul ---------------------------------------------------------------------
     OpRecord("matmul", lambda a, b: a @ b, torch.matmul,
              [S(r(3, 4), r(4, 5)), S(r(4), r(4)), S(r(4), r(4, 5)), S(r(3, 4), r(4)),
-              S(r(2, 3, 4), r(4, 5)), S(r(2, 1, 3, 4), r(5, 4, 2)), S(r(4), r(2, 4, 3))],
+              S(r(2, 3, 4), r(4, 5)), S(r(2, 1, 3, 4), r(5, 4, 2)), S(r(4), r(2, 4, 3)),
+              # a matrix over a batch, dA as one GEMM with K or with M as its rows
+              S(r(3, 4), r(2, 4, 5)), S(r(5, 2), r(2, 1, 2, 3))],
              errors=[_MM_ERROR], second_order=True),
     OpRecord("linear", ag.linear, TF.linear,
              [S(r(4, 3), r(5, 3), r(5)), S(r(2, 6, 3), r(5, 3), r(5)), S(r(4, 3), r(5, 3)),

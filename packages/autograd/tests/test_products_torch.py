@@ -231,6 +231,23 @@ def test_matmul_gradient_of_a_transposed_operand_arrives_compact(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shapes", [[(3, 4), (2, 4, 5)], [(5, 2), (3, 2, 4)], [(3, 4), (0, 4, 5)],
+                                    [(3, 0), (2, 0, 5)]], ids=str)
+def test_matmul_gradient_of_a_matrix_over_a_batch_is_compact(device, shapes):
+    """dA sums dC @ B^T over the batch in one GEMM, with M or K as its rows; either
+    way A's gradient arrives compact, with torch's values (empty batches and K give 0)."""
+    rng = np.random.default_rng(5)
+    a, b = (ag.tensor(rng.standard_normal(s), dtype="float32", device=device,
+                      requires_grad=True) for s in shapes)
+    (a @ b).sum().backward()
+    assert a.grad.shape == a.shape and a.grad._data.is_compact()
+    ta, tb = (torch.tensor(t.detach().numpy(), requires_grad=True) for t in (a, b))
+    (ta @ tb).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_addmm_with_beta_zero_ignores_nan_input_and_gives_it_zero_gradient(device):
     inp = ag.full((2, 2), math.nan, dtype="float64", device=device, requires_grad=True)
     a, b = (ag.ones(2, 3, dtype="float64", device=device),

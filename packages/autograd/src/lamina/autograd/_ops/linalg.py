@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import lamina.ndarray as nd
@@ -11,6 +12,7 @@ from .. import _grad_mode as grad_mode
 from .._function import Function
 from .._tensor_base import Tensor, TensorBase
 from ._util import as_tensors
+from .shape import to
 
 
 class Matmul(Function):
@@ -19,8 +21,9 @@ class Matmul(Function):
     The rule promotes 1-D operands to matrices (``(K,)`` as ``(1, K)`` on the
     left, ``(K, 1)`` on the right), applies ``dA = dC @ B^T`` and
     ``dB = A^T @ dC``, then drops the added axis; the engine sums any
-    broadcast batch axes away (except for a matrix ``B`` under a batched
-    ``A``, whose gradient is one GEMM over all the batch's rows).
+    broadcast batch axes away, except for a matrix ``B`` under a batched
+    ``A`` or a matrix ``A`` over a batched ``B``, whose gradient is one GEMM
+    over the whole batch.
     """
 
     name = "matmul"
@@ -49,8 +52,11 @@ class Matmul(Function):
         # is compact once the view's own backward transposes it back, so no
         # transposing copy follows (PyTorch's rule too). Same GEMM, same cost.
         if need_a:
-            ga = (b2 @ g2.mT).transpose(-2, -1) if _transposed(a2) else g2 @ b2.mT
-            ga = ga.squeeze(-2) if a.ndim == 1 else ga
+            if a.ndim == 2 and b2.ndim > 2:
+                ga = _summed_over_batch(g2, b2, _transposed(a2))
+            else:
+                ga = (b2 @ g2.mT).transpose(-2, -1) if _transposed(a2) else g2 @ b2.mT
+                ga = ga.squeeze(-2) if a.ndim == 1 else ga
         if need_b:
             if b2.ndim == 2 and a2.ndim > 2:
                 # (*B, N, K) @ (K, M), a Linear on a batch of sequences: dB sums
@@ -60,6 +66,27 @@ class Matmul(Function):
             gb = (g2.mT @ a2).transpose(-2, -1) if _transposed(b2) else a2.mT @ g2
             gb = gb.squeeze(-1) if b.ndim == 1 else gb
         return ga, gb
+
+
+def _summed_over_batch(g: TensorBase, b: TensorBase, transposed: bool) -> TensorBase:
+    """dA for a matrix ``A (M, K)`` times a batch ``B (*, K, N)``: the sum over the batch
+    of ``dC @ B^T``, as one GEMM over the batch's columns side by side rather than one
+    per batch entry and a reduction of their partial results (conv2d's filters over a
+    batch of images take this path).
+
+    The GEMM runs with the longer of M and K as its rows: for the second convolution of
+    PyTorch's MNIST example (64 filters of 288 taps over 64 images of 576 pixels) it took
+    14 ms, plus 2 ms for the transposing copy of dC, against 20-22 ms for the batch of
+    GEMMs and the sum (Zen 4, 1 thread). The product is then transposed back, a copy of
+    only M x K, unless A is a transposed view itself (then the gradient takes its layout).
+    """
+    rows = math.prod(g.shape[:-2]) * g.shape[-1]  # B*N, not -1: K or M may be 0
+    rows_g = g.transpose(-2, -1).reshape(rows, g.shape[-2])  # (B*N, M): a copy of dC
+    rows_b = b.transpose(-2, -1).reshape(rows, b.shape[-2])  # (B*N, K): a view where B^T is
+    if not transposed and rows_b.shape[1] <= rows_g.shape[1]:
+        return rows_g.transpose(0, 1) @ rows_b
+    ga = (rows_b.transpose(0, 1) @ rows_g).transpose(0, 1)
+    return ga if transposed else to(ga, copy=True)  # the copy is compact
 
 
 def _transposed(t: TensorBase) -> bool:
