@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <type_traits>
+#include <vector>
 
 #include "isa.h"
 #include "kernels.h"
@@ -54,6 +55,14 @@ void for_channels(int64_t c, int64_t per_channel, F&& f) {
   }, 1);
 }
 
+// Runs f(c0, c1) over contiguous ranges of the channels, as for_channels splits
+// them: the row loops' way for short blocks (batch_norm_loops.h).
+template <class F>
+void for_channel_ranges(int64_t c, int64_t per_channel, F&& f) {
+  const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, per_channel));
+  parallel_for(c, grain, [&](int64_t b, int64_t e) { f(b, e); }, 1);
+}
+
 void require_norm_dtypes(const char* op, std::initializer_list<const Array*> arrays) {
   require_same_dtype(op, arrays);
   require_dtype_in(op, (*arrays.begin())->dtype(), kBatchNormDtypes);
@@ -72,11 +81,18 @@ void batch_norm_stats(const Array& x, Array& mean, Array& var, int64_t n, int64_
                 "); a mean needs n * s >= 1");
   dispatch_in<kBatchNormDtypes>(op, x.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
-    const auto stats = loops<T>().stats;
+    const BatchNormLoops<T> table = loops<T>();
     const T* px = x.data<T>();
     T* pm = mean.data<T>();
     T* pv = var.data<T>();
-    for_channels(c, n * s, [&](int64_t ch) { stats(px, n, c, s, ch, pm, pv); });
+    if (s < kShortBlock) {
+      for_channel_ranges(c, n * s, [&](int64_t c0, int64_t c1) {
+        std::vector<double> acc(static_cast<std::size_t>(2 * (c1 - c0)));
+        table.stats_rows(px, n, c, s, c0, c1, pm, pv, acc.data());
+      });
+      return;
+    }
+    for_channels(c, n * s, [&](int64_t ch) { table.stats(px, n, c, s, ch, pm, pv); });
   });
 }
 
@@ -90,15 +106,23 @@ void batch_norm_apply(const Array& x, const Array& mean, const Array& rstd, cons
                             {"weight", weight.size(), false}, {"bias", bias.size(), false}});
   dispatch_in<kBatchNormDtypes>(op, x.dtype(), [&](auto tag) {
     using T = elem_t<decltype(tag)>;
-    const auto apply = loops<T>().apply;
+    const BatchNormLoops<T> table = loops<T>();
     const T* px = x.data<T>();
     T* po = out.data<T>();
     const T* pm = mean.data<T>();
     const T* pr = rstd.data<T>();
     const T* pw = weight.data<T>();
     const T* pb = bias.data<T>();
+    if (s < kShortBlock) {
+      for_channel_ranges(c, n * s, [&](int64_t c0, int64_t c1) {
+        std::vector<T> scale(static_cast<std::size_t>(c1 - c0));
+        for (int64_t ch = c0; ch < c1; ++ch) scale[ch - c0] = pr[ch] * pw[ch];
+        table.apply_rows(px, po, n, c, s, c0, c1, pm + c0, scale.data(), pb + c0);
+      });
+      return;
+    }
     for_channels(c, n * s, [&](int64_t ch) {
-      apply(px, po, n, c, s, ch, pm[ch], pr[ch] * pw[ch], pb[ch]);
+      table.apply(px, po, n, c, s, ch, pm[ch], pr[ch] * pw[ch], pb[ch]);
     });
   });
 }
@@ -121,19 +145,43 @@ void batch_norm_backward(const Array& g, const Array& x, const Array& mean, cons
     const T* px = x.data<T>();
     T* pdx = dx.data<T>();
     const double count = double(n * s);
-    for_channels(c, 2 * n * s, [&](int64_t ch) {
-      const double mu = mean.data<T>()[ch], r = rstd.data<T>()[ch];
-      double g_sum = 0, gx_sum = 0;
-      table.grad_sums(pg, px, n, c, s, ch, mu, &g_sum, &gx_sum);
+    // Channel ch's sums in, its dbias and dweight out, and its dx coefficients:
+    // dx = a (g - g_sum / m - xhat gx_sum / m) = a g + k1 (x - mean) + k0.
+    struct Coefficients {
+      T a, mu, k1, k0;
+    };
+    auto finish = [&](int64_t ch, double mu, double g_sum, double gx_sum) {
+      const double r = rstd.data<T>()[ch];
       gx_sum *= r;  // sum(g * xhat)
       dbias.data<T>()[ch] = T(g_sum);
       dweight.data<T>()[ch] = T(gx_sum);
-      if (!count) return;
-      // dx = a (g - g_sum / m - xhat gx_sum / m) = a g + k1 (x - mean) + k0
       const double a = double(weight.data<T>()[ch]) * r;
-      const T k1 = training ? T(-a * r * gx_sum / count) : T(0);
-      const T k0 = training ? T(-a * g_sum / count) : T(0);
-      table.dx(pg, px, pdx, n, c, s, ch, T(a), T(mu), k1, k0);
+      const T k1 = training && count ? T(-a * r * gx_sum / count) : T(0);
+      const T k0 = training && count ? T(-a * g_sum / count) : T(0);
+      return Coefficients{T(a), T(mu), k1, k0};
+    };
+    if (s < kShortBlock) {
+      for_channel_ranges(c, 2 * n * s, [&](int64_t c0, int64_t c1) {
+        const auto w = static_cast<std::size_t>(c1 - c0);
+        std::vector<double> mu(w), g_sum(w), gx_sum(w);
+        std::vector<T> a(w), mu_t(w), k1(w), k0(w);
+        for (int64_t ch = c0; ch < c1; ++ch) mu[ch - c0] = mean.data<T>()[ch];
+        table.grad_sums_rows(pg, px, n, c, s, c0, c1, mu.data(), g_sum.data(), gx_sum.data());
+        for (std::size_t k = 0; k < w; ++k) {
+          const Coefficients f = finish(c0 + int64_t(k), mu[k], g_sum[k], gx_sum[k]);
+          a[k] = f.a, mu_t[k] = f.mu, k1[k] = f.k1, k0[k] = f.k0;
+        }
+        if (count)
+          table.dx_rows(pg, px, pdx, n, c, s, c0, c1, a.data(), mu_t.data(), k1.data(), k0.data());
+      });
+      return;
+    }
+    for_channels(c, 2 * n * s, [&](int64_t ch) {
+      const double mu = mean.data<T>()[ch];
+      double g_sum = 0, gx_sum = 0;
+      table.grad_sums(pg, px, n, c, s, ch, mu, &g_sum, &gx_sum);
+      const Coefficients f = finish(ch, mu, g_sum, gx_sum);
+      if (count) table.dx(pg, px, pdx, n, c, s, ch, f.a, f.mu, f.k1, f.k0);
     });
   });
 }

@@ -6,6 +6,11 @@
 
 namespace lamina_cpu {
 
+// Blocks shorter than this (s, the values per channel and image: 4x4 maps and
+// smaller) run through the row loops, several channels at a time
+// (batch_norm_loops.h).
+constexpr int64_t kShortBlock = 32;
+
 template <class T>
 struct BatchNormLoops {
   void (*stats)(const T* x, int64_t n, int64_t c, int64_t s, int64_t ch, T* mean, T* var);
@@ -15,6 +20,16 @@ struct BatchNormLoops {
                     double mu, double* g_sum, double* gx_sum);
   void (*dx)(const T* g, const T* x, T* dx, int64_t n, int64_t c, int64_t s, int64_t ch, T a,
              T mu, T k1, T k0);
+  // The same over channels [c0, c1) for s < kShortBlock; per-channel arrays are
+  // indexed from c0, and stats_rows takes 2 (c1 - c0) doubles of scratch.
+  void (*stats_rows)(const T* x, int64_t n, int64_t c, int64_t s, int64_t c0, int64_t c1,
+                     T* mean, T* var, double* acc);
+  void (*apply_rows)(const T* x, T* out, int64_t n, int64_t c, int64_t s, int64_t c0,
+                     int64_t c1, const T* mu, const T* scale, const T* shift);
+  void (*grad_sums_rows)(const T* g, const T* x, int64_t n, int64_t c, int64_t s, int64_t c0,
+                         int64_t c1, const double* mu, double* g_sum, double* gx_sum);
+  void (*dx_rows)(const T* g, const T* x, T* dx, int64_t n, int64_t c, int64_t s, int64_t c0,
+                  int64_t c1, const T* a, const T* mu, const T* k1, const T* k0);
 };
 
 namespace avx2 {

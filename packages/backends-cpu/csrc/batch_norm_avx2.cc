@@ -2,6 +2,9 @@
 // compiled with -mavx2 -mfma, for the avx2 and avx512 paths.
 #include "batch_norm.h"
 
+#include <algorithm>
+#include <vector>
+
 namespace lamina_cpu::avx2 {
 
 #include "batch_norm_loops.h"

@@ -1,6 +1,7 @@
 """The fused batch-norm kernels (batch_norm.cc) against the numpy reference, on every
 instruction-set path this CPU has: (N, C, S) layouts with C = 1, S = 1, S around the
-accumulator width and long channels, inputs around a large offset, both float dtypes;
+accumulator width and long channels, short ones over many channels (the row loops),
+inputs around a large offset, both float dtypes;
 several threads give the single-thread result bit for bit; and the argument errors."""
 
 from __future__ import annotations
@@ -33,9 +34,14 @@ def isa(request: pytest.FixtureRequest) -> Iterator[str]:
         cpu.set_isa(old)
 
 
+# with S around kShortBlock (32), where the row loops over many channels hand over to
+# the channel loops, and a ResNet's last maps (1x1, 2x2, 5x5)
+ROW_SHAPES = ((64, 128, 1), (32, 64, 4), (9, 5, 25), (4, 3, 31), (4, 3, 32))
+
+
 @pytest.mark.parametrize("offset", [0.0, 1e3])
-@pytest.mark.parametrize("shape", SHAPES + ((2, 3, 7), (2, 3, 8), (3, 2, 9), (128, 4, 1)),
-                         ids=str)
+@pytest.mark.parametrize("shape", SHAPES + ((2, 3, 7), (2, 3, 8), (3, 2, 9), (128, 4, 1))
+                         + ROW_SHAPES, ids=str)
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_batch_norm_kernels_match_numpy(isa: str, dtype: str, shape: tuple[int, int, int],
                                         offset: float) -> None:
@@ -59,8 +65,10 @@ def test_batch_norm_variance_of_an_offset_float32_channel_is_exact(isa: str, dty
     np.testing.assert_allclose(got["var"][:3], wide.var(axis=(0, 2)), rtol=1e-5)
 
 
-def test_batch_norm_results_do_not_depend_on_the_thread_count() -> None:
-    inputs = bn_inputs("float32", 8, 64, 1024, seed=4, offset=5.0)
+@pytest.mark.parametrize("shape", [(8, 64, 1024), (256, 256, 1), (128, 128, 4), (64, 96, 25)],
+                         ids=str)
+def test_batch_norm_results_do_not_depend_on_the_thread_count(shape) -> None:
+    inputs = bn_inputs("float32", *shape, seed=4, offset=5.0)
     old = cpu.num_threads()
     try:
         cpu.set_num_threads(1)
