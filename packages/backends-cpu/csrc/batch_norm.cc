@@ -46,21 +46,21 @@ BatchNormLoops<T> loops() {
   return base::batch_norm_loops<T>();
 }
 
-// Runs f(ch) for every channel, in parallel when the channels hold enough values.
-template <class F>
-void for_channels(int64_t c, int64_t per_channel, F&& f) {
-  const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, per_channel));
-  parallel_for(c, grain, [&](int64_t b, int64_t e) {
-    for (int64_t ch = b; ch < e; ++ch) f(ch);
-  }, 1);
-}
-
-// Runs f(c0, c1) over contiguous ranges of the channels, as for_channels splits
-// them: the row loops' way for short blocks (batch_norm_loops.h).
+// Runs f(c0, c1) over contiguous ranges of the channels, in parallel when the
+// channels hold enough values: the row loops' way for short blocks
+// (batch_norm_loops.h).
 template <class F>
 void for_channel_ranges(int64_t c, int64_t per_channel, F&& f) {
   const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, per_channel));
   parallel_for(c, grain, [&](int64_t b, int64_t e) { f(b, e); }, 1);
+}
+
+// Runs f(ch) for every channel, split as for_channel_ranges splits them.
+template <class F>
+void for_channels(int64_t c, int64_t per_channel, F&& f) {
+  for_channel_ranges(c, per_channel, [&](int64_t b, int64_t e) {
+    for (int64_t ch = b; ch < e; ++ch) f(ch);
+  });
 }
 
 void require_norm_dtypes(const char* op, std::initializer_list<const Array*> arrays) {
@@ -87,8 +87,7 @@ void batch_norm_stats(const Array& x, Array& mean, Array& var, int64_t n, int64_
     T* pv = var.data<T>();
     if (s < kShortBlock) {
       for_channel_ranges(c, n * s, [&](int64_t c0, int64_t c1) {
-        std::vector<double> acc(static_cast<std::size_t>(2 * (c1 - c0)));
-        table.stats_rows(px, n, c, s, c0, c1, pm, pv, acc.data());
+        table.stats_rows(px, n, c, s, c0, c1, pm, pv);
       });
       return;
     }

@@ -20,10 +20,10 @@ struct BatchNormLoops {
                     double mu, double* g_sum, double* gx_sum);
   void (*dx)(const T* g, const T* x, T* dx, int64_t n, int64_t c, int64_t s, int64_t ch, T a,
              T mu, T k1, T k0);
-  // The same over channels [c0, c1) for s < kShortBlock; per-channel arrays are
-  // indexed from c0, and stats_rows takes 2 (c1 - c0) doubles of scratch.
+  // The same over channels [c0, c1) for s < kShortBlock; the coefficient arrays
+  // are indexed from c0, mean and var (like the outputs above) from 0.
   void (*stats_rows)(const T* x, int64_t n, int64_t c, int64_t s, int64_t c0, int64_t c1,
-                     T* mean, T* var, double* acc);
+                     T* mean, T* var);
   void (*apply_rows)(const T* x, T* out, int64_t n, int64_t c, int64_t s, int64_t c0,
                      int64_t c1, const T* mu, const T* scale, const T* shift);
   void (*grad_sums_rows)(const T* g, const T* x, int64_t n, int64_t c, int64_t s, int64_t c0,

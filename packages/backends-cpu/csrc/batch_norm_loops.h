@@ -127,10 +127,10 @@ inline void fold(const std::vector<double>& part, int64_t w, int64_t s, double* 
   }
 }
 
-// Mean and biased variance of channels [c0, c1); acc holds 2 (c1 - c0) doubles.
+// Mean and biased variance of channels [c0, c1).
 template <class T>
 void stats_rows(const T* x, int64_t n, int64_t c, int64_t s, int64_t c0, int64_t c1, T* mean,
-                T* var, double* acc) {
+                T* var) {
   const int64_t w = c1 - c0, len = w * s;
   const double count = double(n * s);
   std::vector<double> part(static_cast<std::size_t>(len), 0.0);
@@ -139,10 +139,10 @@ void stats_rows(const T* x, int64_t n, int64_t c, int64_t s, int64_t c0, int64_t
     const T* __restrict__ row = x + (i * c + c0) * s;
     for (int64_t e = 0; e < len; ++e) p[e] += double(row[e]);
   }
-  double* mu = acc;
-  fold(part, w, s, mu);
+  std::vector<double> mu(static_cast<std::size_t>(w)), sq(mu.size());
+  fold(part, w, s, mu.data());
   for (int64_t k = 0; k < w; ++k) mu[k] /= count;
-  const std::vector<double> mu_e = spread(mu, w, s);
+  const std::vector<double> mu_e = spread(mu.data(), w, s);
   const double* __restrict__ m = mu_e.data();
   std::fill(part.begin(), part.end(), 0.0);
   for (int64_t i = 0; i < n; ++i) {
@@ -152,8 +152,7 @@ void stats_rows(const T* x, int64_t n, int64_t c, int64_t s, int64_t c0, int64_t
       p[e] += d * d;
     }
   }
-  double* sq = acc + w;
-  fold(part, w, s, sq);
+  fold(part, w, s, sq.data());
   for (int64_t k = 0; k < w; ++k) {
     mean[c0 + k] = T(mu[k]);
     var[c0 + k] = T(sq[k] / count);
