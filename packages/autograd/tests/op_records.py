@@ -559,11 +559,15 @@ RECORDS: list[OpRecord] = [
         # kernels cropped to the taps that reach the input (1x1 and 2x1 images)
         S(r(2, 3, 1, 1), r(4, 3, 3, 3), r(4), padding=1),
         S(r(1, 2, 2, 1), r(3, 2, 5, 3), None, padding=2, stride=2),
-        # >= 128 output pixels of >= 64 taps: one GEMM per image, NCHW as it stands
+        # >= 128 output pixels: the conv2d kernels where the device has them (a GEMM
+        # per image), else with >= 64 taps one GEMM per image on the columns
         S(r(2, 8, 12, 12), r(5, 8, 3, 3), r(5), padding=1),
         S(r(1, 16, 14, 15), r(3, 16, 2, 2), None, dilation=2),
+        S(r(2, 3, 23, 22), r(4, 3, 3, 3), r(4), stride=2, padding=1),
+        S(r(2, 1, 14, 14), r(3, 1, 3, 3)),
     ], errors=[ErrorSample(S(r(1, 3, 5, 5), r(4, 2, 3, 3)), ShapeError, "conv2d"),
                ErrorSample(S(r(1, 1, 2, 2), r(1, 1, 3, 3)), ShapeError, "too small")],
+        covers=("conv2d_gemm", "conv2d_gemm_input_grad", "conv2d_gemm_weight_grad"),
         second_order=True),
     OpRecord("conv_transpose2d", ag.conv_transpose2d, TF.conv_transpose2d, [
         S(r(2, 3, 4, 5), r(3, 2, 3, 3)),

@@ -59,7 +59,9 @@ py::dict kernel_dtypes() {
     add(name, kRowDtypes);
   add("layer_norm_backward_last", kLayerNormBackwardDtypes);
   add("log_softmax_backward_last", kLogSoftmaxBackwardDtypes);
-  for (const char* name : {"im2col", "col2im", "adam_step"}) add(name, kFusedDtypes);
+  for (const char* name : {"im2col", "col2im", "conv2d", "conv2d_backward_input",
+                           "conv2d_backward_weight", "adam_step"})
+    add(name, kFusedDtypes);
   for (const char* name : {"gelu", "gelu_backward"}) add(name, kGeluDtypes);
   for (const char* name : {"lstm_cell", "lstm_cell_backward", "gru_cell", "gru_cell_backward"})
     add(name, kRnnDtypes);
@@ -263,6 +265,9 @@ PYBIND11_MODULE(_core, m) {
   m.def("gelu", &gelu, nogil());
   m.def("gelu_backward", &gelu_backward, nogil());
   m.def("col2im", &col2im, nogil());
+  m.def("conv2d", &conv2d, nogil());
+  m.def("conv2d_backward_input", &conv2d_backward_input, nogil());
+  m.def("conv2d_backward_weight", &conv2d_backward_weight, nogil());
 
   // recurrent cells (rnn.cc)
   m.def("lstm_cell", &lstm_cell, nogil());

@@ -150,6 +150,19 @@ void im2col(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t
 void col2im(const Array& a, Array& out, int64_t n, int64_t c, int64_t h, int64_t w, int64_t kh,
             int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw);
 
+// conv_gemm.cc: NCHW convolution (groups 1) as a GEMM per image, and its two
+// gradients; x (n, c, h, w), w (o, c, kh, kw), out and grad (n, o, oh, ow).
+void conv2d(const Array& x, const Array& w, Array& out, int64_t n, int64_t c, int64_t h,
+            int64_t wd, int64_t o, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph,
+            int64_t pw, int64_t dh, int64_t dw);
+void conv2d_backward_input(const Array& grad, const Array& w, Array& dx, int64_t n, int64_t c,
+                           int64_t h, int64_t wd, int64_t o, int64_t kh, int64_t kw, int64_t sh,
+                           int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw);
+void conv2d_backward_weight(const Array& x, const Array& grad, Array& dw_out, int64_t n,
+                            int64_t c, int64_t h, int64_t wd, int64_t o, int64_t kh, int64_t kw,
+                            int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh,
+                            int64_t dw);
+
 // rnn.cc: one time step of an LSTM or GRU layer, forward and backward, in
 // one pass; rnn.cc's header gives the layouts (state holds h_{t-1} in block
 // `step` and receives h_t in block step + 1; dc and dh carry the gradient
@@ -215,7 +228,7 @@ constexpr DTypeMask kCumsumDtypes = kNumbers;
 constexpr DTypeMask kSortDtypes = kAllDtypes;
 constexpr DTypeMask kMultinomialDtypes = kFloats;  // of probs
 constexpr DTypeMask kProgramDtypes = kFloats;
-constexpr DTypeMask kFusedDtypes = kFloats;  // im2col, col2im, adam_step
+constexpr DTypeMask kFusedDtypes = kFloats;  // im2col, col2im, conv2d*, adam_step
 constexpr DTypeMask kGeluDtypes = kFloats | kNarrow;  // gelu(_backward): 16-bit in float32 blocks
 constexpr DTypeMask kRowDtypes = kFloats | kNarrow;  // softmax, logsumexp, layer norm
 // LayerNorm's backward: float32 and float64 (a 16-bit one runs on widened copies)

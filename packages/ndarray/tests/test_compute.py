@@ -539,6 +539,32 @@ def test_im2col_col2im_adjoint(device, geom):
     np.testing.assert_allclose((ref * g).sum(), (x * back.numpy()).sum(), rtol=1e-4)
 
 
+@pytest.mark.parametrize("geom", [(1, 0, 1), (2, 1, 1), (1, 2, 2)])
+def test_conv2d_kernels_match_the_composite(device, geom, monkeypatch):
+    """nd.conv2d and its gradients give the same values on the device's kernels and on
+    im2col, matmul and col2im (what a device without the kernels runs)."""
+    from lamina.ndarray import _conv
+
+    s, p, d = geom
+    x, w = nd.array(rand(2, 3, 9, 8), device=device), nd.array(rand(4, 3, 3, 2), device=device)
+    g = nd.array(rand(*nd.conv2d(x, w, s, p, d).shape), device=device)
+
+    def run() -> list[np.ndarray]:
+        return [nd.conv2d(x, w, s, p, d).numpy(),
+                nd.conv2d_backward_input(g, w, x.shape, s, p, d).numpy(),
+                nd.conv2d_backward_weight(x, g, w.shape, s, p, d).numpy()]
+
+    assert nd.has_conv2d(x) == (device in ("numpy", "cpu"))
+    got = run()
+    monkeypatch.setattr(_conv, "has_conv2d", lambda a: False)
+    for a, b in zip(got, run()):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    with pytest.raises(nd.ShapeError, match="conv2d: input .* must be 4-D with the same C"):
+        nd.conv2d(x, nd.array(rand(4, 2, 3, 3), device=device))
+    with pytest.raises(nd.ShapeError, match="conv2d_backward_weight: grad of shape"):
+        nd.conv2d_backward_weight(x, x, w.shape, s, p, d)
+
+
 def test_pad_arange_full_rand(device):
     x = rand(2, 3)
     close(nd.array(x, device=device).pad(((1, 0), (2, 1))), np.pad(x, ((1, 0), (2, 1))))

@@ -46,7 +46,14 @@ from ._compute import (
     softmax,
     take,
 )
-from ._conv import col2im, im2col
+from ._conv import (
+    col2im,
+    conv2d,
+    conv2d_backward_input,
+    conv2d_backward_weight,
+    has_conv2d,
+    im2col,
+)
 from ._creation import (
     arange,
     array,
@@ -143,6 +150,8 @@ __all__ = [
     "randint", "randperm", "sort", "topk", "uniform",
     # batch normalisation on the fused kernels
     "batch_norm_apply", "batch_norm_backward", "batch_norm_stats", "has_batch_norm_kernels",
+    # convolution as a GEMM per image on the conv2d kernels
+    "conv2d", "conv2d_backward_input", "conv2d_backward_weight", "has_conv2d",
     # max pooling with indices on the max_pool2d kernels
     "has_max_pool", "max_pool2d_backward", "max_pool2d_with_indices",
     # recurrent layers on the fused cell kernels

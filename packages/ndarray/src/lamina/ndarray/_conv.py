@@ -1,10 +1,17 @@
-"""Convolution geometry and the patch kernels behind conv2d: im2col, col2im."""
+"""Convolution geometry, the patch kernels im2col and col2im, and conv2d as a GEMM per image.
+
+:func:`conv2d`, :func:`conv2d_backward_input` and :func:`conv2d_backward_weight`
+run on the device's kernels of those names where :func:`has_conv2d` says it has
+them for the dtype (one image's patches at a time, never the batch's columns),
+and compose im2col, matmul and col2im elsewhere.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ._checks import conv_output_size, pair
+from ._checks import check_same_device_dtype, conv_output_size, pair
 from ._compute import pad
 from ._errors import ShapeError
 from ._narrow import kernels_of, optional_kernel
@@ -70,3 +77,92 @@ def col2im(cols: NDArray, input_shape: Any, kernel: Any, stride: Any = 1, paddin
                    slice(j * dw, j * dw + sw * (ow - 1) + 1, sw))
             padded[key] = padded[key] + cols[:, :, :, :, i, j].permute(0, 3, 1, 2)
     return padded[:, :, ph:ph + h, pw:pw + w].compact()
+
+
+_CONV_KERNELS = ("conv2d", "conv2d_backward_input", "conv2d_backward_weight")
+
+
+def has_conv2d(x: NDArray) -> bool:
+    """Whether ``x``'s device has the per-image convolution kernels (all three) for its dtype."""
+    kernel_dtypes = x._device.kernel_dtypes
+    return all(x._dtype.name in kernel_dtypes.get(name, ()) for name in _CONV_KERNELS)
+
+
+def _kernel(a: NDArray, name: str) -> Callable[..., Any]:
+    """The device's kernel ``name`` (present: the caller checked :func:`has_conv2d`)."""
+    kernel: Callable[..., Any] = getattr(a._device.kernels, name)
+    return kernel
+
+
+def _filter_geometry(op: str, input_shape: tuple[int, ...], weight_shape: tuple[int, ...],
+                     stride: Any, padding: Any, dilation: Any) -> tuple[int, ...]:
+    """(n, c, h, w, o, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow) of an ``(N, C, H, W)``
+    input and ``(O, C, KH, KW)`` filters."""
+    if len(weight_shape) != 4 or len(input_shape) != 4 or weight_shape[1] != input_shape[1]:
+        raise ShapeError(f"{op}: input {input_shape} (N, C, H, W) and weight {weight_shape} "
+                         "(O, C, KH, KW) must be 4-D with the same C")
+    n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow = _conv_geometry(
+        input_shape, weight_shape[2:], stride, padding, dilation, op)
+    return n, c, h, w, weight_shape[0], kh, kw, sh, sw, ph, pw, dh, dw, oh, ow
+
+
+def _check_grad(op: str, grad: NDArray, geometry: tuple[int, ...]) -> None:
+    n, o, oh, ow = geometry[0], geometry[4], geometry[13], geometry[14]
+    if grad.shape != (n, o, oh, ow):
+        raise ShapeError(f"{op}: grad of shape {grad.shape} does not match the output "
+                         f"{(n, o, oh, ow)}")
+
+
+def conv2d(x: NDArray, weight: NDArray, stride: Any = 1, padding: Any = 0,
+           dilation: Any = 1) -> NDArray:
+    """NCHW cross-correlation with one group: ``x (N, C, H, W)`` and filters
+    ``weight (O, C, KH, KW)`` give ``(N, O, OH, OW)``; stride, padding and dilation an
+    int or an ``(h, w)`` pair each."""
+    check_same_device_dtype([x, weight], "conv2d")
+    geometry = _filter_geometry("conv2d", x.shape, weight.shape, stride, padding, dilation)
+    n, c, _, _, o, kh, kw = geometry[:7]
+    oh, ow = geometry[13:]
+    if has_conv2d(x):
+        out = x._empty((n, o, oh, ow), x.dtype, x.device)
+        _kernel(x, "conv2d")(x.compact()._buf, weight.compact()._buf, out._buf, *geometry[:13])
+        return out
+    taps = c * kh * kw
+    cols = im2col(x, weight.shape[2:], stride, padding, dilation).reshape(n, oh * ow, taps)
+    return (weight.reshape(o, taps) @ cols.permute(0, 2, 1)).reshape(n, o, oh, ow)
+
+
+def conv2d_backward_input(grad: NDArray, weight: NDArray, input_shape: Any, stride: Any = 1,
+                          padding: Any = 0, dilation: Any = 1) -> NDArray:
+    """The gradient of :func:`conv2d` for its input: ``grad (N, O, OH, OW)`` and
+    ``weight (O, C, KH, KW)`` give ``(N, C, H, W)`` (``input_shape``)."""
+    op = "conv2d_backward_input"
+    check_same_device_dtype([grad, weight], op)
+    geometry = _filter_geometry(op, tuple(input_shape), weight.shape, stride, padding, dilation)
+    _check_grad(op, grad, geometry)
+    n, c, h, w, o, kh, kw = geometry[:7]
+    oh, ow = geometry[13:]
+    if has_conv2d(grad):
+        dx = grad._empty((n, c, h, w), grad.dtype, grad.device)
+        _kernel(grad, op)(grad.compact()._buf, weight.compact()._buf, dx._buf, *geometry[:13])
+        return dx
+    rows = grad.reshape(n, o, oh * ow).permute(0, 2, 1) @ weight.reshape(o, c * kh * kw)
+    return col2im(rows.reshape(n, oh, ow, c, kh, kw), (n, c, h, w), (kh, kw), stride, padding,
+                  dilation)
+
+
+def conv2d_backward_weight(x: NDArray, grad: NDArray, weight_shape: Any, stride: Any = 1,
+                           padding: Any = 0, dilation: Any = 1) -> NDArray:
+    """The gradient of :func:`conv2d` for its filters: ``x (N, C, H, W)`` and
+    ``grad (N, O, OH, OW)`` give ``(O, C, KH, KW)`` (``weight_shape``)."""
+    op = "conv2d_backward_weight"
+    check_same_device_dtype([x, grad], op)
+    geometry = _filter_geometry(op, x.shape, tuple(weight_shape), stride, padding, dilation)
+    _check_grad(op, grad, geometry)
+    n, c, _, _, o, kh, kw = geometry[:7]
+    oh, ow = geometry[13:]
+    if has_conv2d(x):
+        dw = x._empty((o, c, kh, kw), x.dtype, x.device)
+        _kernel(x, op)(x.compact()._buf, grad.compact()._buf, dw._buf, *geometry[:13])
+        return dw
+    cols = im2col(x, (kh, kw), stride, padding, dilation).reshape(n, oh * ow, c * kh * kw)
+    return (grad.reshape(n, o, oh * ow) @ cols).sum(axis=0).reshape(o, c, kh, kw)

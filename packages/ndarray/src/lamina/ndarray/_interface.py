@@ -157,6 +157,12 @@ class KernelTable:
     gelu_backward: Kernel | None = _optional()
     im2col: Kernel | None = _optional()
     col2im: Kernel | None = _optional()
+    # v2.2 NCHW convolution (groups 1) as a GEMM per image, and its input and weight
+    # gradients, with no batch-sized column matrix; without them NDArray composes
+    # im2col, matmul and col2im (_conv.py)
+    conv2d: Kernel | None = _optional()
+    conv2d_backward_input: Kernel | None = _optional()
+    conv2d_backward_weight: Kernel | None = _optional()
     # v2.1 recurrent cells: one time step of an LSTM or GRU layer, forward and backward,
     # in one pass (_numpy_rnn.py); without them the layer ops compose elementwise kernels
     lstm_cell: Kernel | None = _optional()

@@ -105,6 +105,7 @@ _ROLES: dict[str, tuple[frozenset[int], frozenset[int]]] = {
                     (_R01, _W2)),
     "softmax_last": (_R0, _W1), "logsumexp_last": (_R0, _W1),
     "layer_norm_last": (_R012, frozenset({3, 4, 5})), "im2col": (_R0, _W1), "col2im": (_R0, _W1),
+    **dict.fromkeys(("conv2d", "conv2d_backward_input", "conv2d_backward_weight"), (_R01, _W2)),
     "layer_norm_backward_last": (frozenset(range(5)), frozenset({5, 6, 7})),
     "log_softmax_backward_last": (_R01, _W2), "gelu": (_R0, _W1), "gelu_backward": (_R01, _W2),
     "matmul_bias": (_R012, frozenset({3})),

@@ -18,6 +18,8 @@ from ._checks import conv_output_size
 from ._interface import API_MINOR_VERSION, API_VERSION
 from ._numpy_attention import KERNEL_DTYPES as _ATTENTION_KERNEL_DTYPES
 from ._numpy_attention import attention, attention_backward
+from ._numpy_conv import KERNEL_DTYPES as _CONV_KERNEL_DTYPES
+from ._numpy_conv import conv2d, conv2d_backward_input, conv2d_backward_weight
 from ._numpy_norm import KERNEL_DTYPES as _NORM_KERNEL_DTYPES
 from ._numpy_norm import batch_norm_apply, batch_norm_backward, batch_norm_stats
 from ._numpy_pool import KERNEL_DTYPES as _POOL_KERNEL_DTYPES
@@ -238,6 +240,7 @@ KERNEL_DTYPES: dict[str, tuple[str, ...]] = {
     **_PROGRAM_KERNEL_DTYPES,  # v2.1: ewise_program
     **_RNN_KERNEL_DTYPES,  # v2.1: lstm_cell, gru_cell and their backwards
     **_POOL_KERNEL_DTYPES,  # v2.1: max_pool2d, max_pool2d_backward
+    **_CONV_KERNEL_DTYPES,  # v2.2: conv2d and its two gradients
     **_NORM_KERNEL_DTYPES,  # v2.1: batch_norm_stats, batch_norm_apply, batch_norm_backward
     **_ATTENTION_KERNEL_DTYPES,  # v2.2: attention, attention_backward
 }
@@ -411,6 +414,11 @@ class NumpyBackend:
     # v2.1: max pooling with indices and its backward (_numpy_pool.py)
     max_pool2d = staticmethod(max_pool2d)
     max_pool2d_backward = staticmethod(max_pool2d_backward)
+
+    # v2.2: convolution as a GEMM per image, and its gradients (_numpy_conv.py)
+    conv2d = staticmethod(conv2d)
+    conv2d_backward_input = staticmethod(conv2d_backward_input)
+    conv2d_backward_weight = staticmethod(conv2d_backward_weight)
 
     # v2.1: batch normalisation over (N, C, S), per channel (_numpy_norm.py)
     batch_norm_stats = staticmethod(batch_norm_stats)
