@@ -1,6 +1,7 @@
-"""The cpu backend's worker spin (LAMINA_SPIN_US): SGEMM bursts after idle, a step by a busy core.
+"""The cpu backend's worker spin and poll (LAMINA_SPIN_US, LAMINA_YIELD_US): SGEMM bursts after
+idle, a step by a busy core.
 
-The spin is read once, at import, so each setting runs in its own process
+The settings are read once, at import, so each runs in its own process
 (``--child``). Measurements per setting, 2 threads:
 
 - **bursts after idle**: SGEMM of 256-2048 squares, each burst about 30 ms of work
@@ -31,12 +32,13 @@ from _machine import machine  # noqa: E402
 SIZES = (256, 512, 1024, 2048)
 PAUSES = (0.3, 1.0, 2.0)
 BURST_SECONDS = 0.03
-# name -> environment for the child: how long an idle worker spins before it sleeps.
+# name -> environment for the child: how long an idle worker spins, then polls between
+# yields of its core, before it sleeps.
 POLICIES = {
-    "LAMINA_SPIN_US=0": {"LAMINA_SPIN_US": "0"},
-    "LAMINA_SPIN_US=50 (the default)": {"LAMINA_SPIN_US": "50"},
-    "LAMINA_SPIN_US=200": {"LAMINA_SPIN_US": "200"},
-    "LAMINA_SPIN_US=1000": {"LAMINA_SPIN_US": "1000"},
+    f"LAMINA_SPIN_US={spin} LAMINA_YIELD_US={poll}{note}": {
+        "LAMINA_SPIN_US": str(spin), "LAMINA_YIELD_US": str(poll)}
+    for spin, poll, note in ((50, 0, " (the default until 2026-12-02)"), (1000, 0, ""),
+                             (50, 1000, " (the default)"), (50, 5000, ""))
 }
 
 
@@ -110,7 +112,7 @@ def child(repeats: int) -> dict[str, object]:
 
 
 def _run_child(env: dict[str, str], threads: int, repeats: int) -> dict[str, object]:
-    full = {k: v for k, v in os.environ.items() if k != "LAMINA_SPIN_US"}
+    full = {k: v for k, v in os.environ.items() if k not in ("LAMINA_SPIN_US", "LAMINA_YIELD_US")}
     full.update(env, LAMINA_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
                 OPENBLAS_NUM_THREADS=str(threads))
     done = subprocess.run([sys.executable, __file__, "--child", "--repeats", str(repeats)],

@@ -147,9 +147,10 @@ void set_isa(const std::string& name) {
 }
 
 std::string env_warnings() {
-  active_isa();  // parse LAMINA_CPU_ISA, LAMINA_NUM_THREADS and LAMINA_SPIN_US now
+  active_isa();  // parse LAMINA_CPU_ISA, LAMINA_NUM_THREADS, LAMINA_SPIN_US, LAMINA_YIELD_US now
   num_threads();
   spin_microseconds();
+  yield_microseconds();
   std::lock_guard<std::mutex> lock(warn_mu);
   return warnings();
 }

@@ -7,9 +7,12 @@
 //
 // The workers (run_parts) are the backend's own threads, started on first use.
 // A worker that finds no work spins for LAMINA_SPIN_US microseconds (default
-// 50: back-to-back kernels), then sleeps until the next kernel wakes it, so an
-// idle process takes no core from other work; a longer spin took time from the
-// caller's own thread beside a busy core (benchmarks/bench_wait_policy.py). The
+// 50: back-to-back kernels), then polls between yields of its core for
+// LAMINA_YIELD_US more (default 1000: the gaps of a training step's Python
+// between kernels), then sleeps until the next kernel wakes it, so an idle
+// process takes no core from other work. A yield gives the core to any other
+// thread that wants it; a longer spin took time from the caller's own thread
+// beside a busy core, where a longer poll took less (bench_wait_policy.py). The
 // caller never waits for a worker to wake: it claims every part no worker has
 // (threading.h). A forked child has no workers (they are not forked with it),
 // so it runs every kernel on its calling thread.
@@ -155,11 +158,19 @@ class Pool {
 
   void wait_for_job(uint64_t seen) {
     using clock = std::chrono::steady_clock;
-    const auto until = clock::now() + std::chrono::microseconds(spin_microseconds());
+    const auto spun = clock::now() + std::chrono::microseconds(spin_microseconds());
     for (int i = 0;; ++i) {
       if ((state_.load(std::memory_order_acquire) >> 32) != seen) return;
       LAMINA_PAUSE();
-      if ((i & 63) == 63 && clock::now() >= until) break;
+      if ((i & 63) == 63 && clock::now() >= spun) break;
+    }
+    // Then poll between yields: a thread of another process that wants this
+    // core gets it at each yield, while on an idle core the next kernel still
+    // finds this worker awake (waking a sleeper costs tens of microseconds).
+    const auto yielded = spun + std::chrono::microseconds(yield_microseconds());
+    while (clock::now() < yielded) {
+      if ((state_.load(std::memory_order_acquire) >> 32) != seen) return;
+      std::this_thread::yield();
     }
     std::unique_lock<std::mutex> lock(mu_);
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
@@ -198,19 +209,31 @@ void run_parts(int parts, PartFn fn, void* ctx) {
 }
 }  // namespace detail
 
+namespace {
+// The environment variable `name` as microseconds in [0, 10^7], else `fallback`
+// (a malformed value is reported by env_warnings()).
+int env_microseconds(const char* name, int fallback) {
+  const char* env = std::getenv(name);
+  if (env == nullptr || env[0] == '\0') return fallback;
+  char* end = nullptr;
+  const long v = std::strtol(env, &end, 10);
+  if (end == env || *end != '\0' || v < 0 || v > 10000000) {
+    add_env_warning(std::string(name) + "='" + env +
+                    "' is not a whole number of microseconds in [0, 10^7]; using " +
+                    std::to_string(fallback));
+    return fallback;
+  }
+  return static_cast<int>(v);
+}
+}  // namespace
+
 int spin_microseconds() {
-  static const int us = [] {
-    const char* env = std::getenv("LAMINA_SPIN_US");
-    if (env == nullptr || env[0] == '\0') return 50;
-    char* end = nullptr;
-    const long v = std::strtol(env, &end, 10);
-    if (end == env || *end != '\0' || v < 0 || v > 10000000) {
-      add_env_warning(std::string("LAMINA_SPIN_US='") + env +
-                      "' is not a whole number of microseconds in [0, 10^7]; using 50");
-      return 50;
-    }
-    return static_cast<int>(v);
-  }();
+  static const int us = env_microseconds("LAMINA_SPIN_US", 50);
+  return us;
+}
+
+int yield_microseconds() {
+  static const int us = env_microseconds("LAMINA_YIELD_US", 1000);
   return us;
 }
 

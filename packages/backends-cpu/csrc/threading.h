@@ -27,6 +27,8 @@ int max_threads();
 bool have_openmp();
 // How long an idle worker spins before it sleeps: LAMINA_SPIN_US, default 50.
 int spin_microseconds();
+// How long it then polls between yields of its core: LAMINA_YIELD_US, default 1000.
+int yield_microseconds();
 // The file of the OpenMP runtime the kernels run on ("" without OpenMP). A
 // process that loaded PyTorch first runs Lamina on PyTorch's bundled libgomp
 // (same soname), whose wait policy was fixed when PyTorch loaded it.

@@ -159,8 +159,9 @@ print((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
 
 
 def test_idle_workers_do_not_spin() -> None:
-    # An idle worker spins LAMINA_SPIN_US (default 50 us), then sleeps.
-    env = {k: v for k, v in os.environ.items() if k != "LAMINA_SPIN_US"}
+    # An idle worker spins LAMINA_SPIN_US (default 50 us), polls LAMINA_YIELD_US
+    # (default 1 ms), then sleeps.
+    env = {k: v for k, v in os.environ.items() if k not in ("LAMINA_SPIN_US", "LAMINA_YIELD_US")}
     env["LAMINA_NUM_THREADS"] = "2"
     out = subprocess.run([sys.executable, "-c", IDLE_SCRIPT], check=True, env=env,
                          capture_output=True, text=True).stdout
@@ -212,8 +213,9 @@ def test_kernels_from_several_python_threads_at_once() -> None:
     subprocess.run([sys.executable, "-c", CONCURRENT_SCRIPT], check=True, env=env, timeout=120)
 
 
-def test_spin_setting_is_checked() -> None:
-    env = dict(os.environ, LAMINA_SPIN_US="soon")
+@pytest.mark.parametrize("name", ["LAMINA_SPIN_US", "LAMINA_YIELD_US"])
+def test_spin_and_poll_settings_are_checked(name: str) -> None:
+    env = dict(os.environ, **{name: "soon"})
     out = subprocess.run([sys.executable, "-W", "always", "-c", "import lamina_backend_cpu"],
                          env=env, capture_output=True, text=True, check=True).stderr
-    assert "LAMINA_SPIN_US='soon' is not a whole number of microseconds" in out
+    assert f"{name}='soon' is not a whole number of microseconds" in out

@@ -20,7 +20,8 @@ import warnings
 from typing import Any
 
 # The kernels run on the backend's own workers (threading.cc), not OpenMP's: an
-# idle worker spins LAMINA_SPIN_US microseconds (default 50), then sleeps.
+# idle worker spins LAMINA_SPIN_US microseconds (default 50), polls between yields of
+# its core for LAMINA_YIELD_US more (default 1000), then sleeps.
 _core: Any = importlib.import_module(f"{__name__}._core")
 
 backend = _core
