@@ -95,12 +95,20 @@ def torch_evaluate(model: TorchLM, data: np.ndarray, bptt: int) -> dict[str, flo
     return {"loss": total / tokens, "ppl": math.exp(total / tokens)}
 
 
+def _history(path: Path) -> list:
+    """A saved half's epochs (older halves are the bare list of them)."""
+    saved = json.loads(path.read_text())
+    return saved["epochs"] if isinstance(saved, dict) else saved
+
+
 def write_results(out: Path, config: dict[str, Any], results: dict[str, list]) -> None:
     """Save this process's histories, then rewrite OUT.json/.md from every saved half."""
     for name, history in results.items():
-        out.with_suffix(f".{name}.json").write_text(json.dumps(history, indent=2) + "\n")
+        # each half names its machine: halves from two machines never compare
+        half = {"machine": config["machine"], "epochs": history}
+        out.with_suffix(f".{name}.json").write_text(json.dumps(half, indent=2) + "\n")
     if config["framework"] != "both":
-        results = {name: json.loads(out.with_suffix(f".{name}.json").read_text())
+        results = {name: _history(out.with_suffix(f".{name}.json"))
                    for name in ("lamina", "pytorch") if out.with_suffix(f".{name}.json").exists()}
     summary = {}
     for name, history in results.items():
