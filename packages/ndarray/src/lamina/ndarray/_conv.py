@@ -88,10 +88,14 @@ def has_conv2d(x: NDArray) -> bool:
     return all(x._dtype.name in kernel_dtypes.get(name, ()) for name in _CONV_KERNELS)
 
 
-def _kernel(a: NDArray, name: str) -> Callable[..., Any]:
-    """The device's kernel ``name`` (present: the caller checked :func:`has_conv2d`)."""
+def _on_kernel(name: str, a: NDArray, b: NDArray, shape: tuple[int, ...],
+               geometry: tuple[int, ...]) -> NDArray:
+    """A new ``shape`` array from the device's kernel ``name`` over compact ``a`` and ``b``
+    (present: the caller checked :func:`has_conv2d`)."""
+    out = a._empty(shape, a.dtype, a.device)
     kernel: Callable[..., Any] = getattr(a._device.kernels, name)
-    return kernel
+    kernel(a.compact()._buf, b.compact()._buf, out._buf, *geometry[:13])
+    return out
 
 
 def _filter_geometry(op: str, input_shape: tuple[int, ...], weight_shape: tuple[int, ...],
@@ -123,9 +127,7 @@ def conv2d(x: NDArray, weight: NDArray, stride: Any = 1, padding: Any = 0,
     n, c, _, _, o, kh, kw = geometry[:7]
     oh, ow = geometry[13:]
     if has_conv2d(x):
-        out = x._empty((n, o, oh, ow), x.dtype, x.device)
-        _kernel(x, "conv2d")(x.compact()._buf, weight.compact()._buf, out._buf, *geometry[:13])
-        return out
+        return _on_kernel("conv2d", x, weight, (n, o, oh, ow), geometry)
     taps = c * kh * kw
     cols = im2col(x, weight.shape[2:], stride, padding, dilation).reshape(n, oh * ow, taps)
     return (weight.reshape(o, taps) @ cols.permute(0, 2, 1)).reshape(n, o, oh, ow)
@@ -142,9 +144,7 @@ def conv2d_backward_input(grad: NDArray, weight: NDArray, input_shape: Any, stri
     n, c, h, w, o, kh, kw = geometry[:7]
     oh, ow = geometry[13:]
     if has_conv2d(grad):
-        dx = grad._empty((n, c, h, w), grad.dtype, grad.device)
-        _kernel(grad, op)(grad.compact()._buf, weight.compact()._buf, dx._buf, *geometry[:13])
-        return dx
+        return _on_kernel(op, grad, weight, (n, c, h, w), geometry)
     rows = grad.reshape(n, o, oh * ow).permute(0, 2, 1) @ weight.reshape(o, c * kh * kw)
     return col2im(rows.reshape(n, oh, ow, c, kh, kw), (n, c, h, w), (kh, kw), stride, padding,
                   dilation)
@@ -161,8 +161,6 @@ def conv2d_backward_weight(x: NDArray, grad: NDArray, weight_shape: Any, stride:
     n, c, _, _, o, kh, kw = geometry[:7]
     oh, ow = geometry[13:]
     if has_conv2d(x):
-        dw = x._empty((o, c, kh, kw), x.dtype, x.device)
-        _kernel(x, op)(x.compact()._buf, grad.compact()._buf, dw._buf, *geometry[:13])
-        return dw
+        return _on_kernel(op, x, grad, (o, c, kh, kw), geometry)
     cols = im2col(x, (kh, kw), stride, padding, dilation).reshape(n, oh * ow, c * kh * kw)
     return (grad.reshape(n, o, oh * ow) @ cols).sum(axis=0).reshape(o, c, kh, kw)
