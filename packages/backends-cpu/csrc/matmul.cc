@@ -498,12 +498,17 @@ void gemm_packed(const IsaGemm<T>& ks, Mat<S> A, Mat<S> B, T* C, int64_t M, int6
 
 constexpr int64_t kSmallFlops = 8 * 8 * 8;
 
-// Threads for a product of M * K * N FMAs: waking a sleeping worker costs
-// tens of microseconds, so only products of about 16 MFLOP and more get a
-// second thread (measured on a quiet Zen 4, 2 threads against 1: 0.52x at
-// 128^3, 0.85x at 160^3, 1.0x at 192^3, 1.08x at 768x128x128, 1.33x at 256^3).
+// Threads for a product of M * K * N FMAs: one more thread per 2^20 FMAs (2
+// MFLOP). Workers spin and then poll for a millisecond before they sleep
+// (threading.cc), so inside a training step a second thread is awake and
+// pays off on small products: a quiet Zen 4, 2 threads against 1 in a loop,
+// 1.23x at 64^3, 1.37x at 96^3, 1.49x at 128^3, 2.05x at 20x200x800 (an LSTM
+// step's recurrent product; the PTB model's 2-thread step went from about 90
+// to 85 ms). Products under 2^20 FMAs (about 20 us) stay on one thread: after
+// a pause of a few milliseconds the worker sleeps, and waking it costs tens of
+// microseconds. The threshold was 2^23 FMAs while workers slept at once.
 int threads_for_gemm(int64_t M, int64_t K, int64_t N, int nt) {
-  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(nt, M * K * N / (256 * 256 * 128) + 1)));
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(nt, M * K * N / (1 << 20) + 1)));
 }
 
 // Products with at most this many rows read B in place (gemv_simd.h) when
