@@ -9,7 +9,8 @@ The settings are read once, at import, so each runs in its own process
   in the same kind of bursts and warm; GFLOP/s, median over the bursts;
 - **a training step**: one MLP 784-256-10 training step (batch 128) with 2 threads,
   unloaded and while another process spins on one core, against the same step with
-  1 thread and no load.
+  1 thread and no load; medians over rounds of one process each (where the scheduler
+  puts the busy process, beside the caller or beside the worker, changes between them).
 
 ``python benchmarks/bench_wait_policy.py`` writes ``results/wait_policy.md``.
 """
@@ -83,11 +84,13 @@ def _mlp_step_seconds() -> float:
     return statistics.median(seconds_per_call(step, 0.3) for _ in range(5))
 
 
-def child(repeats: int) -> dict[str, object]:
+def child(repeats: int, steps_only: bool) -> dict[str, object]:
     import lamina.ndarray as nd
     import numpy as np
 
     out: dict[str, object] = {}
+    if steps_only:
+        return _steps(out)
     rng = np.random.default_rng(0)
     for n in SIZES:
         a_np = rng.standard_normal((n, n), dtype=np.float32)
@@ -99,6 +102,10 @@ def child(repeats: int) -> dict[str, object]:
         theirs = _bursts(np.matmul, a_np, b_np, n, repeats)
         out[str(n)] = {"lamina_burst": ours[0], "lamina_warm": ours[1],
                        "numpy_burst": theirs[0], "numpy_warm": theirs[1]}
+    return out
+
+
+def _steps(out: dict[str, object]) -> dict[str, object]:
     out["mlp_step"] = _mlp_step_seconds()
     if os.environ.get("LAMINA_NUM_THREADS") == "1":
         return out
@@ -108,15 +115,18 @@ def child(repeats: int) -> dict[str, object]:
         out["mlp_step_busy"] = _mlp_step_seconds()
     finally:
         busy.kill()
+        busy.wait()
     return out
 
 
-def _run_child(env: dict[str, str], threads: int, repeats: int) -> dict[str, object]:
+def _run_child(env: dict[str, str], threads: int, repeats: int,
+               steps_only: bool = False) -> dict[str, object]:
     full = {k: v for k, v in os.environ.items() if k not in ("LAMINA_SPIN_US", "LAMINA_YIELD_US")}
     full.update(env, LAMINA_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
                 OPENBLAS_NUM_THREADS=str(threads))
-    done = subprocess.run([sys.executable, __file__, "--child", "--repeats", str(repeats)],
-                          env=full, capture_output=True, text=True, check=True)
+    argv = [sys.executable, __file__, "--child", "--repeats", str(repeats)]
+    done = subprocess.run(argv + ["--steps-only"] * steps_only, env=full, capture_output=True,
+                          text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
@@ -124,19 +134,35 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--repeats", type=int, default=3, help="bursts per pause")
+    parser.add_argument("--step-rounds", type=int, default=5,
+                        help="processes per policy timing the step (the busy core's "
+                             "placement changes from one to the next)")
+    parser.add_argument("--steps-only", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--out", default=str(HERE / "results" / "wait_policy.md"))
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.repeats)))
+        print(json.dumps(child(args.repeats, args.steps_only)))
         return 0
-    one = _run_child({}, 1, 1)
+    # Step timings, in rounds of one process per policy and one at 1 thread.
+    rounds: dict[str, list[dict[str, object]]] = {name: [] for name in ("1", *POLICIES)}
+    for _ in range(args.step_rounds):
+        rounds["1"].append(_run_child({}, 1, 1, steps_only=True))
+        for name, env in POLICIES.items():
+            rounds[name].append(_run_child(env, 2, 1, steps_only=True))
+
+    def step_median(name: str, key: str) -> float:
+        return statistics.median(float(r[key]) for r in rounds[name])  # type: ignore[arg-type]
+
+    ref = step_median("1", "mlp_step")
     lines = ["# Worker spin: SGEMM bursts after idle, and a training step beside a busy core", "",
              ", ".join(f"{k} {v}" for k, v in machine().items()), "",
              "SGEMM GFLOP/s, 2 threads, median over bursts of about 30 ms started after a "
              f"pause of {', '.join(map(str, PAUSES))} s ({args.repeats} each); numpy is "
              "OpenBLAS in the same bursts and warm. The MLP step (784-256-10, batch 128, "
              "SGD) is 2 threads, unloaded and beside a process spinning on one core; the "
-             f"reference is 1 thread, no load: {one['mlp_step'] * 1e3:.2f} ms.", "",
+             f"reference is 1 thread, no load: {ref * 1e3:.2f} ms. Step times are medians "
+             f"of {args.step_rounds} rounds of one process per policy (and one at 1 "
+             "thread), in turn; the range is over the rounds.", "",
              "| policy | n | lamina burst | numpy burst | burst ratio | lamina warm | "
              "numpy warm |", "|---|---:|---:|---:|---:|---:|---:|"]
     steps = []
@@ -148,13 +174,13 @@ def main() -> int:
             lines.append(f"| {name} | {n} | {r['lamina_burst']:.1f} | {r['numpy_burst']:.1f} | "
                          f"{r['lamina_burst'] / r['numpy_burst']:.2f} | "
                          f"{r['lamina_warm']:.1f} | {r['numpy_warm']:.1f} |")
-        free, busy = float(res["mlp_step"]), float(res["mlp_step_busy"])  # type: ignore[arg-type]
-        ref = float(one["mlp_step"])  # type: ignore[arg-type]
+        free, busy = step_median(name, "mlp_step"), step_median(name, "mlp_step_busy")
+        spread = [ref / float(r["mlp_step_busy"]) for r in rounds[name]]  # type: ignore[arg-type]
         steps.append(f"| {name} | {free * 1e3:.2f} | {ref / free:.2f} | {busy * 1e3:.2f} | "
-                     f"{ref / busy:.2f} |")
+                     f"{ref / busy:.2f} | {min(spread):.2f}-{max(spread):.2f} |")
     lines += ["", "| policy | MLP step, 2 threads (ms) | speed vs 1 thread | "
-              "2 threads, one core busy (ms) | speed vs 1 thread unloaded |",
-              "|---|---:|---:|---:|---:|", *steps, ""]
+              "2 threads, one core busy (ms) | speed vs 1 thread unloaded | range |",
+              "|---|---:|---:|---:|---:|---:|", *steps, ""]
     Path(args.out).write_text("\n".join(lines))
     print("\n".join(lines))
     return 0

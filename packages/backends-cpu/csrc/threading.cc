@@ -12,9 +12,10 @@
 // between kernels), then sleeps until the next kernel wakes it, so an idle
 // process takes no core from other work. A yield gives the core to any other
 // thread that wants it; a longer spin took time from the caller's own thread
-// beside a busy core, where a longer poll took less (bench_wait_policy.py). The
-// caller never waits for a worker to wake: it claims every part no worker has
-// (threading.h). A forked child has no workers (they are not forked with it),
+// beside a busy core, where a longer poll took less (bench_wait_policy.py).
+// While the process shares its cores with other work, workers skip the poll
+// (Pool::contended). The caller never waits for a worker to wake: it claims
+// every part no worker has (threading.h). A forked child has no workers (they are not forked with it),
 // so it runs every kernel on its calling thread.
 #include "threading.h"
 
@@ -89,6 +90,8 @@ const int fork_handler_registered = pthread_atfork(nullptr, nullptr, [] { forked
 // moved on, and a finished job has no part left to claim, so a worker that read
 // the fields while the next job was being set up can never run anything with them.
 class Pool {
+  using Clock = std::chrono::steady_clock;
+
  public:
   void run(int parts, detail::PartFn fn, void* ctx) {
     if (in_part_) {  // called from a part: as an OpenMP team of one, the whole range
@@ -104,6 +107,7 @@ class Pool {
     fn_.store(fn, std::memory_order_relaxed);
     ctx_.store(ctx, std::memory_order_relaxed);
     done_.store(0, std::memory_order_relaxed);
+    worker_ticks_.store(0, std::memory_order_relaxed);
     const uint64_t gen = ((state_.load(std::memory_order_relaxed) >> 32) + 1) & 0xffffffffu;
     // publish: part 0 is next
     state_.store(gen << 32 | static_cast<uint64_t>(parts) << 16, std::memory_order_seq_cst);
@@ -112,20 +116,25 @@ class Pool {
       wake_.notify_all();
     }
     in_part_ = true;
-    int ran = work(gen);
+    Clock::rep own = 0;
+    int ran = work(gen, own);
     in_part_ = false;
     // Wait only for the parts that workers claimed and are running.
     for (int spins = 0; done_.load(std::memory_order_acquire) + ran < parts; ++spins) {
       if (spins < 4096) LAMINA_PAUSE();
       else std::this_thread::yield();
     }
+    if (ran > 0 && ran < parts)
+      compare_parts(own / ran, worker_ticks_.load(std::memory_order_relaxed) / (parts - ran));
   }
 
  private:
-  // Claims and runs parts of job gen until none is left; returns how many it ran.
-  int work(uint64_t gen) {
+  // Claims and runs parts of job gen until none is left; returns how many it
+  // ran and adds the time they took to `ticks`.
+  int work(uint64_t gen, Clock::rep& ticks) {
     detail::PartFn fn = fn_.load(std::memory_order_relaxed);
     void* ctx = ctx_.load(std::memory_order_relaxed);
+    const auto start = Clock::now();
     int ran = 0;
     uint64_t s = state_.load(std::memory_order_acquire);
     while ((s >> 32) == gen && (s & 0xffff) < ((s >> 16) & 0xffff)) {
@@ -134,6 +143,7 @@ class Pool {
       ++ran;
       s = state_.load(std::memory_order_acquire);
     }
+    if (ran) ticks += (Clock::now() - start).count();
     return ran;
   }
 
@@ -151,26 +161,34 @@ class Pool {
       wait_for_job(seen);
       const uint64_t s = state_.load(std::memory_order_acquire);
       seen = s >> 32;
-      const int ran = work(seen);
-      if (ran) done_.fetch_add(ran, std::memory_order_acq_rel);
+      Clock::rep ticks = 0;
+      const int ran = work(seen, ticks);
+      if (ran) {
+        worker_ticks_.fetch_add(ticks, std::memory_order_relaxed);
+        done_.fetch_add(ran, std::memory_order_acq_rel);  // publishes the ticks too
+      }
     }
   }
 
   void wait_for_job(uint64_t seen) {
-    using clock = std::chrono::steady_clock;
-    const auto spun = clock::now() + std::chrono::microseconds(spin_microseconds());
+    const auto spun = Clock::now() + std::chrono::microseconds(spin_microseconds());
     for (int i = 0;; ++i) {
       if ((state_.load(std::memory_order_acquire) >> 32) != seen) return;
       LAMINA_PAUSE();
-      if ((i & 63) == 63 && clock::now() >= spun) break;
+      if ((i & 63) == 63 && Clock::now() >= spun) break;
     }
     // Then poll between yields: a thread of another process that wants this
     // core gets it at each yield, while on an idle core the next kernel still
     // finds this worker awake (waking a sleeper costs tens of microseconds).
+    // Not while the process is contended (see kYieldTakenUs).
+    auto now = Clock::now();
     const auto yielded = spun + std::chrono::microseconds(yield_microseconds());
-    while (clock::now() < yielded) {
+    while (now < yielded && !contended(now)) {
       if ((state_.load(std::memory_order_acquire) >> 32) != seen) return;
       std::this_thread::yield();
+      const auto before = now;
+      now = Clock::now();
+      if (now - before > std::chrono::microseconds(kYieldTakenUs)) sign(now);
     }
     std::unique_lock<std::mutex> lock(mu_);
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
@@ -178,6 +196,47 @@ class Pool {
     sleepers_.fetch_sub(1, std::memory_order_seq_cst);
   }
 
+  // Beside a busy core, a polling worker keeps a core that the caller's own
+  // thread or another process wants: 3 runnable threads on 2 cores made a
+  // 2-thread MLP step 0.85-0.97x its 1-thread time, where workers that sleep
+  // at once made it 1.13-1.22x. So while the process is contended, workers
+  // sleep right after their spin. The signs of it: a worker's yield that took
+  // over kYieldTakenUs (another thread ran on its core), and a job whose parts
+  // took over twice as long (plus kSlowerUs) on the caller as on the workers
+  // or the other way round (one of them shared its core). One alone is not
+  // enough: a quiet VM stalls a vCPU now and then. kSigns of them within
+  // kWindowMs make the process contended for kContendedMs.
+  static constexpr int kYieldTakenUs = 100, kSlowerUs = 20;
+  static constexpr int kSigns = 3, kWindowMs = 100, kContendedMs = 200;
+
+  static Clock::rep ticks(Clock::time_point t) { return t.time_since_epoch().count(); }
+  template <class D>
+  static Clock::rep ticks(D d) {
+    return std::chrono::duration_cast<Clock::duration>(d).count();
+  }
+  bool contended(Clock::time_point now) const {
+    return ticks(now) < contended_until_.load(std::memory_order_relaxed);
+  }
+  // Counts a sign of contention (a race between threads only loses one).
+  void sign(Clock::time_point now) {
+    const Clock::rep window = ticks(std::chrono::milliseconds(kWindowMs));
+    if (ticks(now) - window_.load(std::memory_order_relaxed) > window) {
+      window_.store(ticks(now), std::memory_order_relaxed);
+      signs_.store(0, std::memory_order_relaxed);
+    }
+    if (signs_.fetch_add(1, std::memory_order_relaxed) + 1 >= kSigns)
+      contended_until_.store(ticks(now) + ticks(std::chrono::milliseconds(kContendedMs)),
+                             std::memory_order_relaxed);
+  }
+  // The parts of a job are of about equal size: compares the time per part
+  // on the caller and on the workers.
+  void compare_parts(Clock::rep caller, Clock::rep workers) {
+    const Clock::rep slack = ticks(std::chrono::microseconds(kSlowerUs));
+    if (caller > 2 * workers + slack || workers > 2 * caller + slack) sign(Clock::now());
+  }
+
+  std::atomic<Clock::rep> contended_until_{0}, window_{0}, worker_ticks_{0};
+  std::atomic<long> signs_{0};
   std::mutex job_mu_;  // one job at a time
   std::atomic<uint64_t> state_{0};
   std::atomic<detail::PartFn> fn_{nullptr};
