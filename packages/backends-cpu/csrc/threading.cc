@@ -13,19 +13,22 @@
 // process takes no core from other work. A yield gives the core to any other
 // thread that wants it; a longer spin took time from the caller's own thread
 // beside a busy core, where a longer poll took less (bench_wait_policy.py).
-// While the process shares its cores with other work, workers skip the poll
-// (Pool::contended). The caller never waits for a worker to wake: it claims
+// While other processes keep the cores busy, workers skip the poll
+// (Pool::watch_load). The caller never waits for a worker to wake: it claims
 // every part no worker has (threading.h). A forked child has no workers (they are not forked with it),
 // so it runs every kernel on its calling thread.
 #include "threading.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -84,14 +87,41 @@ const int fork_handler_registered = pthread_atfork(nullptr, nullptr, [] { forked
 
 // ---------------------------------------------------------------- the workers
 
+// Seconds the machine's CPUs spent busy since boot (all but idle and iowait):
+// the first line of /proc/stat, in clock ticks. False where it cannot be read.
+bool machine_busy_seconds(double& out) {
+  std::FILE* f = std::fopen("/proc/stat", "r");
+  if (f == nullptr) return false;
+  unsigned long long v[8] = {};  // user nice system idle iowait irq softirq steal
+  const int got = std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
+                              &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+  std::fclose(f);
+  static const long tick = sysconf(_SC_CLK_TCK);
+  if (got < 4 || tick <= 0) return false;
+  out = double(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / double(tick);
+  return true;
+}
+
+// CPU seconds this process used, user and system.
+bool process_seconds(double& out) {
+  rusage use{};
+  if (getrusage(RUSAGE_SELF, &use) != 0) return false;
+  auto sec = [](const timeval& t) { return double(t.tv_sec) + 1e-6 * double(t.tv_usec); };
+  out = sec(use.ru_utime) + sec(use.ru_stime);
+  return true;
+}
+
+int online_cpus() {
+  static const int n = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+  return n;
+}
+
 // One job at a time. state holds the job's generation (high 32 bits), its
 // number of parts (16) and the next unclaimed part (low 16), in one word: a part
 // is claimed by a compare-and-swap of that word, which fails once the generation
 // moved on, and a finished job has no part left to claim, so a worker that read
 // the fields while the next job was being set up can never run anything with them.
 class Pool {
-  using Clock = std::chrono::steady_clock;
-
  public:
   void run(int parts, detail::PartFn fn, void* ctx) {
     if (in_part_) {  // called from a part: as an OpenMP team of one, the whole range
@@ -107,7 +137,7 @@ class Pool {
     fn_.store(fn, std::memory_order_relaxed);
     ctx_.store(ctx, std::memory_order_relaxed);
     done_.store(0, std::memory_order_relaxed);
-    worker_ticks_.store(0, std::memory_order_relaxed);
+    watch_load(parts);
     const uint64_t gen = ((state_.load(std::memory_order_relaxed) >> 32) + 1) & 0xffffffffu;
     // publish: part 0 is next
     state_.store(gen << 32 | static_cast<uint64_t>(parts) << 16, std::memory_order_seq_cst);
@@ -116,25 +146,20 @@ class Pool {
       wake_.notify_all();
     }
     in_part_ = true;
-    Clock::rep own = 0;
-    int ran = work(gen, own);
+    int ran = work(gen);
     in_part_ = false;
     // Wait only for the parts that workers claimed and are running.
     for (int spins = 0; done_.load(std::memory_order_acquire) + ran < parts; ++spins) {
       if (spins < 4096) LAMINA_PAUSE();
       else std::this_thread::yield();
     }
-    if (ran > 0 && ran < parts)
-      compare_parts(own / ran, worker_ticks_.load(std::memory_order_relaxed) / (parts - ran));
   }
 
  private:
-  // Claims and runs parts of job gen until none is left; returns how many it
-  // ran and adds the time they took to `ticks`.
-  int work(uint64_t gen, Clock::rep& ticks) {
+  // Claims and runs parts of job gen until none is left; returns how many it ran.
+  int work(uint64_t gen) {
     detail::PartFn fn = fn_.load(std::memory_order_relaxed);
     void* ctx = ctx_.load(std::memory_order_relaxed);
-    const auto start = Clock::now();
     int ran = 0;
     uint64_t s = state_.load(std::memory_order_acquire);
     while ((s >> 32) == gen && (s & 0xffff) < ((s >> 16) & 0xffff)) {
@@ -143,7 +168,6 @@ class Pool {
       ++ran;
       s = state_.load(std::memory_order_acquire);
     }
-    if (ran) ticks += (Clock::now() - start).count();
     return ran;
   }
 
@@ -161,34 +185,26 @@ class Pool {
       wait_for_job(seen);
       const uint64_t s = state_.load(std::memory_order_acquire);
       seen = s >> 32;
-      Clock::rep ticks = 0;
-      const int ran = work(seen, ticks);
-      if (ran) {
-        worker_ticks_.fetch_add(ticks, std::memory_order_relaxed);
-        done_.fetch_add(ran, std::memory_order_acq_rel);  // publishes the ticks too
-      }
+      const int ran = work(seen);
+      if (ran) done_.fetch_add(ran, std::memory_order_acq_rel);
     }
   }
 
   void wait_for_job(uint64_t seen) {
-    const auto spun = Clock::now() + std::chrono::microseconds(spin_microseconds());
+    using clock = std::chrono::steady_clock;
+    const auto spun = clock::now() + std::chrono::microseconds(spin_microseconds());
     for (int i = 0;; ++i) {
       if ((state_.load(std::memory_order_acquire) >> 32) != seen) return;
       LAMINA_PAUSE();
-      if ((i & 63) == 63 && Clock::now() >= spun) break;
+      if ((i & 63) == 63 && clock::now() >= spun) break;
     }
     // Then poll between yields: a thread of another process that wants this
     // core gets it at each yield, while on an idle core the next kernel still
     // finds this worker awake (waking a sleeper costs tens of microseconds).
-    // Not while the process is contended (see kYieldTakenUs).
-    auto now = Clock::now();
     const auto yielded = spun + std::chrono::microseconds(yield_microseconds());
-    while (now < yielded && !contended(now)) {
+    while (!crowded_.load(std::memory_order_relaxed) && clock::now() < yielded) {
       if ((state_.load(std::memory_order_acquire) >> 32) != seen) return;
       std::this_thread::yield();
-      const auto before = now;
-      now = Clock::now();
-      if (now - before > std::chrono::microseconds(kYieldTakenUs)) sign(now);
     }
     std::unique_lock<std::mutex> lock(mu_);
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
@@ -199,45 +215,32 @@ class Pool {
   // Beside a busy core, a polling worker keeps a core that the caller's own
   // thread or another process wants: 3 runnable threads on 2 cores made a
   // 2-thread MLP step 0.85-0.97x its 1-thread time, where workers that sleep
-  // at once made it 1.13-1.22x. So while the process is contended, workers
-  // sleep right after their spin. The signs of it: a worker's yield that took
-  // over kYieldTakenUs (another thread ran on its core), and a job whose parts
-  // took over twice as long (plus kSlowerUs) on the caller as on the workers
-  // or the other way round (one of them shared its core). One alone is not
-  // enough: a quiet VM stalls a vCPU now and then. kSigns of them within
-  // kWindowMs make the process contended for kContendedMs.
-  static constexpr int kYieldTakenUs = 100, kSlowerUs = 20;
-  static constexpr int kSigns = 3, kWindowMs = 100, kContendedMs = 200;
-
-  static Clock::rep ticks(Clock::time_point t) { return t.time_since_epoch().count(); }
-  template <class D>
-  static Clock::rep ticks(D d) {
-    return std::chrono::duration_cast<Clock::duration>(d).count();
-  }
-  bool contended(Clock::time_point now) const {
-    return ticks(now) < contended_until_.load(std::memory_order_relaxed);
-  }
-  // Counts a sign of contention (a race between threads only loses one).
-  void sign(Clock::time_point now) {
-    const Clock::rep window = ticks(std::chrono::milliseconds(kWindowMs));
-    if (ticks(now) - window_.load(std::memory_order_relaxed) > window) {
-      window_.store(ticks(now), std::memory_order_relaxed);
-      signs_.store(0, std::memory_order_relaxed);
+  // at once made it 1.04-1.22x (bench_wait_policy.py). So while the machine is
+  // crowded, workers sleep right after their spin. Crowded: over the last
+  // sample (at least kSampleMs, taken by a job's caller), other processes kept
+  // more cores busy than this job leaves free, by a quarter of a core; /proc/stat
+  // gives the machine's busy time (steal included), getrusage this process's.
+  static constexpr int kSampleMs = 200;
+  void watch_load(int parts) {
+    using clock = std::chrono::steady_clock;
+    const auto now = clock::now();
+    if (now - sampled_at_ < std::chrono::milliseconds(kSampleMs)) return;
+    double busy = 0, ours = 0;
+    if (!machine_busy_seconds(busy) || !process_seconds(ours)) return;
+    if (sampled_at_ != clock::time_point{}) {
+      const double wall = std::chrono::duration<double>(now - sampled_at_).count();
+      const double others = (busy - busy_) / wall - (ours - ours_) / wall;  // cores
+      crowded_.store(others > online_cpus() - parts + 0.25, std::memory_order_relaxed);
     }
-    if (signs_.fetch_add(1, std::memory_order_relaxed) + 1 >= kSigns)
-      contended_until_.store(ticks(now) + ticks(std::chrono::milliseconds(kContendedMs)),
-                             std::memory_order_relaxed);
-  }
-  // The parts of a job are of about equal size: compares the time per part
-  // on the caller and on the workers.
-  void compare_parts(Clock::rep caller, Clock::rep workers) {
-    const Clock::rep slack = ticks(std::chrono::microseconds(kSlowerUs));
-    if (caller > 2 * workers + slack || workers > 2 * caller + slack) sign(Clock::now());
+    sampled_at_ = now;
+    busy_ = busy;
+    ours_ = ours;
   }
 
-  std::atomic<Clock::rep> contended_until_{0}, window_{0}, worker_ticks_{0};
-  std::atomic<long> signs_{0};
-  std::mutex job_mu_;  // one job at a time
+  std::chrono::steady_clock::time_point sampled_at_{};  // the fields of the last sample
+  double busy_ = 0, ours_ = 0;
+  std::atomic<bool> crowded_{false};
+  std::mutex job_mu_;  // one job at a time, and the load samples
   std::atomic<uint64_t> state_{0};
   std::atomic<detail::PartFn> fn_{nullptr};
   std::atomic<void*> ctx_{nullptr};
