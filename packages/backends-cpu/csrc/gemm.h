@@ -87,6 +87,14 @@ struct IsaGemm {
   SmallGemm<T> small;  // gemm_small.h
   GemvDot<T> dot;      // gemv_simd.h
   GemvAxpy<T> axpy;
+  // The tile's narrower copies for C's last panel: edge[e] computes e + 1 of
+  // its NR / edge_lanes vectors from the same NR-wide packed B panel, so a
+  // C 100 floats wide pads the tall tile to 112 columns, not 128 (null past
+  // the tile's vectors, and on the portable tile: edge_lanes 0). Each C
+  // element sums the same products in the same order on either.
+  UKernel<T> packed_edge[3] = {};
+  DirectUKernel<T> direct_edge[3] = {};
+  int edge_lanes = 0;
 };
 
 }  // namespace lamina_cpu

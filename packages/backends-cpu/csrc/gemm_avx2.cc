@@ -25,8 +25,11 @@ inline T madd(T a, T b, T c) {
 template <class T>
 IsaGemm<T> tile_kernels() {
   constexpr int MR = TileOf<T, Tile::Avx2>::MR, NV = TileOf<T, Tile::Avx2>::NR / Vec<T>::L;
-  return {&ukernel<T, MR, NV>, &ukernel_direct<T, MR, NV>, &gemm_small<T>, &gemv_dot<T>,
-          &gemv_axpy<T>};
+  IsaGemm<T> g{&ukernel<T, MR, NV>, &ukernel_direct<T, MR, NV>, &gemm_small<T>, &gemv_dot<T>,
+               &gemv_axpy<T>};
+  add_edges<T, MR, NV>(g);
+  g.edge_lanes = Vec<T>::L;
+  return g;
 }
 
 void fill_gemm(IsaKernels& k) {

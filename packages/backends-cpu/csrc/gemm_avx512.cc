@@ -26,8 +26,11 @@ inline T madd(T a, T b, T c) {
 template <class T, Tile K>
 IsaGemm<T> tile_kernels() {
   constexpr int MR = TileOf<T, K>::MR, NV = TileOf<T, K>::NR / Vec<T>::L;
-  return {&ukernel<T, MR, NV>, &ukernel_direct<T, MR, NV>, &gemm_small<T>, &gemv_dot<T>,
-          &gemv_axpy<T>};
+  IsaGemm<T> g{&ukernel<T, MR, NV>, &ukernel_direct<T, MR, NV>, &gemm_small<T>, &gemv_dot<T>,
+               &gemv_axpy<T>};
+  add_edges<T, MR, NV>(g);
+  g.edge_lanes = Vec<T>::L;
+  return g;
 }
 
 // The tall and the wide tile; a C too narrow for both keeps the avx2 tile

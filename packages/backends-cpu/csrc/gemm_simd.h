@@ -4,9 +4,10 @@
 // machine also tests the logic of the wide one. Include inside the per-ISA
 // namespace after simd.h; no include guard on purpose.
 //
-// ukernel<T, MR, NV>: one MR x (NV * L) tile of C from packed panels (see
-// gemm.h), MR * NV accumulators held in registers for the whole k loop:
-// per k, NV loads of B, MR broadcasts of A, MR * NV FMAs. The loops over
+// ukernel<T, MR, NV, BV>: one MR x (NV * L) tile of C from packed panels (see
+// gemm.h) BV vectors wide (BV > NV: the first NV vectors of a wider tile's
+// panel, its edge kernels), MR * NV accumulators held in registers for the
+// whole k loop: per k, NV loads of B, MR broadcasts of A, MR * NV FMAs. The loops over
 // the tile are fully unrolled, so the accumulator array becomes registers.
 // The k loop is unrolled 4 times: on Zen 3 its counter and pointer updates
 // held the 6x16 AVX2 tile at 66-72 GFLOP/s, 81-86 unrolled (of a 90 peak). A
@@ -33,12 +34,12 @@ inline void store_tile(typename Vec<T>::V (&c)[MR][NV], T* __restrict__ C, int64
     }
 }
 
-template <class T, int MR, int NV>
+template <class T, int MR, int NV, int BV = NV>
 void ukernel(int64_t kc, const T* __restrict__ Ap, const T* __restrict__ Bp, T* __restrict__ C,
              int64_t ldc, bool accumulate, const T* __restrict__ bias) {
   using W = Vec<T>;
   using V = typename W::V;
-  constexpr int NR = NV * W::L;
+  constexpr int NR = BV * W::L;  // the panel's row stride
   constexpr bool kStreamB = NR * sizeof(T) > 64;
   V c[MR][NV];
 #pragma GCC unroll 16
@@ -70,12 +71,12 @@ void ukernel(int64_t kc, const T* __restrict__ Ap, const T* __restrict__ Bp, T* 
 // the hardware prefetches; a transposed A jumps acs along k (one line holds
 // all rows of a k), so fetch 24 k ahead of it, unless that is pages away
 // (measured on AVX2: it then costs more than it saves).
-template <class T, int MR, int NV>
+template <class T, int MR, int NV, int BV = NV>
 void ukernel_direct(int64_t kc, const T* const* rows, int64_t acs, const T* __restrict__ Bp,
                     T* __restrict__ C, int64_t ldc, bool accumulate, const T* __restrict__ bias) {
   using W = Vec<T>;
   using V = typename W::V;
-  constexpr int NR = NV * W::L;
+  constexpr int NR = BV * W::L;  // the panel's row stride
   const T* a[MR];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) a[i] = rows[i];
@@ -100,6 +101,16 @@ void ukernel_direct(int64_t kc, const T* const* rows, int64_t acs, const T* __re
     Bp += NR;
   }
   store_tile<T, MR, NV>(c, C, ldc, accumulate, bias);
+}
+
+// The edge copies of the MR x NV-vector tile into g (gemm.h's IsaGemm).
+template <class T, int MR, int NV, int E = 1>
+void add_edges(IsaGemm<T>& g) {
+  if constexpr (E < NV) {
+    g.packed_edge[E - 1] = &ukernel<T, MR, E, NV>;
+    g.direct_edge[E - 1] = &ukernel_direct<T, MR, E, NV>;
+    add_edges<T, MR, NV, E + 1>(g);
+  }
 }
 
 // Seconds (of the calling thread's CPU time) of back-to-back float FMAs;

@@ -327,19 +327,21 @@ inline void add_bias(T* c, int64_t ldc, int64_t h, int64_t w, const T* __restric
   }
 }
 
-// Runs tile(i0, h, bpanel, dst, ld, acc) for each MR x NR tile of an mc x nc
-// block of C (i0: its first row, h: its rows in the block, bpanel: its packed
-// B panel); edge tiles compute into a scratch tile, then add or copy the part
-// that is in C. A bias (null: none) goes into each tile's store (the last k
-// block of a product with a bias, matmul_bias); an edge tile's NR columns of
-// it come from a padded copy.
+// Runs tile(i0, h, bpanel, dst, ld, acc, bias, e) for each MR x NR tile of an
+// mc x nc block of C (i0: its first row, h: its rows in the block, bpanel: its
+// packed B panel, e: -1, or the edge kernel that covers a last panel narrower
+// than the tile: IsaGemm's edge[e], e + 1 vectors of lanes); edge tiles compute
+// into a scratch tile, then add or copy the part that is in C. A bias (null:
+// none) goes into each tile's store (the last k block of a product with a bias,
+// matmul_bias); an edge tile's NR columns of it come from a padded copy.
 template <class T, int MR, int NR, class Tile>
 void for_each_tile(const T* Bp, int64_t mc, int64_t nc, int64_t kc, T* C, int64_t ldc,
-                   bool accumulate, const T* bias, Tile tile) {
+                   bool accumulate, const T* bias, int64_t lanes, Tile tile) {
   alignas(64) T scratch_tile[MR * NR];
   alignas(64) T edge_bias[NR];
   for (int64_t j0 = 0; j0 < nc; j0 += NR) {
     const int64_t w = std::min<int64_t>(NR, nc - j0);
+    const int e = lanes && w <= NR - lanes ? int((w + lanes - 1) / lanes) - 1 : -1;
     const T* bpanel = Bp + j0 * kc;
     const T* b = bias ? bias + j0 : nullptr;
     if (b && w < NR) {
@@ -351,9 +353,9 @@ void for_each_tile(const T* Bp, int64_t mc, int64_t nc, int64_t kc, T* C, int64_
       const int64_t h = std::min<int64_t>(MR, mc - i0);
       T* c = C + i0 * ldc + j0;
       if (h == MR && w == NR) {
-        tile(i0, h, bpanel, c, ldc, accumulate, b);
+        tile(i0, h, bpanel, c, ldc, accumulate, b, -1);
       } else {
-        tile(i0, h, bpanel, scratch_tile, int64_t(NR), false, b);
+        tile(i0, h, bpanel, scratch_tile, int64_t(NR), false, b, e);
         for (int64_t i = 0; i < h; ++i) {
           T* ci = c + i * ldc;
           const T* si = scratch_tile + i * NR;
@@ -383,23 +385,27 @@ void for_each_tile(const T* Bp, int64_t mc, int64_t nc, int64_t kc, T* C, int64_
 
 // One mc x nc block of C from packed A (mc x kc) and packed B (kc x nc).
 template <class T, int MR, int NR>
-void macro_kernel(UKernel<T> uk, const T* Ap, const T* Bp, int64_t mc, int64_t nc, int64_t kc,
-                  T* C, int64_t ldc, bool accumulate, const T* bias) {
-  for_each_tile<T, MR, NR>(Bp, mc, nc, kc, C, ldc, accumulate, bias,
+void macro_kernel(const IsaGemm<T>& ks, const T* Ap, const T* Bp, int64_t mc, int64_t nc,
+                  int64_t kc, T* C, int64_t ldc, bool accumulate, const T* bias) {
+  for_each_tile<T, MR, NR>(Bp, mc, nc, kc, C, ldc, accumulate, bias, ks.edge_lanes,
                        [&](int64_t i0, int64_t, const T* bpanel, T* dst, int64_t ld, bool acc,
-                           const T* b) { uk(kc, Ap + i0 * kc, bpanel, dst, ld, acc, b); });
+                           const T* b, int e) {
+                         const UKernel<T> uk = e < 0 ? ks.packed : ks.packed_edge[e];
+                         uk(kc, Ap + i0 * kc, bpanel, dst, ld, acc, b);
+                       });
 }
 
 // macro_kernel reading A in place (see DirectUKernel in gemm.h). A tile's rows
 // past mc point at its first row; their results land in the scratch tile only.
 template <class T, int MR, int NR>
-void macro_kernel_direct(DirectUKernel<T> uk, Mat<T> A, const T* Bp, int64_t mc, int64_t nc,
+void macro_kernel_direct(const IsaGemm<T>& ks, Mat<T> A, const T* Bp, int64_t mc, int64_t nc,
                          int64_t kc, T* C, int64_t ldc, bool accumulate, const T* bias) {
-  for_each_tile<T, MR, NR>(Bp, mc, nc, kc, C, ldc, accumulate, bias,
+  for_each_tile<T, MR, NR>(Bp, mc, nc, kc, C, ldc, accumulate, bias, ks.edge_lanes,
                        [&](int64_t i0, int64_t h, const T* bpanel, T* dst, int64_t ld, bool acc,
-                           const T* b) {
+                           const T* b, int e) {
                          const T* rows[MR];
                          for (int i = 0; i < MR; ++i) rows[i] = A.p + (i0 + (i < h ? i : 0)) * A.rs;
+                         const DirectUKernel<T> uk = e < 0 ? ks.direct : ks.direct_edge[e];
                          uk(kc, rows, A.cs, bpanel, dst, ld, acc, b);
                        });
 }
@@ -413,7 +419,6 @@ void gemm_serial(const IsaGemm<T>& ks, Mat<S> A, Mat<S> B, T* C, int64_t M, int6
                  int64_t ldc, bool accumulate = false, const T* bias = nullptr) {
   using G = Cfg<T, I>;
   constexpr int NR = G::NR, MR = G::MR;
-  const UKernel<T> uk = ks.packed;
   const int64_t nc_max = std::min<int64_t>(G::NC, (N + NR - 1) / NR * NR);
   // Even K and M blocks: K = 784 runs as 4 x 196, not 3 x 256 + 16 (a thin
   // last block pays the C load/store of a full one for a few k).
@@ -427,7 +432,7 @@ void gemm_serial(const IsaGemm<T>& ks, Mat<S> A, Mat<S> B, T* C, int64_t M, int6
   // needs widening). At 64 columns (a 32 -> 64 3x3 convolution, 36864 x 288
   // @ 288 x 64) packing A cost about a fifth of the product on Zen 3.
   constexpr int64_t kDirectCols = std::max<int64_t>(2 * NR, 256 / int64_t(sizeof(T)));
-  const DirectUKernel<T> direct = std::is_same_v<S, T> && nc_max <= kDirectCols ? ks.direct : nullptr;
+  const bool direct = std::is_same_v<S, T> && nc_max <= kDirectCols && ks.direct;
   T* const apack = direct ? nullptr : scratch<T>(1, static_cast<std::size_t>(mc_max * kc_max));
   for (int64_t jc = 0; jc < N; jc += nc_max) {
     const int64_t nc = std::min(nc_max, N - jc);
@@ -439,13 +444,13 @@ void gemm_serial(const IsaGemm<T>& ks, Mat<S> A, Mat<S> B, T* C, int64_t M, int6
         const int64_t mc = std::min(mc_max, M - ic);
         if constexpr (std::is_same_v<S, T>) {
           if (direct) {
-            macro_kernel_direct<T, MR, NR>(direct, A.at(ic, pc), bpack, mc, nc, kc,
+            macro_kernel_direct<T, MR, NR>(ks, A.at(ic, pc), bpack, mc, nc, kc,
                                            C + ic * ldc + jc, ldc, accumulate || pc > 0, last);
             continue;
           }
         }
         pack_a<T, MR>(A.at(ic, pc), mc, kc, apack);
-        macro_kernel<T, MR, NR>(uk, apack, bpack, mc, nc, kc, C + ic * ldc + jc, ldc,
+        macro_kernel<T, MR, NR>(ks, apack, bpack, mc, nc, kc, C + ic * ldc + jc, ldc,
                                 accumulate || pc > 0, last);
       }
     }

@@ -63,11 +63,13 @@ def close(got: np.ndarray, want: np.ndarray, k: int = 1) -> None:
 
 
 # Edges of every tile (6x16 / 6x8 on AVX2; on AVX-512 6x64 / 6x32, 14x32 /
-# 14x16, and 6x16 for C <= 16 wide), the in-place A path (C at most two
-# panels wide), K split into cache blocks.
+# 14x16, and 6x16 for C <= 16 wide), each narrower copy of a tile for C's last
+# panel (1, 2 or 3 of the wide tile's 4 vectors: C 270, 286, 300 wide), the
+# in-place A path (C at most two panels wide), K split into cache blocks.
 SHAPES = [(1, 1, 1), (3, 5, 7), (13, 17, 31), (14, 256, 32), (15, 300, 33), (29, 513, 65),
           (6, 1000, 16), (100, 64, 200), (257, 129, 95), (200, 300, 40), (128, 128, 128),
-          (70, 100, 300), (50, 40, 256), (7, 260, 64)]
+          (70, 100, 300), (50, 40, 256), (7, 260, 64), (40, 60, 21), (64, 300, 100),
+          (20, 70, 270), (33, 50, 286)]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -176,7 +178,8 @@ def _all_kernels(seed: int) -> dict[str, np.ndarray]:
     res = {}
     for dt in ("float32", "float64"):
         for m, k, n in [(3, 5, 7), (29, 513, 65), (257, 129, 95), (200, 300, 40), (70, 300, 300),
-                        (50, 40, 256), (300, 20, 16)]:
+                        (50, 40, 256), (300, 20, 16), (40, 60, 21), (64, 300, 100),
+                        (20, 70, 270), (33, 50, 286)]:
             a = rng.standard_normal((m, k)).astype(dt)
             b = rng.standard_normal((k, n)).astype(dt)
             res[f"matmul {dt} {m}x{k}x{n}"] = matmul(a, b, 2)
