@@ -53,6 +53,7 @@ py::dict kernel_dtypes() {
   add("multinomial_last", kMultinomialDtypes);
   add("ewise_program", kProgramDtypes);
   add("fill", kStoredDtypes);
+  add("relu_backward", kFloats);
   for (const char* name : {"matmul", "matmul_batched", "matmul_strided", "matmul_batched_strided"})
     add(name, kMatmulDtypes);
   for (const char* name : {"softmax_last", "logsumexp_last", "layer_norm_last"})
@@ -230,6 +231,7 @@ PYBIND11_MODULE(_core, m) {
 #undef LAMINA_DEF_STRIDED
   // elementwise: others
   m.def("ewise_where", &ewise_where, nogil());
+  m.def("relu_backward", &relu_backward, nogil());
   m.def("ewise_cast", &ewise_cast, nogil());
 
   // reductions

@@ -1,7 +1,7 @@
 // ewise.cc: elementwise kernels over compact operands (size = out.size):
 // ewise_OP(a, b, out), scalar_OP(a, value, out), unary ewise_OP(a, out),
-// ewise_where and ewise_cast; and ewise_strided_OP, a binary op over two
-// strided views (broadcast, permuted) into a compact out. The loops
+// ewise_where, relu_backward and ewise_cast; and ewise_strided_OP, a binary
+// op over two strided views (broadcast, permuted) into a compact out. The loops
 // (ewise_loops.h) exist in a baseline copy and an AVX2 copy, reached through
 // the active ISA's table (isa_table.h); float32 exp, tanh and erf use the
 // vector polynomials of exp_simd.h (AVX2 or AVX-512). Memory-bound ops use
@@ -395,6 +395,23 @@ LAMINA_SCALAR_BINARY_LIST(LAMINA_SCALAR)
   void ewise_##NAME(const Array& a, Array& out) { unary<ops::OP>("ewise_" #NAME, a, out); }
 LAMINA_EWISE_UNARY_LIST(LAMINA_UNARY)
 #undef LAMINA_UNARY
+
+void relu_backward(const Array& x, const Array& g, Array& out) {
+  const char* op = "relu_backward";
+  require_same_dtype(op, {&x, &g, &out});
+  require_dtype_in(op, out.dtype(), kFloats);
+  require_operand(op, 0, x, out);
+  require_operand(op, 1, g, out);
+  dispatch_in<kFloats>(op, out.dtype(), [&](auto tag) {
+    using T = elem_t<decltype(tag)>;
+    const T* xs = x.data<T>();
+    const T* gs = g.data<T>();
+    T* o = out.data<T>();
+    const auto loop = isa_kernels().of<T>().relu_backward;
+    parallel_for(out.size(), kCopyGrain,
+                 [&](int64_t s, int64_t e) { loop(xs + s, gs + s, o + s, e - s); });
+  });
+}
 
 void ewise_where(const Array& cond, const Array& a, const Array& b, Array& out) {
   require_same_dtype("ewise_where", {&out, &a, &b});

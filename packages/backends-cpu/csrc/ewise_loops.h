@@ -44,6 +44,21 @@ void where_loop(const bool* c, const T* a, const T* b, T* o, int64_t n) {
   }
 }
 
+// ReLU's backward, g where x > 0 (or is NaN, PyTorch's threshold rule) and +0
+// elsewhere, on the bits as where_loop: one pass where a comparison, a fill
+// and a select took three (ResNet9's at 128 x 16 x 8 x 8: 46 us, Zen 4).
+template <class T>
+void relu_backward_loop(const T* x, const T* g, T* o, int64_t n) {
+  using U = std::conditional_t<sizeof(T) == 4, where_u32, where_u64>;
+  const U* ug = reinterpret_cast<const U*>(g);
+  U* uo = reinterpret_cast<U*>(o);
+#pragma GCC ivdep
+  for (int64_t i = 0; i < n; ++i) {
+    const U m = U(0) - U(!(x[i] <= T(0)));
+    uo[i] = ug[i] & m;
+  }
+}
+
 // This copy's loops into an ISA table (isa_table.h): for every op and dtype
 // it takes (kDtypes), or only those of its kSimd for a vector copy (the
 // table keeps the baseline loops for the others).
@@ -82,6 +97,8 @@ void fill_loops(IsaKernels& k) {
   LAMINA_EWISE_UNARY_LIST(LAMINA_FILL_UNARY)
   k.f32.where_bool = &where_loop<float>;
   k.f64.where_bool = &where_loop<double>;
+  k.f32.relu_backward = &relu_backward_loop<float>;
+  k.f64.relu_backward = &relu_backward_loop<double>;
 #undef LAMINA_FILL_UNARY
 #undef LAMINA_FILL_BINARY
 #undef LAMINA_FILL

@@ -40,6 +40,8 @@ struct TypeKernels {
   UnaryLoop<T> unary[ops::kUnaryOps] = {};
   // out[i] = c[i] ? a[i] : b[i], the bool-condition ewise_where (ewise_loops.h)
   void (*where_bool)(const bool* c, const T* a, const T* b, T* o, int64_t n) = nullptr;
+  // out[i] = x[i] <= 0 ? 0 : g[i] (ewise_loops.h)
+  void (*relu_backward)(const T* x, const T* g, T* o, int64_t n) = nullptr;
   // rows.h and reduce_columns.h (reduce.cc)
   T (*row_max)(const T*, int64_t) = nullptr;
   T (*row_min)(const T*, int64_t) = nullptr;

@@ -54,6 +54,8 @@ LAMINA_EWISE_BINARY_LIST(LAMINA_DECLARE_STRIDED)
 #undef LAMINA_DECLARE_UNARY
 #undef LAMINA_DECLARE_STRIDED
 void ewise_where(const Array& cond, const Array& a, const Array& b, Array& out);
+// out[i] = x[i] <= 0 ? 0 : g[i] (NaN x passes g): ReLU's backward, one pass.
+void relu_backward(const Array& x, const Array& g, Array& out);
 void ewise_cast(const Array& a, Array& out);
 
 // reduce.cc

@@ -58,6 +58,9 @@ CASES = [
     (TypeError, "gelu_backward", lambda: cpu.gelu_backward(arr(4), arr(4, "float64"), arr(4),
                                                            True)),
     (ValueError, "gelu_backward", lambda: cpu.gelu_backward(arr(4), arr(3), arr(4), False)),
+    (ValueError, "relu_backward", lambda: cpu.relu_backward(arr(4), arr(3), arr(4))),
+    (TypeError, "relu_backward", lambda: cpu.relu_backward(arr(4), arr(4, "float64"), arr(4))),
+    (TypeError, "relu_backward", lambda: cpu.relu_backward(*(arr(4, "int64") for _ in "xgo"))),
     (ValueError, "log_softmax_backward_last",  # grad_a of 7, rows of 3
      lambda: cpu.log_softmax_backward_last(arr(6), arr(6), arr(7), 3)),
     (ValueError, "log_softmax_backward_last",  # g shorter than the 2 rows of out

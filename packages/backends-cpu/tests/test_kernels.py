@@ -266,6 +266,24 @@ def test_gelu_is_its_program_bit_for_bit(dtype: str, size: int, approximate: str
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("size", [1, 7, 9, 33, 300_001])
+def test_relu_backward_is_the_select_bit_for_bit(dtype: str, size: int) -> None:
+    # one pass of g where x > 0 or is NaN, +0 elsewhere, on both sides of the
+    # threading threshold: the bits of where(x <= 0, 0.0, g)
+    from lamina import ndarray as nd
+
+    edges = [0.0, -0.0, np.nan, np.inf, -np.inf, 1e-45, -1e-45, 1.0, -1.0]
+    a = np.concatenate([edges, rand(size, dtype, 22)]).astype(dtype)[:size]
+    g = rand(a.size, dtype, 23)
+    g[: min(4, size)] = [np.nan, np.inf, -0.0, -np.inf][: min(4, size)]
+    x, dy = nd.array(a, device="cpu"), nd.array(g, device="cpu")
+    out = cpu.Array(a.size, dtype)
+    cpu.relu_backward(x._buf, dy._buf, out)
+    want = nd.where(x <= 0, 0.0, dy).numpy()
+    np.testing.assert_array_equal(host(cpu, out).view(np.uint8), want.view(np.uint8))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
 def test_softmax_logsumexp_infinite_rows(dtype: str) -> None:
     a = np.array([-np.inf, -np.inf, -np.inf, 1, np.inf, 2, -np.inf, 0, 1, np.nan, 1, 2],
                  dtype=dtype)

@@ -84,7 +84,15 @@ from ._dtypes import (
     result_type,
 )
 from ._errors import DeviceError, DTypeError, ShapeError
-from ._fused import adadelta_step_, adam_step, add_scaled_, gelu, gelu_backward, linear
+from ._fused import (
+    adadelta_step_,
+    adam_step,
+    add_scaled_,
+    gelu,
+    gelu_backward,
+    linear,
+    relu_backward,
+)
 from ._include import get_include
 from ._indexing import (
     along_positions,
@@ -138,7 +146,7 @@ __all__ = [
     "gather", "gelu", "gelu_backward", "generator",
     "get_device", "get_include", "im2col", "int64", "layer_norm", "layer_norm_backward",
     "log_softmax_backward",
-    "index_positions", "index_put", "linear",
+    "index_positions", "index_put", "linear", "relu_backward",
     "list_backends",
     "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "manual_seed",
     "mask_indices", "masked_fill", "matmul", "maximum", "mean", "minimum", "nonzero",

@@ -31,6 +31,7 @@ from ._dtypes import DEFAULT_FLOAT
 from ._errors import DTypeError, ShapeError
 from ._interface import PROGRAM_OPS
 from ._narrow import kernels_for, kernels_of
+from ._select import where
 
 if TYPE_CHECKING:
     from ._ndarray import NDArray
@@ -329,6 +330,34 @@ def gelu_backward(a: NDArray, grad: NDArray, approximate: str = "none") -> NDArr
                 or _run_program([a, grad, out], _GELU_GRAD_PROGRAM[approximate]):
             return out
     return grad * gelu_slope(a, approximate)
+
+
+def relu_backward(a: NDArray, grad: NDArray) -> NDArray:
+    """``grad`` where ``a > 0`` or is NaN, 0 elsewhere: the gradient of ReLU at ``a``,
+    given the output's (PyTorch's threshold rule). Shapes: ``a`` and ``grad`` alike.
+
+    One pass of the device's optional ``relu_backward`` kernel where it has one for
+    the dtype, else ``where(a <= 0, 0.0, grad)``.
+
+    Raises:
+        ShapeError: the shapes differ.
+        DTypeError: the dtypes differ.
+    """
+    if a._shape != grad._shape:
+        raise ShapeError(f"relu_backward: input {a._shape} and gradient {grad._shape} "
+                         f"differ in shape")
+    if a._dtype is not grad._dtype:
+        raise DTypeError(f"relu_backward: input {a._dtype.name} and gradient "
+                         f"{grad._dtype.name} differ in dtype")
+    device = a._device
+    kernel = device.kernels.relu_backward
+    if kernel is not None and grad._device is device and _whole_buffers([a, grad]) \
+            and a._dtype.name in device.kernel_dtypes.get("relu_backward", ()):
+        out = a._like()
+        if out.size:
+            kernel(a._buf, grad._buf, out._buf)
+        return out
+    return where(a <= 0, 0.0, grad)
 
 
 def gelu_slope(a: Any, approximate: str = "none") -> Any:

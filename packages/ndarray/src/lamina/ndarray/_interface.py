@@ -155,6 +155,8 @@ class KernelTable:
     # GELU and its backward in one pass (else an ewise_program, else op by op)
     gelu: Kernel | None = _optional()
     gelu_backward: Kernel | None = _optional()
+    # ReLU's backward in one pass (else a comparison, a fill and a select)
+    relu_backward: Kernel | None = _optional()
     im2col: Kernel | None = _optional()
     col2im: Kernel | None = _optional()
     # v2.2 NCHW convolution (groups 1) as a GEMM per image, and its input and weight

@@ -108,6 +108,7 @@ _ROLES: dict[str, tuple[frozenset[int], frozenset[int]]] = {
     **dict.fromkeys(("conv2d", "conv2d_backward_input", "conv2d_backward_weight"), (_R01, _W2)),
     "layer_norm_backward_last": (frozenset(range(5)), frozenset({5, 6, 7})),
     "log_softmax_backward_last": (_R01, _W2), "gelu": (_R0, _W1), "gelu_backward": (_R01, _W2),
+    "relu_backward": (_R01, _W2),
     "matmul_bias": (_R012, frozenset({3})),
     "attention": (frozenset(range(4)), frozenset({4, 5})),
     "attention_backward": (frozenset(range(6)), frozenset({6, 7, 8})),

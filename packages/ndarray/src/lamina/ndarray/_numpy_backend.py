@@ -231,7 +231,7 @@ KERNEL_DTYPES: dict[str, tuple[str, ...]] = {
         "softmax_last",
         "logsumexp_last", "layer_norm_last", "layer_norm_backward_last",
         "log_softmax_backward_last", "im2col", "col2im",
-        "adam_step")},
+        "adam_step", "relu_backward")},
     # numpy has no bool loop for these (the ndarray layer casts bool sums to int64)
     **{name: _NUMBERS for name in (
         "reduce_sum", "reduce_sum_axis", "reduce_argmax", "reduce_prod", "cumsum_last")},
@@ -343,6 +343,14 @@ class NumpyBackend:
     def ewise_where(cond: NumpyArray, a: NumpyArray, b: NumpyArray, out: NumpyArray) -> None:
         n = _check_size("ewise_where", out, cond, a, b)
         np.copyto(out.data, np.where(cond.data[:n] != 0, a.data[:n], b.data[:n]))
+
+    @staticmethod
+    def relu_backward(x: NumpyArray, g: NumpyArray, out: NumpyArray) -> None:
+        n = _check_size("relu_backward", out, x, g)
+        if not x.data.dtype == g.data.dtype == out.data.dtype:
+            raise TypeError(f"relu_backward: dtypes {x.data.dtype}, {g.data.dtype} and "
+                            f"{out.data.dtype} differ")
+        np.copyto(out.data, np.where(x.data[:n] <= 0, 0, g.data[:n]))
 
     @staticmethod
     def ewise_cast(a: NumpyArray, out: NumpyArray) -> None:

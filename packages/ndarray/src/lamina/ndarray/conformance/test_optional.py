@@ -84,6 +84,19 @@ def test_gelu(lamina_backend, lamina_float, size, tanh):
     assert_close(got, _gelu_want(x, g, tanh), kind, "gelu_backward")
 
 
+@pytest.mark.parametrize("size", [1, 9, 1000, LARGE], ids=str)
+def test_relu_backward(lamina_backend, lamina_float, size):
+    # g where x > 0 or is NaN (PyTorch's threshold rule), +0 where x <= 0, also
+    # where g is inf or NaN
+    _need(lamina_backend, "relu_backward")
+    x = sample(lamina_float, size, 14, -3, 3)
+    g = sample(lamina_float, size, 15)
+    x[:4], g[:4] = [np.nan, -0.0, 0.0, -np.inf][:size], [1.0, np.inf, np.nan, np.nan][:size]
+    got = call(lamina_backend, "relu_backward", [x, g, OUT], (size, lamina_float))
+    want = np.where(x <= 0, np.zeros_like(g), g)
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
 def test_softmax_rows_sum_to_one(lamina_backend, lamina_float):
     _need(lamina_backend, "softmax_last")
     a = sample(lamina_float, (5, 9), 2, -80, 80)
