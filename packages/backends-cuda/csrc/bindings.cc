@@ -144,6 +144,7 @@ PYBIND11_MODULE(_core, m) {
   LAMINA_BINARY_OPS(LAMINA_DEF_BINARY)
   LAMINA_UNARY_OPS(LAMINA_DEF_UNARY)
   LAMINA_DEF(ewise_where, "cond"_a, "a"_a, "b"_a, "out"_a, "out[i] = a[i] if cond[i] != 0 else b[i]");
+  LAMINA_DEF(relu_backward, "x"_a, "g"_a, "out"_a, "out[i] = 0 if x[i] <= 0 else g[i]");
   LAMINA_DEF(ewise_cast, "a"_a, "out"_a, "out[i] = a[i] converted to out.dtype");
   LAMINA_DEF(ewise_program, "bufs"_a, "code"_a, "scalars"_a, "n"_a,
              "a chain of elementwise instructions (op, dst, a, b) over the first n elements "

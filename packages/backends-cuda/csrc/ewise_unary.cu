@@ -1,7 +1,7 @@
 // ewise_unary.cu: unary elementwise kernels over compact operands:
 // ewise_OP(a, out) for each unary op of ewise_ops.h (with the dtypes it lists
-// there, its functor below), ewise_where(cond, a, b, out) and ewise_cast(a,
-// out) (every dtype).
+// there, its functor below), ewise_where(cond, a, b, out), relu_backward(x,
+// g, out) (float32, float64) and ewise_cast(a, out) (every dtype).
 //
 // The math is CUDA's full-precision libm (no fast-math): results differ from
 // numpy's by a few ulp at most. int64 neg and abs wrap (abs(INT64_MIN) is
@@ -101,6 +101,37 @@ void ewise_where(const Array& cond, const Array& a, const Array& b, Array& out) 
     if (c == DType::Int64) launch(int64_t{});
     else if (c == DType::Bool) launch(bool{});
     else launch(T{});
+  });
+}
+
+// ReLU's backward: g where x > 0 or is NaN, +0 where x <= 0 (PyTorch's threshold
+// rule, the cpu backend's bits). No __restrict__: out may alias.
+template <class T>
+__global__ void relu_backward_kernel(const T* x, const T* g, T* out, int64_t n) {
+  constexpr int N = pack_width<T>();
+  const int64_t start = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  const int64_t packs = n / N;
+  for (int64_t p = start; p < packs; p += step) {
+    const Pack<T, N> a = load_pack<N>(x, p), d = load_pack<N>(g, p);
+    Pack<T, N> r;
+#pragma unroll
+    for (int k = 0; k < N; ++k) r.v[k] = a.v[k] <= T(0) ? T(0) : d.v[k];
+    reinterpret_cast<Pack<T, N>*>(out)[p] = r;
+  }
+  for (int64_t i = packs * N + start; i < n; i += step) out[i] = x[i] <= T(0) ? T(0) : g[i];
+}
+
+void relu_backward(const Array& x, const Array& g, Array& out) {
+  require_same_dtype("relu_backward", {&x, &g, &out});
+  const int64_t n = ewise_size("relu_backward", out, {&x, &g});
+  const Launch ctx = launch_on("relu_backward", {&x, &g, &out});
+  if (n == 0) return;
+  dispatch<kernel_dtypes::relu_backward>("relu_backward", out.dtype(), [&](auto t) {
+    using T = decltype(t);
+    launch_kernel(&relu_backward_kernel<T>, ewise_grid(n, pack_width<T>(), ctx.device), kThreads,
+                  0, ctx.stream, x.data<T>(), g.data<T>(), out.data<T>(), n);
+    check_launch("relu_backward_kernel", ctx.stream);
   });
 }
 

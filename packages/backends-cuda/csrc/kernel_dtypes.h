@@ -47,6 +47,7 @@ constexpr DTypes with_narrow(DTypes set) { return (set & 0b0001) ? (set | kNarro
   LAMINA_BINARY_OPS_WITH(LAMINA_BINARY_KERNEL_DTYPES, X)                                     \
   LAMINA_UNARY_OPS_WITH(LAMINA_UNARY_KERNEL_DTYPES, X)                                       \
   X(ewise_where, kAllDTypes) X(ewise_cast, kStored) X(ewise_program, kFloats)                \
+  X(relu_backward, kFloats)                                                                  \
   X(reduce_sum, kNumbers | kNarrow) X(reduce_max, kStored) X(reduce_min, kStored)            \
   X(reduce_argmax, kNumbers) X(reduce_prod, kNumbers) X(reduce_sum_axis, kNumbers | kNarrow) \
   X(cumsum_last, kNumbers) X(softmax_last, kFloats | kNarrow)                                \

@@ -43,6 +43,8 @@ LAMINA_UNARY_OPS(LAMINA_DECLARE_UNARY)
 #undef LAMINA_DECLARE_BINARY
 #undef LAMINA_DECLARE_UNARY
 void ewise_where(const Array& cond, const Array& a, const Array& b, Array& out);
+// out[i] = x[i] <= 0 ? 0 : g[i] (NaN x passes g): ReLU's backward, one kernel
+void relu_backward(const Array& x, const Array& g, Array& out);
 void ewise_cast(const Array& a, Array& out);
 // a chain of elementwise ops as one kernel, v2.1 (program.cu): code holds (op, dst, a, b)
 // per instruction, ops numbered as lamina/program_ops.h lists them

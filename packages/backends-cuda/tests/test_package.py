@@ -37,13 +37,12 @@ def test_provides_every_kernel() -> None:
     # wrapping of host memory, the cheaper allocation, the fused Adam step, the
     # fused LayerNorm backward, the one-pass GELU (an ewise_program runs it) and the
     # attention kernels (matmul, log-sum-exp and elementwise kernels compose it) and
-    # the GEMM with a bias (an add follows the GEMM), the per-image convolution
-    # (im2col and a batched GEMM compose it) and ReLU's one-pass backward (a
-    # comparison and a select)
+    # the GEMM with a bias (an add follows the GEMM) and the per-image convolution
+    # (im2col and a batched GEMM compose it)
     not_provided = {"wrap_numpy", "set_num_threads", "num_threads", "empty", "adam_step",
                     "layer_norm_backward_last", "gelu", "gelu_backward", "attention",
                     "attention_backward", "matmul_bias", "conv2d",
-                    "conv2d_backward_input", "conv2d_backward_weight", "relu_backward"}
+                    "conv2d_backward_input", "conv2d_backward_weight"}
     assert [n for n in interface.OPTIONAL if not hasattr(cuda, n)] == [
         n for n in interface.OPTIONAL if n in not_provided]
     assert set(lamina_backend_cuda.KERNELS) == set(interface.REQUIRED + interface.OPTIONAL) - {

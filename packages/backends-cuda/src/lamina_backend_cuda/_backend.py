@@ -32,14 +32,13 @@ else:
 # update, the LayerNorm backward and attention run as composites of other kernels
 # (no `adam_step`, `layer_norm_backward_last`, `attention` or `attention_backward`
 # yet), a Linear layer's bias as an add after its GEMM (no `matmul_bias`), GELU
-# as one `ewise_program` launch (no `gelu` or `gelu_backward`), ReLU's backward as a
-# comparison and a select (no `relu_backward`), and a convolution as im2col and a
-# batched GEMM (no `conv2d`, `conv2d_backward_input` or `conv2d_backward_weight`).
+# as one `ewise_program` launch (no `gelu` or `gelu_backward`), and a convolution as
+# im2col and a batched GEMM (no `conv2d`, `conv2d_backward_input` or
+# `conv2d_backward_weight`).
 _NOT_BOUND = METADATA + ("device_count", "set_num_threads", "num_threads", "wrap_numpy",
                          "empty", "adam_step", "layer_norm_backward_last", "gelu",
                          "gelu_backward", "attention", "attention_backward", "matmul_bias",
-                         "conv2d", "conv2d_backward_input", "conv2d_backward_weight",
-                         "relu_backward")
+                         "conv2d", "conv2d_backward_input", "conv2d_backward_weight")
 
 KERNELS: tuple[str, ...] = tuple(name for name in REQUIRED + OPTIONAL if name not in _NOT_BOUND)
 """Every kernel and device function the backend provides (interface v2.0 names)."""
