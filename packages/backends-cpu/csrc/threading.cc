@@ -15,8 +15,8 @@
 // beside a busy core, where a longer poll took less (bench_wait_policy.py).
 // While other processes keep the cores busy, workers skip the poll
 // (Pool::watch_load). The caller never waits for a worker to wake: it claims
-// every part no worker has (threading.h). A forked child has no workers (they are not forked with it),
-// so it runs every kernel on its calling thread.
+// every part no worker has (threading.h). A forked child has no workers (they
+// are not forked with it), so it runs every kernel on its calling thread.
 #include "threading.h"
 
 #include <dlfcn.h>
