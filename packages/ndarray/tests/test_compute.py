@@ -111,6 +111,23 @@ def test_add_scaled_is_the_operators_bit_for_bit(device, target, other):
         np.testing.assert_array_equal(base.numpy()[3:], x)
 
 
+@pytest.mark.parametrize("target", ["whole buffer", "leading rows", "transposed view"])
+def test_blend_is_the_operators_bit_for_bit(device, target):
+    # a running average's update, a * keep + b * take, in place: one ewise_program
+    # pass on a whole buffer, the operators on a view, the same bits either way
+    x, y = rand(3, 4), rand(3, 4)
+    base = nd.array(np.concatenate([x, x]) if target == "leading rows" else x, device=device)
+    a = {"whole buffer": base, "leading rows": base[:3],
+         "transposed view": base.permute((1, 0))}[target]
+    b = nd.array(y if target != "transposed view" else y.T.copy(), device=device)
+    keep, take = 0.9, 0.1 * 128 / 127
+    want = (a * keep + b * take).numpy()
+    assert nd.blend_(a, b, keep, take) is a
+    np.testing.assert_array_equal(a.numpy(), want)
+    if target == "leading rows":  # the rows after the view keep their values
+        np.testing.assert_array_equal(base.numpy()[3:], x)
+
+
 def test_inplace_operator_errors_leave_the_array_unchanged(device):
     a = nd.array(np.arange(3), device=device)
     a += 2  # int64 stays int64

@@ -88,6 +88,7 @@ from ._fused import (
     adadelta_step_,
     adam_step,
     add_scaled_,
+    blend_,
     gelu,
     gelu_backward,
     linear,
@@ -135,7 +136,7 @@ __version__ = "0.1.0"
 __all__ = [
     "API_MINOR_VERSION", "API_VERSION", "along_positions", "BackendInfo", "BackendProtocol",
     "DType", "DTypeError", "Device", "DeviceError", "KernelTable", "NDArray", "ShapeError",
-    "adadelta_step_", "adam_step", "add_scaled_", "arange", "argmax", "array", "as_dtype",
+    "adadelta_step_", "adam_step", "add_scaled_", "arange", "blend_", "argmax", "array", "as_dtype",
     "attention", "attention_backward", "has_attention_kernels",
     "bool", "bool_", "boolean_mask",
     "broadcast_shapes",

@@ -177,6 +177,27 @@ def add_scaled_(a: NDArray, b: Any, alpha: float = 1.0) -> NDArray:
     return a.__iadd__(b * alpha)
 
 
+# a = a * keep + b * take on buffers (a, b): b * take, a * keep, each rounded, then the add.
+_BLEND_CODE = _assemble(("scalar_mul", T0, 1, 0.0), ("scalar_mul", 0, 0, 0.0), ("add", 0, 0, T0))
+
+
+def blend_(a: NDArray, b: NDArray, keep: float, take: float) -> NDArray:
+    """``a = a * keep + b * take`` in place, each product rounded, then the sum: a
+    running average's update (BatchNorm's statistics). Shapes: ``a`` and ``b`` alike.
+
+    One ``ewise_program`` pass where the device has it for the dtype and both arrays
+    start their buffers compactly; else the three kernels and a copy into ``a``, which
+    give the same bits. Returns ``a``.
+    """
+    if type(b) is type(a) and b._shape == a._shape and b._dtype is a._dtype \
+            and b._device is a._device and a._dtype.is_floating:
+        code, _, kernels = _BLEND_CODE
+        if _run_program([a, b], (code, np.asarray([take, keep], np.float64), kernels)):
+            return a
+    a[...] = a * keep + b * take
+    return a
+
+
 def linear(x: NDArray, weight: NDArray, bias: NDArray | None = None) -> NDArray:
     """``x @ weight^T + bias``: the affine map of a ``Linear`` layer.
 

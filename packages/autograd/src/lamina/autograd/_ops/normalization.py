@@ -200,8 +200,8 @@ def _update_running(running_mean: Tensor, running_var: Tensor, mean: NDArray, va
     """PyTorch's running statistics: ``(1 - m) * running + m * batch``, with the batch's
     unbiased variance (``n`` values per channel), written into the buffers' own storage
     (as PyTorch does, and so that a compiled step's replays update them)."""
-    running_mean._data[...] = running_mean._data * (1 - m) + mean * m
-    running_var._data[...] = running_var._data * (1 - m) + var * (m * n / (n - 1))
+    nd.blend_(running_mean._data, mean, 1 - m, m)  # one pass each, in place
+    nd.blend_(running_var._data, var, 1 - m, m * n / (n - 1))
 
 
 def _batch_norm_grads(g: Any, weight: Any, centred: Any, rstd: Any,
