@@ -136,9 +136,9 @@ __version__ = "0.1.0"
 __all__ = [
     "API_MINOR_VERSION", "API_VERSION", "along_positions", "BackendInfo", "BackendProtocol",
     "DType", "DTypeError", "Device", "DeviceError", "KernelTable", "NDArray", "ShapeError",
-    "adadelta_step_", "adam_step", "add_scaled_", "arange", "blend_", "argmax", "array", "as_dtype",
+    "adadelta_step_", "adam_step", "add_scaled_", "arange", "argmax", "array", "as_dtype",
     "attention", "attention_backward", "has_attention_kernels",
-    "bool", "bool_", "boolean_mask",
+    "blend_", "bool", "bool_", "boolean_mask",
     "broadcast_shapes",
     "buffer_positions", "can_cast", "check_device_dtype", "check_kernel_dtype",
     "check_same_device_dtype", "col2im", "concatenate", "conv_output_size", "cumsum",
