@@ -325,6 +325,15 @@ def gelu(a: NDArray, approximate: str = "none") -> NDArray:
     return out
 
 
+def _check_input_and_gradient(op: str, a: NDArray, grad: NDArray) -> None:
+    """An activation's backward takes its input and the output's gradient alike."""
+    if a._shape != grad._shape:
+        raise ShapeError(f"{op}: input {a._shape} and gradient {grad._shape} differ in shape")
+    if a._dtype is not grad._dtype:
+        raise DTypeError(f"{op}: input {a._dtype.name} and gradient {grad._dtype.name} "
+                         f"differ in dtype")
+
+
 def gelu_backward(a: NDArray, grad: NDArray, approximate: str = "none") -> NDArray:
     """``grad * gelu'(a)``: the gradient of :func:`gelu` at ``a``, given the output's.
 
@@ -339,12 +348,7 @@ def gelu_backward(a: NDArray, grad: NDArray, approximate: str = "none") -> NDArr
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu_backward: approximate must be 'none' or 'tanh', got "
                          f"{approximate!r}")
-    if a._shape != grad._shape:
-        raise ShapeError(f"gelu_backward: input {a._shape} and gradient {grad._shape} "
-                         f"differ in shape")
-    if a._dtype is not grad._dtype:
-        raise DTypeError(f"gelu_backward: input {a._dtype.name} and gradient "
-                         f"{grad._dtype.name} differ in dtype")
+    _check_input_and_gradient("gelu_backward", a, grad)
     if a._dtype.is_floating:
         out = a._like()
         if _run_gelu_kernel("gelu_backward", [a, grad, out], approximate) \
@@ -364,12 +368,7 @@ def relu_backward(a: NDArray, grad: NDArray) -> NDArray:
         ShapeError: the shapes differ.
         DTypeError: the dtypes differ.
     """
-    if a._shape != grad._shape:
-        raise ShapeError(f"relu_backward: input {a._shape} and gradient {grad._shape} "
-                         f"differ in shape")
-    if a._dtype is not grad._dtype:
-        raise DTypeError(f"relu_backward: input {a._dtype.name} and gradient "
-                         f"{grad._dtype.name} differ in dtype")
+    _check_input_and_gradient("relu_backward", a, grad)
     device = a._device
     kernel = device.kernels.relu_backward
     if kernel is not None and grad._device is device and _whole_buffers([a, grad]) \
