@@ -13,7 +13,8 @@
 // process takes no core from other work. A yield gives the core to any other
 // thread that wants it; a longer spin took time from the caller's own thread
 // beside a busy core, where a longer poll took less (bench_wait_policy.py).
-// While other processes keep the cores busy, workers skip the poll
+// While other processes keep cores busy, a kernel runs on only as many
+// threads as there are cores left free, and workers skip the poll
 // (Pool::watch_load). The caller never waits for a worker to wake: it claims
 // every part no worker has (threading.h). A forked child has no workers (they
 // are not forked with it), so it runs every kernel on its calling thread.
@@ -133,11 +134,18 @@ class Pool {
       for (int t = 0; t < parts; ++t) fn(ctx, t, parts);
       return;
     }
-    grow(parts - 1);
+    const int threads = std::min(parts, watch_load(parts));
+    if (threads <= 1) {  // no core to spare: every part here, no worker woken
+      in_part_ = true;
+      for (int t = 0; t < parts; ++t) fn(ctx, t, parts);
+      in_part_ = false;
+      return;
+    }
+    grow(threads - 1);
     fn_.store(fn, std::memory_order_relaxed);
     ctx_.store(ctx, std::memory_order_relaxed);
     done_.store(0, std::memory_order_relaxed);
-    watch_load(parts);
+    seats_.store(threads - 1, std::memory_order_relaxed);
     const uint64_t gen = ((state_.load(std::memory_order_relaxed) >> 32) + 1) & 0xffffffffu;
     // publish: part 0 is next
     state_.store(gen << 32 | static_cast<uint64_t>(parts) << 16, std::memory_order_seq_cst);
@@ -172,19 +180,23 @@ class Pool {
   }
 
   void grow(int workers) {
-    while (static_cast<int>(threads_) < workers) {
-      std::thread(&Pool::loop, this).detach();  // lives as long as the process
+    while (threads_ < workers) {
+      std::thread(&Pool::loop, this, threads_).detach();  // lives as long as the process
       ++threads_;
     }
   }
 
-  void loop() {
+  // Worker `seat` takes part in the jobs that have a seat for it (seats_): while
+  // the machine is crowded, a job leaves out the workers it has no core for.
+  void loop(int seat) {
     in_part_ = true;  // a kernel called from a part runs inline
     uint64_t seen = state_.load(std::memory_order_acquire) >> 32;
     for (;;) {
       wait_for_job(seen);
       const uint64_t s = state_.load(std::memory_order_acquire);
       seen = s >> 32;
+      // A seat count of a later job than `seen` means seen has no part left to claim.
+      if (seat >= seats_.load(std::memory_order_acquire)) continue;
       const int ran = work(seen);
       if (ran) done_.fetch_add(ran, std::memory_order_acq_rel);
     }
@@ -212,43 +224,53 @@ class Pool {
     sleepers_.fetch_sub(1, std::memory_order_seq_cst);
   }
 
-  // Beside a busy core, a polling worker keeps a core that the caller's own
+  // Beside a busy core, a worker that polls keeps a core that the caller's own
   // thread or another process wants: 3 runnable threads on 2 cores made a
-  // 2-thread MLP step 0.85-0.97x its 1-thread time, where workers that sleep
-  // at once made it 1.04-1.22x (bench_wait_policy.py). So while the machine is
-  // crowded, workers sleep right after their spin. Crowded: over the last
-  // sample (at least kSampleMs, taken by a job's caller), other processes kept
-  // more cores busy than this job leaves free, by a quarter of a core; /proc/stat
-  // gives the machine's busy time (steal included), getrusage this process's.
+  // 2-thread MLP step 0.85-0.97x its 1-thread time where workers that sleep at
+  // once made it 1.04-1.22x, and a worker that shares its core with another
+  // process holds up every job that waits for its part (0.93x when workers
+  // slept at once; bench_wait_policy.py). So a job takes only the cores the
+  // machine leaves free, room_, and while that is fewer than the job's parts
+  // (crowded_), idle workers sleep right after their spin. room_: the cores
+  // that other processes left idle over the last sample (at least kSampleMs,
+  // taken by a job's caller), rounded down unless within a quarter of a core
+  // of the next; /proc/stat gives the machine's busy time (steal included),
+  // getrusage this process's. Returns the threads the job may use.
   static constexpr int kSampleMs = 200;
-  void watch_load(int parts) {
+  int watch_load(int parts) {
     using clock = std::chrono::steady_clock;
     const auto now = clock::now();
-    if (now - sampled_at_ < std::chrono::milliseconds(kSampleMs)) return;
-    double busy = 0, ours = 0;
-    if (!machine_busy_seconds(busy) || !process_seconds(ours)) return;
-    if (sampled_at_ != clock::time_point{}) {
-      const double wall = std::chrono::duration<double>(now - sampled_at_).count();
-      const double others = (busy - busy_) / wall - (ours - ours_) / wall;  // cores
-      crowded_.store(others > online_cpus() - parts + 0.25, std::memory_order_relaxed);
+    if (now - sampled_at_ >= std::chrono::milliseconds(kSampleMs)) {
+      double busy = 0, ours = 0;
+      if (machine_busy_seconds(busy) && process_seconds(ours)) {
+        if (sampled_at_ != clock::time_point{}) {
+          const double wall = std::chrono::duration<double>(now - sampled_at_).count();
+          const double others = (busy - busy_) / wall - (ours - ours_) / wall;  // cores
+          room_ = std::max(1, static_cast<int>(online_cpus() - others + 0.25));
+        }
+        sampled_at_ = now;
+        busy_ = busy;
+        ours_ = ours;
+      }
     }
-    sampled_at_ = now;
-    busy_ = busy;
-    ours_ = ours;
+    crowded_.store(room_ < parts, std::memory_order_relaxed);
+    return room_;
   }
 
   std::chrono::steady_clock::time_point sampled_at_{};  // the fields of the last sample
   double busy_ = 0, ours_ = 0;
+  int room_ = 1 << 16;  // no sample yet: every part may have a thread
   std::atomic<bool> crowded_{false};
   std::mutex job_mu_;  // one job at a time, and the load samples
   std::atomic<uint64_t> state_{0};
   std::atomic<detail::PartFn> fn_{nullptr};
   std::atomic<void*> ctx_{nullptr};
   std::atomic<int> done_{0};
+  std::atomic<int> seats_{0};  // workers the job may use
   std::atomic<int> sleepers_{0};
   std::mutex mu_;
   std::condition_variable wake_;
-  std::size_t threads_ = 0;  // only the job's caller, holding job_mu_, grows it
+  int threads_ = 0;  // only the job's caller, holding job_mu_, grows it
   static thread_local bool in_part_;
 };
 

@@ -213,6 +213,49 @@ def test_kernels_from_several_python_threads_at_once() -> None:
     subprocess.run([sys.executable, "-c", CONCURRENT_SCRIPT], check=True, env=env, timeout=120)
 
 
+CROWDED_SCRIPT = r"""
+import os, subprocess, sys, threading, time, lamina_backend_cpu as m
+b = m.backend
+x = b.Array(1 << 22, "float32"); b.fill(x, 1.0); o = b.Array(1 << 22, "float32")
+def others_cpu():  # CPU seconds of every thread of this process but this one
+    me, total = threading.get_native_id(), 0
+    for tid in os.listdir("/proc/self/task"):
+        if int(tid) != me:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / os.sysconf("SC_CLK_TCK")
+def kernels(seconds):
+    end = time.time() + seconds
+    while time.time() < end:
+        b.ewise_exp(x, o)
+def worker_seconds(seconds):
+    before = others_cpu(); kernels(seconds); return others_cpu() - before
+kernels(0.3)
+quiet = worker_seconds(0.5)
+hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        for _ in range(os.cpu_count() - 1)]
+try:
+    kernels(0.5)  # a load sample (every 200 ms) sees them
+    busy = worker_seconds(0.5)
+finally:
+    for h in hogs:
+        h.kill()
+print(quiet, busy)
+"""
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs 2 or more CPUs")
+def test_kernels_leave_busy_cores_alone() -> None:
+    # With every core but one kept busy by other processes, a 2-thread kernel runs
+    # all its parts on the calling thread: its workers take no CPU time.
+    env = dict(os.environ, LAMINA_NUM_THREADS="2")
+    out = subprocess.run([sys.executable, "-c", CROWDED_SCRIPT], check=True, env=env,
+                         capture_output=True, text=True, timeout=60).stdout
+    quiet, busy = map(float, out.split())
+    assert busy < 0.05, f"workers ran {busy} s of 0.5 s beside busy cores ({quiet} s when quiet)"
+
+
 @pytest.mark.parametrize("name", ["LAMINA_SPIN_US", "LAMINA_YIELD_US"])
 def test_spin_and_poll_settings_are_checked(name: str) -> None:
     env = dict(os.environ, **{name: "soon"})
