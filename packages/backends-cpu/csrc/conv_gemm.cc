@@ -18,7 +18,7 @@
 // Images run in parallel (whole images per thread); the weight gradient
 // splits the input channels instead (each thread owns its taps' rows of dW
 // and sums over every image in order), so no thread's partial sums are added
-// to another's.
+// to another's and dW is the same at any thread count.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -212,11 +212,15 @@ void conv2d_backward_weight(const Array& x, const Array& grad, Array& dw_out, in
       const int64_t t0 = c0 * khw, tt = (c1 - c0) * khw;
       T* rows = conv_scratch<T>(0, tt * k.pixels);
       T* acc = conv_scratch<T>(1, tt * k.o);  // dW^T's rows [t0, t0 + tt): (tt, o)
+      // Every image adds into a zeroed acc: the GEMM's accumulating path sums a
+      // row the same way at any row count tt, where its overwriting paths for a
+      // first image differ with tt (and so would dW with the thread count).
+      std::fill(acc, acc + tt * k.o, T(0));
       for (int64_t ni = 0; ni < n; ++ni) {
         image_rows(g, src + ni * image, c0, c1, rows);
         // acc (tt, o) += rows (tt, P) @ g_i^T (P, o)
         gemm_on_thread<T>(rows, k.pixels, 1, gy + ni * k.o * k.pixels, 1, k.pixels, acc, tt,
-                          k.pixels, k.o, ni > 0);
+                          k.pixels, k.o, true);
       }
       for (int64_t oi = 0; oi < k.o; ++oi)
         for (int64_t t = 0; t < tt; ++t) dst[oi * k.taps + t0 + t] = acc[t * k.o + oi];

@@ -27,6 +27,8 @@ A = buf(rng.standard_normal(517 * 300).astype(np.float32))
 B = buf(rng.standard_normal(300 * 411).astype(np.float32))
 D = buf(rng.standard_normal(200 * 200).astype(np.float64))
 idx = buf(rng.integers(0, 1000, 5000).astype(np.int64))
+xc = buf(rng.standard_normal(32 * 3 * 32 * 32).astype(np.float32))
+gc = buf(rng.standard_normal(32 * 16 * 32 * 32).astype(np.float32))
 res = {
   "add": run("ewise_add", (x, y), 1_000_003),
   "exp": run("ewise_exp", (x,), 1_000_003),
@@ -48,6 +50,9 @@ res = {
   "im2col": run("im2col", (x,), 8 * 30 * 30 * 4 * 9, 8, 4, 30, 30, 3, 3, 1, 1, 0, 0, 1, 1),
   "col2im": run("col2im", (x,), 8 * 4 * 32 * 32, 8, 4, 32, 32, 3, 3, 1, 1, 0, 0, 1, 1),
   # one image: per-image loop on 1 thread, per-(image, channel) planes on 4
+  # 3 input channels: a channel split by thread count gave GEMMs of other heights
+  "conv_dw": run("conv2d_backward_weight", (xc, gc), 16 * 27, 32, 3, 32, 32, 16, 3, 3,
+                 1, 1, 1, 1, 1, 1),
   "col2im_one": run("col2im", (x,), 16 * 20 * 20, 1, 16, 20, 20, 3, 3, 2, 2, 1, 1, 1, 1),
 }
 np.savez(sys.argv[1], nthreads=m.num_threads(), **res)
