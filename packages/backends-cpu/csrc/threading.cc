@@ -22,6 +22,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -31,6 +32,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -88,18 +90,33 @@ const int fork_handler_registered = pthread_atfork(nullptr, nullptr, [] { forked
 
 // ---------------------------------------------------------------- the workers
 
-// Seconds the machine's CPUs spent busy since boot (all but idle and iowait):
-// the first line of /proc/stat, in clock ticks. False where it cannot be read.
-bool machine_busy_seconds(double& out) {
+// The CPUs this process may run on (its affinity mask: taskset, cpusets) and
+// the seconds they spent busy since boot (all but idle and iowait), from their
+// cpuN lines of /proc/stat, in clock ticks. False where it cannot be read.
+// A cgroup CPU quota is not seen: its cores look free until the quota bites.
+bool allowed_busy_seconds(double& out, int& cpus) {
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  const bool masked = sched_getaffinity(0, sizeof mask, &mask) == 0;
   std::FILE* f = std::fopen("/proc/stat", "r");
   if (f == nullptr) return false;
-  unsigned long long v[8] = {};  // user nice system idle iowait irq softirq steal
-  const int got = std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
-                              &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+  unsigned long long ticks = 0;
+  cpus = 0;
+  char line[512];
+  while (std::fgets(line, sizeof line, f) != nullptr && std::strncmp(line, "cpu", 3) == 0) {
+    int id = -1;
+    unsigned long long v[8] = {};  // user nice system idle iowait irq softirq steal
+    const int got = std::sscanf(line, "cpu%d %llu %llu %llu %llu %llu %llu %llu %llu", &id, &v[0],
+                                &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+    if (got < 5 || id < 0) continue;  // the all-CPUs line has no number
+    if (masked && (id >= CPU_SETSIZE || !CPU_ISSET(id, &mask))) continue;
+    ++cpus;
+    ticks += v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+  }
   std::fclose(f);
   static const long tick = sysconf(_SC_CLK_TCK);
-  if (got < 4 || tick <= 0) return false;
-  out = double(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / double(tick);
+  if (cpus == 0 || tick <= 0) return false;
+  out = double(ticks) / double(tick);
   return true;
 }
 
@@ -110,11 +127,6 @@ bool process_seconds(double& out) {
   auto sec = [](const timeval& t) { return double(t.tv_sec) + 1e-6 * double(t.tv_usec); };
   out = sec(use.ru_utime) + sec(use.ru_stime);
   return true;
-}
-
-int online_cpus() {
-  static const int n = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
-  return n;
 }
 
 // One job at a time. state holds the job's generation (high 32 bits), its
@@ -231,22 +243,24 @@ class Pool {
   // process holds up every job that waits for its part (0.93x when workers
   // slept at once; bench_wait_policy.py). So a job takes only the cores the
   // machine leaves free, room_, and while that is fewer than the job's parts
-  // (crowded_), idle workers sleep right after their spin. room_: the cores
-  // that other processes left idle over the last sample (at least kSampleMs,
-  // taken by a job's caller), rounded down unless within a quarter of a core
-  // of the next; /proc/stat gives the machine's busy time (steal included),
-  // getrusage this process's. Returns the threads the job may use.
+  // (crowded_), idle workers sleep right after their spin. room_: the cores of
+  // this process's affinity mask that other processes left idle over the last
+  // sample (at least kSampleMs, taken by a job's caller), rounded down unless
+  // within a quarter of a core of the next; /proc/stat gives those cores' busy
+  // time (steal included), getrusage this process's. Returns the threads the
+  // job may use.
   static constexpr int kSampleMs = 200;
   int watch_load(int parts) {
     using clock = std::chrono::steady_clock;
     const auto now = clock::now();
     if (now - sampled_at_ >= std::chrono::milliseconds(kSampleMs)) {
       double busy = 0, ours = 0;
-      if (machine_busy_seconds(busy) && process_seconds(ours)) {
+      int cpus = 0;
+      if (allowed_busy_seconds(busy, cpus) && process_seconds(ours)) {
         if (sampled_at_ != clock::time_point{}) {
           const double wall = std::chrono::duration<double>(now - sampled_at_).count();
           const double others = (busy - busy_) / wall - (ours - ours_) / wall;  // cores
-          room_ = std::max(1, static_cast<int>(online_cpus() - others + 0.25));
+          room_ = std::max(1, static_cast<int>(cpus - others + 0.25));
         }
         sampled_at_ = now;
         busy_ = busy;
