@@ -48,8 +48,11 @@ class _BatchNorm(Module):
                 self.register_buffer(name, None)
 
     def forward(self, x: Tensor) -> Tensor:
-        layout = self._layout.format(c=self.num_features)
-        check_shape(repr(self), tuple(x.shape), self._ndims, layout, 1, self.num_features)
+        shape = tuple(x.shape)
+        if len(shape) not in self._ndims or shape[1] != self.num_features:
+            # the layer's repr and layout are built only here, on failure
+            check_shape(repr(self), shape, self._ndims, self._layout.format(c=self.num_features),
+                        1, self.num_features)
         tracked = 0
         if self.training and self.track_running_stats:
             count = self.num_batches_tracked._data
