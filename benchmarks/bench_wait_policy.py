@@ -6,11 +6,14 @@ The settings are read once, at import, so each runs in its own process
 
 - **bursts after idle**: SGEMM of 256-2048 squares, each burst about 30 ms of work
   started after a pause of 0.3, 1 or 2 s, against numpy's (OpenBLAS) 2-thread SGEMM
-  in the same kind of bursts and warm; GFLOP/s, median over the bursts;
+  in the same kind of bursts and warm; GFLOP/s, median over the bursts. Both libraries
+  are warmed up before the first size, and which one goes first flips from size to size;
 - **a training step**: one MLP 784-256-10 training step (batch 128) with 2 threads,
   unloaded and while another process spins on one core, against the same step with
-  1 thread and no load; medians over rounds of one process each (where the scheduler
-  puts the busy process, beside the caller or beside the worker, changes between them).
+  1 thread and no load (and the 1-thread step beside the busy process, which shows what
+  the busy core costs a step that has no second thread); medians over rounds of one
+  process each (where the scheduler puts the busy process, beside the caller or beside
+  the worker, changes between them).
 
 ``python benchmarks/bench_wait_policy.py`` writes ``results/wait_policy.md``.
 """
@@ -92,14 +95,22 @@ def child(repeats: int, steps_only: bool) -> dict[str, object]:
     if steps_only:
         return _steps(out)
     rng = np.random.default_rng(0)
-    for n in SIZES:
+    for i, n in enumerate(SIZES):
         a_np = rng.standard_normal((n, n), dtype=np.float32)
         b_np = rng.standard_normal((n, n), dtype=np.float32)
         a, b = nd.array(a_np, device="cpu"), nd.array(b_np, device="cpu")
-        time.sleep(1.0)  # OpenBLAS's threads spin for a while after its last call
-        ours = _bursts(lambda x, y: (x @ y).numpy()[0, 0], a, b, n, repeats)
-        time.sleep(1.0)
-        theirs = _bursts(np.matmul, a_np, b_np, n, repeats)
+        calls = {"lamina": (lambda x, y: (x @ y).numpy()[0, 0], a, b),
+                 "numpy": (np.matmul, a_np, b_np)}
+        if i == 0:  # the first calls of a fresh process (its pool, its pages) are no bursts
+            for call, x, y in calls.values():
+                start = time.perf_counter()
+                while time.perf_counter() - start < 0.2:
+                    call(x, y)
+        got = {}
+        for name in sorted(calls, reverse=bool(i % 2)):  # who goes first flips by size
+            time.sleep(1.0)  # OpenBLAS's threads spin for a while after its last call
+            got[name] = _bursts(*calls[name], n, repeats)
+        ours, theirs = got["lamina"], got["numpy"]
         out[str(n)] = {"lamina_burst": ours[0], "lamina_warm": ours[1],
                        "numpy_burst": theirs[0], "numpy_warm": theirs[1]}
     return out
@@ -107,8 +118,6 @@ def child(repeats: int, steps_only: bool) -> dict[str, object]:
 
 def _steps(out: dict[str, object]) -> dict[str, object]:
     out["mlp_step"] = _mlp_step_seconds()
-    if os.environ.get("LAMINA_NUM_THREADS") == "1":
-        return out
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         time.sleep(0.5)
@@ -153,14 +162,17 @@ def main() -> int:
     def step_median(name: str, key: str) -> float:
         return statistics.median(float(r[key]) for r in rounds[name])  # type: ignore[arg-type]
 
-    ref = step_median("1", "mlp_step")
+    ref, ref_busy = step_median("1", "mlp_step"), step_median("1", "mlp_step_busy")
     lines = ["# Worker spin: SGEMM bursts after idle, and a training step beside a busy core", "",
              ", ".join(f"{k} {v}" for k, v in machine().items()), "",
              "SGEMM GFLOP/s, 2 threads, median over bursts of about 30 ms started after a "
              f"pause of {', '.join(map(str, PAUSES))} s ({args.repeats} each); numpy is "
              "OpenBLAS in the same bursts and warm. The MLP step (784-256-10, batch 128, "
              "SGD) is 2 threads, unloaded and beside a process spinning on one core; the "
-             f"reference is 1 thread, no load: {ref * 1e3:.2f} ms. Step times are medians "
+             f"reference is 1 thread, no load: {ref * 1e3:.2f} ms (1 thread beside the busy "
+             f"process: {ref_busy * 1e3:.2f} ms, {ref / ref_busy:.2f} of its unloaded speed, "
+             "with no second thread to lose). "
+             "Step times are medians "
              f"of {args.step_rounds} rounds of one process per policy (and one at 1 "
              "thread), in turn; the range is over the rounds.", "",
              "| policy | n | lamina burst | numpy burst | burst ratio | lamina warm | "
