@@ -512,8 +512,11 @@ constexpr int64_t kSmallFlops = 8 * 8 * 8;
 // to 85 ms). Products under 2^20 FMAs (about 20 us) stay on one thread: after
 // a pause of a few milliseconds the worker sleeps, and waking it costs tens of
 // microseconds. The threshold was 2^23 FMAs while workers slept at once.
+// Beside a busy core, only the cores left free (free_threads): the sums are the same
+// for any thread count.
 int threads_for_gemm(int64_t M, int64_t K, int64_t N, int nt) {
-  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(nt, M * K * N / (1 << 20) + 1)));
+  const int64_t want = std::min<int64_t>(nt, M * K * N / (1 << 20) + 1);
+  return want <= 1 ? 1 : free_threads(static_cast<int>(want));
 }
 
 // Products with at most this many rows read B in place (gemv_simd.h) when

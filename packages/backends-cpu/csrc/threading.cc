@@ -14,8 +14,8 @@
 // thread that wants it; a longer spin took time from the caller's own thread
 // beside a busy core, where a longer poll took less (bench_wait_policy.py).
 // While other processes keep cores busy, a kernel runs on only as many
-// threads as there are cores left free, and workers skip the poll
-// (Pool::watch_load). The caller never waits for a worker to wake: it claims
+// threads as there are cores left free, workers skip the poll
+// (Pool::watch_load), and a GEMM splits C for that many threads (free_threads). The caller never waits for a worker to wake: it claims
 // every part no worker has (threading.h). A forked child has no workers (they
 // are not forked with it), so it runs every kernel on its calling thread.
 #include "threading.h"
@@ -175,6 +175,14 @@ class Pool {
     }
   }
 
+  // See free_threads (threading.h).
+  int free_threads(int nt) {
+    if (nt <= 1 || in_part_) return 1;  // in_part_ first: the caller holds job_mu_
+    std::unique_lock<std::mutex> one(job_mu_, std::defer_lock);
+    if (one.try_lock()) return std::min(nt, watch_load(nt));
+    return std::min(nt, room_.load(std::memory_order_relaxed));  // another thread's job
+  }
+
  private:
   // Claims and runs parts of job gen until none is left; returns how many it ran.
   int work(uint64_t gen) {
@@ -260,20 +268,22 @@ class Pool {
         if (sampled_at_ != clock::time_point{}) {
           const double wall = std::chrono::duration<double>(now - sampled_at_).count();
           const double others = (busy - busy_) / wall - (ours - ours_) / wall;  // cores
-          room_ = std::max(1, static_cast<int>(cpus - others + 0.25));
+          room_.store(std::max(1, static_cast<int>(cpus - others + 0.25)),
+                      std::memory_order_relaxed);
         }
         sampled_at_ = now;
         busy_ = busy;
         ours_ = ours;
       }
     }
-    crowded_.store(room_ < parts, std::memory_order_relaxed);
-    return room_;
+    const int room = room_.load(std::memory_order_relaxed);
+    crowded_.store(room < parts, std::memory_order_relaxed);
+    return room;
   }
 
   std::chrono::steady_clock::time_point sampled_at_{};  // the fields of the last sample
   double busy_ = 0, ours_ = 0;
-  int room_ = 1 << 16;  // no sample yet: every part may have a thread
+  std::atomic<int> room_{1 << 16};  // no sample yet: every part may have a thread
   std::atomic<bool> crowded_{false};
   std::mutex job_mu_;  // one job at a time, and the load samples
   std::atomic<uint64_t> state_{0};
@@ -343,6 +353,8 @@ int max_threads() {
 bool in_forked_child() { return forked_child.load(std::memory_order_relaxed); }
 
 int num_threads() { return in_forked_child() ? 1 : thread_count(); }
+
+int free_threads(int nt) { return nt <= 1 || in_forked_child() ? 1 : pool().free_threads(nt); }
 
 void set_num_threads(int64_t n) {
   if (n < 1 || n > max_threads())

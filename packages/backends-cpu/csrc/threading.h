@@ -22,6 +22,11 @@ int num_threads();
 bool in_forked_child();
 // Raises ValueError unless 1 <= n <= max_threads().
 void set_num_threads(int64_t n);
+// nt, less the cores other processes keep busy (the load sample of threading.cc, taken
+// again when due): the threads to plan for in a kernel whose result does not depend on
+// its thread count (the GEMMs). Split for more, its parts would all run on the caller
+// beside a busy core, each packing its own operands. 1 inside a part.
+int free_threads(int nt);
 // The most threads a kernel may use: 4 per logical CPU (more only thrash).
 int max_threads();
 bool have_openmp();

@@ -224,6 +224,7 @@ os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:2])  # so 1 hog, on any
 import lamina_backend_cpu as m
 b = m.backend
 x = b.Array(1 << 22, "float32"); b.fill(x, 1.0); o = b.Array(1 << 22, "float32")
+a = b.Array(300 * 300, "float32"); b.fill(a, 0.5); c = b.Array(300 * 300, "float32")
 def others_cpu():  # CPU seconds of every thread of this process but this one
     me, total = threading.get_native_id(), 0
     for tid in os.listdir("/proc/self/task"):
@@ -236,6 +237,7 @@ def kernels(seconds):
     end = time.time() + seconds
     while time.time() < end:
         b.ewise_exp(x, o)
+        b.matmul(a, a, c, 300, 300, 300)  # a GEMM plans for the free cores (free_threads)
 def worker_seconds(seconds):
     before = others_cpu(); kernels(seconds); return others_cpu() - before
 kernels(0.3)
@@ -255,7 +257,8 @@ print(quiet, busy)
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 or more CPUs")
 def test_kernels_leave_busy_cores_alone() -> None:
     # Pinned to 2 CPUs, one of them kept busy by another process, a 2-thread kernel
-    # runs all its parts on the calling thread: its workers take no CPU time. On a
+    # runs all its parts on the calling thread and a GEMM is planned for one thread:
+    # the workers take no CPU time. On a
     # bigger machine the other CPUs are outside the mask and do not count.
     env = dict(os.environ, LAMINA_NUM_THREADS="2")
     out = subprocess.run([sys.executable, "-c", CROWDED_SCRIPT], check=True, env=env,
