@@ -15,7 +15,8 @@
 // beside a busy core, where a longer poll took less (bench_wait_policy.py).
 // While other processes keep cores busy, a kernel runs on only as many
 // threads as there are cores left free, workers skip the poll
-// (Pool::watch_load), and a GEMM splits C for that many threads (free_threads). The caller never waits for a worker to wake: it claims
+// (Pool::watch_load), and a GEMM splits C for that many threads
+// (free_threads). The caller never waits for a worker to wake: it claims
 // every part no worker has (threading.h). A forked child has no workers (they
 // are not forked with it), so it runs every kernel on its calling thread.
 #include "threading.h"
