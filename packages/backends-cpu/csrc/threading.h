@@ -91,18 +91,34 @@ void run_threads(int nt, F&& body) {
   if (ctx.error) std::rethrow_exception(ctx.error);
 }
 
-// Calls f(begin, end) over contiguous chunks of [0, n); chunk boundaries are
-// multiples of `align` so SIMD loops see aligned-length pieces.
+namespace detail {
+// f(begin, end) over nt contiguous chunks of [0, n), boundaries multiples of align.
 template <class F>
-void parallel_for(int64_t n, int64_t grain, F&& f, int64_t align = 16) {
-  if (n <= 0) return;
-  run_threads(threads_for(n, grain), [&](int t, int tn) {
+void split_for(int nt, int64_t n, F&& f, int64_t align) {
+  run_threads(nt, [&](int t, int tn) {
     int64_t chunk = (n + tn - 1) / tn;
     chunk = (chunk + align - 1) / align * align;
     const int64_t b = std::min<int64_t>(n, t * chunk);
     const int64_t e = std::min<int64_t>(n, b + chunk);
     if (b < e) f(b, e);
   });
+}
+}  // namespace detail
+
+// Calls f(begin, end) over contiguous chunks of [0, n); chunk boundaries are
+// multiples of `align` so SIMD loops see aligned-length pieces.
+template <class F>
+void parallel_for(int64_t n, int64_t grain, F&& f, int64_t align = 16) {
+  if (n > 0) detail::split_for(threads_for(n, grain), n, f, align);
+}
+
+// parallel_for split only for the cores left free (free_threads), for a kernel whose
+// parts each redo work shared by the whole range (pack the same operand): beside a
+// busy core its parts would run one after another on the caller, each paying for
+// that work again. Its result must not depend on the split.
+template <class F>
+void parallel_for_free(int64_t n, int64_t grain, F&& f, int64_t align = 16) {
+  if (n > 0) detail::split_for(free_threads(threads_for(n, grain)), n, f, align);
 }
 
 }  // namespace lamina_cpu

@@ -29,6 +29,15 @@ D = buf(rng.standard_normal(200 * 200).astype(np.float64))
 idx = buf(rng.integers(0, 1000, 5000).astype(np.int64))
 xc = buf(rng.standard_normal(32 * 3 * 32 * 32).astype(np.float32))
 gc = buf(rng.standard_normal(32 * 16 * 32 * 32).astype(np.float32))
+wc = buf(rng.standard_normal(16 * 27).astype(np.float32))
+def bn_backward_rows(n, c, s):  # s < 32: channel ranges over every row (split for free cores)
+    g, xb = (buf(rng.standard_normal(n * c * s).astype(np.float32)) for _ in range(2))
+    mean, weight = (buf(rng.standard_normal(c).astype(np.float32)) for _ in range(2))
+    rstd = buf((np.abs(rng.standard_normal(c)) + 0.5).astype(np.float32))
+    sizes = (n * c * s, c, c)
+    outs = [b.Array(k, "float32") for k in sizes]
+    b.batch_norm_backward(g, xb, mean, rstd, weight, *outs, n, c, s, True)
+    return np.concatenate([b.to_numpy(o, (k,), (1,), 0) for o, k in zip(outs, sizes)])
 res = {
   "add": run("ewise_add", (x, y), 1_000_003),
   "exp": run("ewise_exp", (x,), 1_000_003),
@@ -52,6 +61,9 @@ res = {
   # 3 input channels: a channel split by thread count gave GEMMs of other heights
   "conv_dw": run("conv2d_backward_weight", (xc, gc), 16 * 27, 32, 3, 32, 32, 16, 3, 3,
                  1, 1, 1, 1, 1, 1),
+  "conv_dx": run("conv2d_backward_input", (gc, wc), 32 * 3 * 32 * 32, 32, 3, 32, 32, 16, 3, 3,
+                 1, 1, 1, 1, 1, 1),
+  "bn_backward_rows": bn_backward_rows(64, 32, 16),
   # one image: per-image loop on 1 thread, per-(image, channel) planes on 4
   "col2im_one": run("col2im", (x,), 16 * 20 * 20, 1, 16, 20, 20, 3, 3, 2, 2, 1, 1, 1, 1),
 }
