@@ -244,6 +244,15 @@ def bench_wait_policy(session: nox.Session) -> None:
 
 
 @nox.session
+def bench_busy_core(session: nox.Session) -> None:
+    """Every bench_steps step in Lamina beside a process busy on one core, at 1 and 2
+    threads; writes benchmarks/results/busy_core_<machine tag>.md and .json."""
+    # torch: bench_steps builds each step beside its PyTorch twin
+    session.install(*install_args(["nn", "backend_cpu"], extras=None), "torch==2.13.0")
+    session.run("python", "benchmarks/bench_busy_core.py", *session.posargs)
+
+
+@nox.session
 def bench_compile(session: nox.Session) -> None:
     """lamina.autograd.compile against eager Lamina and eager PyTorch; writes
     benchmarks/results/compile.md and .json."""
