@@ -100,21 +100,14 @@ def main() -> int:
     parser.add_argument("--out", default=None, help="writes OUT.md and OUT.json (default "
                         "benchmarks/results/busy_core_<machine tag>)")
     args = parser.parse_args()
-    if nd.default_device().name != bench_steps.DEVICE:
-        parser.error("this benchmark measures the cpu backend; install lamina-backend-cpu "
-                     "and unset LAMINA_DEVICE")
     if args.rounds < 1 or args.phases < 1:
         parser.error("--rounds and --phases must be at least 1")
-    cases = [c for c in CASES if args.only is None or args.only.lower() in c.name.lower()]
-    if not cases:
-        parser.error(f"--only {args.only!r} matches no row; rows: "
-                     + "; ".join(c.name for c in CASES))
-    scale = {"ms": 1e3, "us": 1e6}
+    cases = bench_steps.selected(parser, CASES, args.only)
     rows = []
     for case in cases:
         pair = case.build()
         t = measure(pair.ours, args.rounds, args.phases, args.min_time)
-        s = scale[case.unit]
+        s = bench_steps.SCALE[case.unit]
         vs_busy1 = _ratio_line(t["busy1"], t["busy2"])
         # quiet and busy timings are not paired in time: pair them round by round anyway
         vs_quiet1 = _ratio_line(t["quiet1"], t["busy2"])

@@ -57,6 +57,7 @@ from _timing import row, seconds_per_call  # noqa: E402
 from lamina import nn, optim  # noqa: E402
 
 DEVICE = "cpu"
+SCALE = {"ms": 1e3, "us": 1e6}  # seconds to each case's unit
 PAUSE = 0.5  # seconds between the libraries' timings above one thread
 
 
@@ -318,7 +319,6 @@ def run(cases: list[Case], thread_counts: list[int], rounds: int, min_time: floa
     for case in cases:
         pairs[case.name] = pair = case.build()
         diffs[case.name] = sanity_check(case.name, pair)
-    scale = {"ms": 1e3, "us": 1e6}
     rows: list[dict[str, object]] = []
     old = torch.get_num_threads(), nd.get_device(DEVICE).num_threads()
     try:
@@ -327,7 +327,7 @@ def run(cases: list[Case], thread_counts: list[int], rounds: int, min_time: floa
             for case in cases:
                 ours, theirs = measure(pairs[case.name], threads, rounds, min_time)
                 ratios = [t / o for o, t in zip(ours, theirs)]
-                s = scale[case.unit]
+                s = SCALE[case.unit]
                 rows.append(row(case.name, case.size, "lamina[cpu]", "torch cpu",
                                 statistics.median(ours) * s, statistics.median(theirs) * s,
                                 case.unit, False, threads=threads, ratio_min=min(ratios),
@@ -389,6 +389,20 @@ def _thread_counts(text: str) -> list[int]:
     return counts
 
 
+def selected(parser: argparse.ArgumentParser, cases: list[Case], only: str | None
+             ) -> list[Case]:
+    """The cases whose name contains ``only`` (all for None); a parser error where Lamina's
+    default device is not the cpu backend or no case matches."""
+    if nd.default_device().name != DEVICE:
+        parser.error(f"Lamina's default device is {nd.default_device().name!r}: this benchmark "
+                     "measures the cpu backend; install lamina-backend-cpu and unset "
+                     "LAMINA_DEVICE")
+    chosen = [c for c in cases if only is None or only.lower() in c.name.lower()]
+    if not chosen:
+        parser.error(f"--only {only!r} matches no row; rows: " + "; ".join(c.name for c in cases))
+    return chosen
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per row")
@@ -401,16 +415,9 @@ def main() -> int:
     parser.add_argument("--out", default=None, help="writes OUT.md and OUT.json (default "
                         "benchmarks/results/train_steps_<machine tag>)")
     args = parser.parse_args()
-    if nd.default_device().name != DEVICE:
-        parser.error(f"Lamina's default device is {nd.default_device().name!r}: this benchmark "
-                     "measures the cpu backend; install lamina-backend-cpu and unset "
-                     "LAMINA_DEVICE")
     if args.rounds < 1:
         parser.error(f"--rounds must be at least 1, got {args.rounds}")
-    cases = [c for c in CASES if args.only is None or args.only.lower() in c.name.lower()]
-    if not cases:
-        parser.error(f"--only {args.only!r} matches no row; rows: "
-                     + "; ".join(c.name for c in CASES))
+    cases = selected(parser, CASES, args.only)
     out = Path(args.out) if args.out else HERE / "results" / f"train_steps_{machine_tag()}"
     rows = run(cases, args.threads, args.rounds, args.min_time)
     info = machine()
