@@ -50,7 +50,7 @@ BatchNormLoops<T> loops() {
 // channels hold enough values: the row loops' way for short blocks
 // (batch_norm_loops.h). Split for the free cores only: a range reads a slice of
 // every row, so beside a busy core two ranges one after the other read the
-// tensor twice in strides (a (128, 32, 4, 4) backward took 1.24x as long).
+// tensor twice in strides (a (128, 64, 2, 2) backward took 1.15x as long).
 template <class F>
 void for_channel_ranges(int64_t c, int64_t per_channel, F&& f) {
   const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, per_channel));
